@@ -1,0 +1,26 @@
+// Package message implements the Waku message (14/WAKU2-MESSAGE): the
+// WakuMessage codec, the deterministic message hash and the Envelope that
+// carries one decoded message through a node.
+//
+// # Decode once, hash once
+//
+// Decode parses the wire bytes with google.golang.org/protobuf/encoding/protowire
+// and aliases them: the Payload, Meta and RateLimitProof slices and the
+// ContentTopic string of the returned Message point into the input. The
+// caller hands the input over to the Message and must not modify it
+// afterwards. NewEnvelope computes the deterministic message hash once and
+// binds message, pubsub topic, hash and wire bytes into one immutable value
+// that every consumer receives by pointer.
+//
+// # Counting
+//
+// Every call of Decode, Encode and the hash adds to a Counters value, so the
+// counts the benchmark and the metrics report are the calls that happened.
+// Each node owns one Counters; a nil *Counters counts into Default.
+//
+// # Limits
+//
+// An encoded message is at most MaxSize (153600) bytes and its meta at most
+// MaxMetaSize (64) bytes; the payload and content topic fields must be
+// present (nwaku waku_core/message/{codec,message,default_values}.nim).
+package message

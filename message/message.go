@@ -1,0 +1,268 @@
+package message
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Limits of 14/WAKU2-MESSAGE as nwaku and go-waku enforce them.
+const (
+	// MaxSize is the largest encoded WakuMessage in bytes: 150 KiB
+	// (nwaku message/default_values.nim, go-waku relay/waku_relay.go).
+	MaxSize = 150 * 1024
+	// MaxMetaSize is the largest meta attribute in bytes
+	// (nwaku MaxMetaAttrLength, message/message.nim).
+	MaxMetaSize = 64
+)
+
+// Field numbers of 14/WAKU2-MESSAGE.
+const (
+	fieldPayload        protowire.Number = 1
+	fieldContentTopic   protowire.Number = 2
+	fieldVersion        protowire.Number = 3
+	fieldTimestamp      protowire.Number = 10
+	fieldMeta           protowire.Number = 11
+	fieldRateLimitProof protowire.Number = 21
+	fieldEphemeral      protowire.Number = 31
+)
+
+// Sentinel errors of Decode. Every error Decode returns wraps exactly one of
+// them and names the field and offset.
+var (
+	ErrTooLarge            = errors.New("message: encoded message over 153600 bytes")
+	ErrTruncated           = errors.New("message: truncated or malformed protobuf")
+	ErrWireType            = errors.New("message: wrong wire type for field")
+	ErrMetaTooLong         = errors.New("message: meta over 64 bytes")
+	ErrMissingPayload      = errors.New("message: payload field absent")
+	ErrMissingContentTopic = errors.New("message: content topic field absent")
+)
+
+// Presence records which optional fields of a Message are set. The encoder
+// writes an optional field when its bit is set or its value is not the zero
+// value; the decoder sets the bit of every optional field it reads.
+type Presence uint8
+
+// Bits of Presence, one per optional field of 14/WAKU2-MESSAGE.
+const (
+	HasVersion Presence = 1 << iota
+	HasTimestamp
+	HasMeta
+	HasRateLimitProof
+	HasEphemeral
+)
+
+// Message is a WakuMessage (14/WAKU2-MESSAGE). A Message is immutable once it
+// has been handed to Encode, NewEnvelope or any consumer: nobody may modify
+// its fields or the bytes its slices point to.
+//
+// A Message returned by Decode aliases the decoded input: Payload, Meta,
+// RateLimitProof and the bytes of ContentTopic are sub-slices of it.
+type Message struct {
+	// Payload is field 1, the application bytes (any length, may be empty).
+	Payload []byte
+	// ContentTopic is field 2, e.g. "/courier/1/bench/proto".
+	ContentTopic string
+	// Version is field 3 (0 = unencrypted or app-encrypted, 1 = 26/WAKU-PAYLOAD,
+	// 2 = WAKU2-NOISE). Absent means 0.
+	Version uint32
+	// Timestamp is field 10, Unix time in nanoseconds (sint64). Absent means 0.
+	Timestamp int64
+	// Meta is field 11, at most MaxMetaSize bytes, covered by the hash.
+	Meta []byte
+	// RateLimitProof is field 21, an opaque 17/WAKU2-RLN-RELAY proof.
+	RateLimitProof []byte
+	// Ephemeral is field 31: true means archives must not store the message.
+	Ephemeral bool
+	// Present marks the optional fields that are set (see Presence).
+	Present Presence
+}
+
+// Decode parses one encoded WakuMessage of at most MaxSize bytes.
+//
+// The returned Message aliases data (no byte of the payload is copied): the
+// caller gives up data and must never modify it afterwards. Unknown fields
+// are skipped; a repeated known field takes the last value, as protobuf does.
+// Decode counts one decode and len(data) decoded bytes in c (nil: Default).
+//
+// Errors wrap ErrTooLarge, ErrTruncated, ErrWireType, ErrMetaTooLong,
+// ErrMissingPayload or ErrMissingContentTopic.
+func Decode(data []byte, c *Counters) (*Message, error) {
+	c = c.orDefault()
+	c.Decodes.Add(1)
+	c.DecodedBytes.Add(uint64(len(data)))
+	m := new(Message)
+	if err := m.decode(data); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Message) decode(data []byte) error {
+	if len(data) > MaxSize {
+		return fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))
+	}
+	var havePayload, haveTopic bool
+	for off := 0; off < len(data); {
+		num, typ, n := protowire.ConsumeTag(data[off:])
+		if n < 0 {
+			return fieldErr(ErrTruncated, 0, off, protowire.ParseError(n))
+		}
+		off += n
+		want, known := wireTypeOf(num)
+		if !known {
+			n = protowire.ConsumeFieldValue(num, typ, data[off:])
+			if n < 0 {
+				return fieldErr(ErrTruncated, num, off, protowire.ParseError(n))
+			}
+			off += n
+			continue
+		}
+		if typ != want {
+			return fmt.Errorf("%w: field %d has wire type %d at offset %d", ErrWireType, num, typ, off)
+		}
+		var v []byte
+		var x uint64
+		if typ == protowire.BytesType {
+			v, n = protowire.ConsumeBytes(data[off:])
+		} else {
+			x, n = protowire.ConsumeVarint(data[off:])
+		}
+		if n < 0 {
+			return fieldErr(ErrTruncated, num, off, protowire.ParseError(n))
+		}
+		off += n
+		switch num {
+		case fieldPayload:
+			m.Payload, havePayload = v, true
+		case fieldContentTopic:
+			m.ContentTopic, haveTopic = aliasString(v), true
+		case fieldVersion:
+			m.Version, m.Present = uint32(x), m.Present|HasVersion
+		case fieldTimestamp:
+			m.Timestamp, m.Present = protowire.DecodeZigZag(x), m.Present|HasTimestamp
+		case fieldMeta:
+			if len(v) > MaxMetaSize {
+				return fmt.Errorf("%w: %d bytes", ErrMetaTooLong, len(v))
+			}
+			m.Meta, m.Present = v, m.Present|HasMeta
+		case fieldRateLimitProof:
+			m.RateLimitProof, m.Present = v, m.Present|HasRateLimitProof
+		case fieldEphemeral:
+			m.Ephemeral, m.Present = x != 0, m.Present|HasEphemeral
+		}
+	}
+	if !havePayload {
+		return ErrMissingPayload
+	}
+	if !haveTopic {
+		return ErrMissingContentTopic
+	}
+	return nil
+}
+
+func fieldErr(sentinel error, num protowire.Number, off int, cause error) error {
+	return fmt.Errorf("%w: field %d at offset %d: %v", sentinel, num, off, cause)
+}
+
+// wireTypeOf gives the wire type of a known field number.
+func wireTypeOf(num protowire.Number) (protowire.Type, bool) {
+	switch num {
+	case fieldPayload, fieldContentTopic, fieldMeta, fieldRateLimitProof:
+		return protowire.BytesType, true
+	case fieldVersion, fieldTimestamp, fieldEphemeral:
+		return protowire.VarintType, true
+	}
+	return 0, false
+}
+
+// aliasString returns the bytes of b as a string without copying. The bytes
+// must never change afterwards, which Decode's contract guarantees.
+func aliasString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+func aliasBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+func (m *Message) has(p Presence) bool { return m.Present&p != 0 }
+
+// Size returns the length in bytes of the encoding Append produces.
+func (m *Message) Size() int {
+	n := protowire.SizeTag(fieldPayload) + protowire.SizeBytes(len(m.Payload))
+	n += protowire.SizeTag(fieldContentTopic) + protowire.SizeBytes(len(m.ContentTopic))
+	if m.has(HasVersion) || m.Version != 0 {
+		n += protowire.SizeTag(fieldVersion) + protowire.SizeVarint(uint64(m.Version))
+	}
+	if m.has(HasTimestamp) || m.Timestamp != 0 {
+		n += protowire.SizeTag(fieldTimestamp) + protowire.SizeVarint(protowire.EncodeZigZag(m.Timestamp))
+	}
+	if m.has(HasMeta) || len(m.Meta) > 0 {
+		n += protowire.SizeTag(fieldMeta) + protowire.SizeBytes(len(m.Meta))
+	}
+	if m.has(HasRateLimitProof) || len(m.RateLimitProof) > 0 {
+		n += protowire.SizeTag(fieldRateLimitProof) + protowire.SizeBytes(len(m.RateLimitProof))
+	}
+	if m.has(HasEphemeral) || m.Ephemeral {
+		n += protowire.SizeTag(fieldEphemeral) + 1
+	}
+	return n
+}
+
+// Append appends the encoding of m to dst and returns the extended slice.
+// Fields 1 and 2 are always written, even when empty, because nwaku rejects a
+// message without them; optional fields are written when present or non-zero.
+// The timestamp is a zigzag varint (sint64). Append counts one encode in c.
+// It does not check the limits: Decode and the relay validator do.
+func (m *Message) Append(dst []byte, c *Counters) []byte {
+	c = c.orDefault()
+	c.Encodes.Add(1)
+	start := len(dst)
+	dst = protowire.AppendTag(dst, fieldPayload, protowire.BytesType)
+	dst = protowire.AppendBytes(dst, m.Payload)
+	dst = protowire.AppendTag(dst, fieldContentTopic, protowire.BytesType)
+	dst = protowire.AppendString(dst, m.ContentTopic)
+	if m.has(HasVersion) || m.Version != 0 {
+		dst = protowire.AppendTag(dst, fieldVersion, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, uint64(m.Version))
+	}
+	if m.has(HasTimestamp) || m.Timestamp != 0 {
+		dst = protowire.AppendTag(dst, fieldTimestamp, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, protowire.EncodeZigZag(m.Timestamp))
+	}
+	if m.has(HasMeta) || len(m.Meta) > 0 {
+		dst = protowire.AppendTag(dst, fieldMeta, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, m.Meta)
+	}
+	if m.has(HasRateLimitProof) || len(m.RateLimitProof) > 0 {
+		dst = protowire.AppendTag(dst, fieldRateLimitProof, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, m.RateLimitProof)
+	}
+	if m.has(HasEphemeral) || m.Ephemeral {
+		dst = protowire.AppendTag(dst, fieldEphemeral, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, protowire.EncodeBool(m.Ephemeral))
+	}
+	c.EncodedBytes.Add(uint64(len(dst) - start))
+	return dst
+}
+
+// Encode returns a new buffer of exactly m.Size() bytes holding the encoding
+// of m. The caller owns the buffer.
+func (m *Message) Encode(c *Counters) []byte {
+	return m.Append(make([]byte, 0, m.Size()), c)
+}
+
+// Equal reports whether m and o have the same field values and presence.
+func (m *Message) Equal(o *Message) bool {
+	return bytes.Equal(m.Payload, o.Payload) && m.ContentTopic == o.ContentTopic &&
+		m.Version == o.Version && m.Timestamp == o.Timestamp &&
+		bytes.Equal(m.Meta, o.Meta) && bytes.Equal(m.RateLimitProof, o.RateLimitProof) &&
+		m.Ephemeral == o.Ephemeral && m.Present == o.Present
+}
