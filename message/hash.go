@@ -15,7 +15,14 @@ type Hash [32]byte
 // String returns the hash as 64 lowercase hex digits.
 func (h Hash) String() string { return hex.EncodeToString(h[:]) }
 
-var sha256Pool = sync.Pool{New: func() any { return sha256.New() }}
+// hasher is a pooled SHA-256 state with scratch space, so that hashing
+// allocates nothing: the timestamp and the sum are written into buf.
+type hasher struct {
+	h   hash.Hash
+	buf [sha256.Size]byte
+}
+
+var hasherPool = sync.Pool{New: func() any { return &hasher{h: sha256.New()} }}
 
 // Hash computes the deterministic message hash of m published on
 // pubsubTopic:
@@ -29,18 +36,16 @@ var sha256Pool = sync.Pool{New: func() any { return sha256.New() }}
 // bytes it fed in c (nil: Default).
 func (m *Message) Hash(pubsubTopic string, c *Counters) Hash {
 	c = c.orDefault()
-	h := sha256Pool.Get().(hash.Hash)
-	h.Reset()
-	h.Write(aliasBytes(pubsubTopic))
-	h.Write(m.Payload)
-	h.Write(aliasBytes(m.ContentTopic))
-	h.Write(m.Meta)
-	var ts [8]byte
-	binary.BigEndian.PutUint64(ts[:], uint64(m.Timestamp))
-	h.Write(ts[:])
-	var out Hash
-	h.Sum(out[:0])
-	sha256Pool.Put(h)
+	s := hasherPool.Get().(*hasher)
+	s.h.Reset()
+	s.h.Write(aliasBytes(pubsubTopic))
+	s.h.Write(m.Payload)
+	s.h.Write(aliasBytes(m.ContentTopic))
+	s.h.Write(m.Meta)
+	binary.BigEndian.PutUint64(s.buf[:8], uint64(m.Timestamp))
+	s.h.Write(s.buf[:8])
+	out := Hash(s.h.Sum(s.buf[:0]))
+	hasherPool.Put(s)
 	c.Hashes.Add(1)
 	c.HashedBytes.Add(uint64(len(pubsubTopic) + len(m.Payload) + len(m.ContentTopic) + len(m.Meta) + 8))
 	return out
