@@ -1,0 +1,198 @@
+package libnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// pendingKey identifies a pending ask. Raw-lane replies come back on the
+// connection the ask went out on, so they are matched by UUID and peer
+// address; legacy replies arrive on the listener from the responder's pool
+// and are matched by UUID alone (peer "").
+type pendingKey struct {
+	id   [16]byte
+	peer string
+}
+
+type result struct {
+	reply Reply
+	err   error
+}
+
+type call struct{ ch chan result } // capacity 1
+
+// Ask sends m to peer as an ask and waits for the reply, until ctx ends or,
+// if ctx has no deadline, Config.AskTimeout. The pending entry and its
+// deadline timer are removed on every exit: reply, deadline, cancel, write
+// error and Close (seed 004 section 3.1). Errors: ErrTimeout (wrapping
+// context.DeadlineExceeded), context.Canceled, ErrClosed, ErrNoListener
+// (legacy lane on a send-only endpoint), dial and write errors.
+func (e *Endpoint) Ask(ctx context.Context, peer string, m Msg) (Reply, error) {
+	lane := e.LaneFor(peer)
+	ctx, done := e.askContext(ctx)
+	defer done()
+	id := e.newID()
+	f, err := e.encode(lane, DirAsk, id, &m, e.remaining(ctx), nil)
+	if err != nil {
+		return Reply{}, err
+	}
+	return e.ask(ctx, peer, lane, id, &f)
+}
+
+// MultiAsk asks every peer. Peers on the raw lane share one frame (one
+// UUID, matched per connection); each legacy peer gets its own frame,
+// because the legacy envelope carries the UUID inside the JSON data.
+// results[i] is peers[i]'s reply or error.
+func (e *Endpoint) MultiAsk(ctx context.Context, peers []string, m Msg) []Result {
+	out := make([]Result, len(peers))
+	ctx, done := e.askContext(ctx)
+	defer done()
+	rawID := e.newID()
+	var raw *frame
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		lane, id := e.LaneFor(p), rawID
+		var f *frame
+		if lane == LaneRaw && raw != nil {
+			f = raw
+		} else {
+			if lane != LaneRaw {
+				id = e.newID()
+			}
+			enc, err := e.encode(lane, DirAsk, id, &m, e.remaining(ctx), nil)
+			if err != nil {
+				out[i].Err = err
+				continue
+			}
+			f = &enc
+			if lane == LaneRaw {
+				raw = f
+			}
+		}
+		wg.Add(1)
+		go func(i int, p string, lane Lane, id [16]byte, f *frame) {
+			defer wg.Done()
+			out[i].Reply, out[i].Err = e.ask(ctx, p, lane, id, f)
+		}(i, p, lane, id, f)
+	}
+	wg.Wait()
+	return out
+}
+
+// Result is one peer's outcome of MultiAsk.
+type Result struct {
+	Reply Reply
+	Err   error
+}
+
+// askContext gives ctx a deadline (AskTimeout if it has none) and counts
+// the armed deadline timer until done is called.
+func (e *Endpoint) askContext(ctx context.Context) (context.Context, func()) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(e.cfg.AskTimeout)
+	}
+	ctx, cancel := context.WithDeadline(ctx, dl)
+	e.c.armedTimers.Add(1)
+	return ctx, func() {
+		cancel()
+		e.c.armedTimers.Add(-1)
+	}
+}
+
+func (e *Endpoint) remaining(ctx context.Context) time.Duration {
+	dl, _ := ctx.Deadline()
+	return max(time.Until(dl), 0)
+}
+
+func (e *Endpoint) ask(ctx context.Context, peer string, lane Lane, id [16]byte, f *frame) (Reply, error) {
+	if lane != LaneRaw && e.ln == nil {
+		return Reply{}, ErrNoListener
+	}
+	key := pendingKey{id: id}
+	if lane == LaneRaw {
+		key.peer = peer
+	}
+	c := &call{ch: make(chan result, 1)}
+	if err := e.addPending(key, c); err != nil {
+		return Reply{}, err
+	}
+	defer e.removePending(key)
+	start := time.Now()
+	if err := e.sendFrame(ctx, peer, f); err != nil {
+		return Reply{}, askErr(err)
+	}
+	select {
+	case r := <-c.ch:
+		if r.err == nil {
+			e.c.askLat.record(time.Since(start))
+		}
+		return r.reply, r.err
+	case <-ctx.Done():
+		return Reply{}, askErr(ctx.Err())
+	}
+}
+
+func askErr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	return err
+}
+
+func (e *Endpoint) addPending(k pendingKey, c *call) error {
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	if e.pclosed {
+		return ErrClosed
+	}
+	e.pending[k] = c
+	return nil
+}
+
+func (e *Endpoint) removePending(k pendingKey) {
+	e.pmu.Lock()
+	delete(e.pending, k)
+	e.pmu.Unlock()
+}
+
+// failPending answers every pending ask with err.
+func (e *Endpoint) failPending(err error) {
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	e.pclosed = true
+	for _, c := range e.pending {
+		select {
+		case c.ch <- result{err: err}:
+		default:
+		}
+	}
+}
+
+// deliver hands a resp to its pending ask, copying an aliased payload.
+func (e *Endpoint) deliver(c *conn, h *Header, payload []byte, aliased bool) {
+	key := pendingKey{id: h.UUID}
+	if c.peer != nil && h.Version != 0 && h.Lane() == LaneRaw {
+		key.peer = c.peer.addr
+	}
+	e.pmu.Lock()
+	pc := e.pending[key]
+	e.pmu.Unlock()
+	if pc == nil {
+		e.drop(DropLateReply, nil)
+		return
+	}
+	if aliased {
+		payload = append(make([]byte, 0, len(payload)), payload...)
+	}
+	r := result{reply: Reply{Header: *h, Payload: payload}}
+	r.reply.Header.Owner = append([]byte(nil), h.Owner...)
+	select {
+	case pc.ch <- r:
+	default:
+		e.drop(DropLateReply, nil) // a second reply to the same ask
+	}
+}

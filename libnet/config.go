@@ -1,0 +1,134 @@
+package libnet
+
+import (
+	"crypto/ed25519"
+	"fmt"
+	"time"
+)
+
+// Config configures an Endpoint. The zero value of every field has the
+// meaning documented beside it; New applies the defaults.
+type Config struct {
+	// ListenAddr is the TCP address to listen on, e.g. "127.0.0.1:0".
+	// Empty means send-only: no listener, so no legacy asks (their replies
+	// arrive on the listener).
+	ListenAddr string
+	// SenderID is written into every header (at most 255 bytes).
+	SenderID string
+
+	// Lane is the lane this network sends on; zero is LaneLegacy. PeerLanes
+	// overrides it per peer address ("ip:port"). A peer that has sent us a
+	// raw frame on a connection we dialled is known to accept the raw lane
+	// and gets it unless NoLearn is set or PeerLanes says otherwise. Both
+	// lanes and the plain JSON lane are always accepted (seed 004 section 4).
+	Lane      Lane
+	PeerLanes map[string]Lane
+	NoLearn   bool
+
+	// Compression is the default per-message codec; zero means none.
+	// CompressZstd on the legacy lane falls back to none (lib-net has no
+	// zstd). CompressMin is the payload size in bytes below which nothing is
+	// compressed; zero means 1024, negative means always compress.
+	Compression Compression
+	CompressMin int
+
+	// HashKey is the decoded bytes of the network's hex hashKey (lib-net
+	// crypto ShardusCrypto::new hex-decodes it), 16 to 64 bytes. SigningKey
+	// is the 64-byte Ed25519 secret key (sodium layout: seed then public
+	// key). With both set, legacy-lane frames are signed as lib-net signs
+	// them, and raw-lane frames too when SignRaw is set. Received signatures
+	// are verified whenever HashKey is set; RequireSigned rejects headered
+	// frames that carry none.
+	HashKey       []byte
+	SigningKey    ed25519.PrivateKey
+	SignRaw       bool
+	RequireSigned bool
+
+	// HeaderLimit is the largest header in bytes; zero means 2048
+	// (lib-net NetConfig default). PayloadLimit is the largest data section
+	// and decompressed payload in bytes; zero means 2 MiB.
+	HeaderLimit  int
+	PayloadLimit int
+
+	// AskTimeout bounds an Ask whose context has no deadline; zero means 5 s
+	// (shardus-core network.timeout).
+	AskTimeout time.Duration
+	// DialTimeout bounds a connect; zero means 3 s. WriteTimeout bounds one
+	// write of queued frames; zero means 10 s. IdleTimeout closes pooled
+	// connections unused that long; zero means 5 min, negative never.
+	DialTimeout  time.Duration
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
+
+	// MaxPeers bounds the pool of outbound connections (LRU); zero means
+	// 1024. QueueLen bounds each peer's send queue in messages; a full queue
+	// blocks the sender until its context ends. Zero means 256.
+	MaxPeers int
+	QueueLen int
+
+	// DedupSize is the number of payload hashes remembered per endpoint for
+	// routes registered with RouteOptions.Dedup; zero means 16384.
+	DedupSize int
+
+	// Handler receives tells and asks on routes without their own handler;
+	// nil drops them (counted as DropNoHandler).
+	Handler Handler
+	// OnError, if set, is called with every rejected frame (*FrameError)
+	// and failed reply. It must not block.
+	OnError func(err error)
+}
+
+func (c *Config) setDefaults() {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.CompressMin, 1024)
+	def(&c.HeaderLimit, 2048)
+	def(&c.PayloadLimit, 2<<20)
+	def(&c.MaxPeers, 1024)
+	def(&c.QueueLen, 256)
+	def(&c.DedupSize, 16384)
+	defd(&c.AskTimeout, 5*time.Second)
+	defd(&c.DialTimeout, 3*time.Second)
+	defd(&c.WriteTimeout, 10*time.Second)
+	defd(&c.IdleTimeout, 5*time.Minute)
+	if c.Compression == CompressDefault {
+		c.Compression = CompressNone
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case len(c.SenderID) > 255:
+		return fmt.Errorf("%w: SenderID over 255 bytes", ErrBadConfig)
+	case c.Lane > LaneRaw:
+		return fmt.Errorf("%w: Lane %d cannot be sent", ErrBadConfig, c.Lane)
+	case c.Compression > CompressZstd:
+		return fmt.Errorf("%w: Compression %d", ErrBadConfig, c.Compression)
+	case c.HashKey != nil && (len(c.HashKey) < 16 || len(c.HashKey) > 64):
+		return fmt.Errorf("%w: HashKey of %d bytes, want 16-64", ErrBadConfig, len(c.HashKey))
+	case c.SigningKey != nil && len(c.SigningKey) != ed25519.PrivateKeySize:
+		return fmt.Errorf("%w: SigningKey of %d bytes", ErrBadConfig, len(c.SigningKey))
+	case c.SigningKey != nil && c.HashKey == nil:
+		return fmt.Errorf("%w: SigningKey without HashKey", ErrBadConfig)
+	case c.RequireSigned && c.HashKey == nil:
+		return fmt.Errorf("%w: RequireSigned without HashKey", ErrBadConfig)
+	case c.HeaderLimit < 64 || c.PayloadLimit < 1:
+		return fmt.Errorf("%w: limits header %d payload %d", ErrBadConfig, c.HeaderLimit, c.PayloadLimit)
+	case c.MaxPeers < 1 || c.QueueLen < 1 || c.DedupSize < 1:
+		return fmt.Errorf("%w: MaxPeers, QueueLen and DedupSize must be positive", ErrBadConfig)
+	}
+	for p, l := range c.PeerLanes {
+		if l > LaneRaw {
+			return fmt.Errorf("%w: PeerLanes[%s] = %d", ErrBadConfig, p, l)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,384 @@
+package libnet
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/blake2b"
+
+	"github.com/couriernet/courier/libnet/internal/legacy"
+	"github.com/couriernet/courier/libnet/internal/wire"
+)
+
+// keepBuf is the largest read buffer a connection keeps between frames.
+const keepBuf = 1 << 20
+
+// conn is one TCP connection, inbound or dialled by a peer. Its read loop
+// parses frames and dispatches them; replies to raw-lane asks go back on it.
+type conn struct {
+	ep     *Endpoint
+	nc     net.Conn
+	remote string
+	peer   *peer // nil for an inbound connection
+
+	wmu        sync.Mutex // serialises reply writes on inbound connections
+	lastSender string     // interned sender id
+}
+
+func (e *Endpoint) acceptLoop() {
+	defer e.wg.Done()
+	for {
+		nc, err := e.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		c := e.startConnLocked(nc, nil)
+		e.inbound[c] = struct{}{}
+		e.mu.Unlock()
+	}
+}
+
+// startConn starts the read loop of a dialled connection.
+func (e *Endpoint) startConn(nc net.Conn, p *peer) *conn {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.startConnLocked(nc, p)
+}
+
+func (e *Endpoint) startConnLocked(nc net.Conn, p *peer) *conn {
+	c := &conn{ep: e, nc: nc, remote: nc.RemoteAddr().String(), peer: p}
+	if p == nil {
+		e.c.inbound.Add(1)
+	}
+	e.wg.Add(1)
+	go c.readLoop()
+	return c
+}
+
+func (c *conn) close() {
+	_ = c.nc.Close()
+	if c.peer == nil {
+		c.ep.mu.Lock()
+		delete(c.ep.inbound, c)
+		c.ep.mu.Unlock()
+		c.ep.c.inbound.Add(-1)
+	}
+}
+
+// writeBufs writes bufs with one writev, bounded by WriteTimeout. bufs is
+// consumed.
+func (c *conn) writeBufs(bufs net.Buffers) error {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.ep.cfg.WriteTimeout))
+	_, err := bufs.WriteTo(c.nc)
+	return err
+}
+
+// reply writes f on this connection: through the peer's queue for a
+// dialled connection, directly for an inbound one.
+func (c *conn) reply(f *frame) error {
+	if c.peer != nil {
+		return c.peer.send(context.Background(), f)
+	}
+	c.wmu.Lock()
+	err := c.writeBufs(net.Buffers{f.bufs[0], f.bufs[1], f.bufs[2]})
+	c.wmu.Unlock()
+	if err == nil {
+		c.ep.c.sent.add(f.lane, f.n)
+	} else {
+		c.ep.c.sendErrors.Add(1)
+	}
+	return err
+}
+
+// readLoop reads frames until the connection ends or a frame is rejected.
+// The read buffer is reused: a handler's payload aliases it until the
+// handler returns.
+func (c *conn) readLoop() {
+	defer c.ep.wg.Done()
+	defer c.close()
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	maxFrame := c.ep.limits.MaxFrame()
+	var lenb [wire.OuterLen]byte
+	var buf []byte
+	for {
+		if _, err := io.ReadFull(br, lenb[:]); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				c.reject(ErrTruncated)
+			}
+			return
+		}
+		n := int(binary.BigEndian.Uint32(lenb[:]))
+		if n == 0 || n > maxFrame {
+			c.reject(ErrPayloadTooLarge)
+			return
+		}
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		b := buf[:n]
+		if _, err := io.ReadFull(br, b); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				c.reject(ErrTruncated)
+			}
+			return
+		}
+		if fatal := c.handle(b, n+wire.OuterLen); fatal {
+			return
+		}
+		if cap(buf) > keepBuf {
+			buf = nil
+		}
+	}
+}
+
+func (c *conn) reject(err error) {
+	c.ep.drop(DropBadFrame, &FrameError{Remote: c.remote, Err: err})
+}
+
+// handle parses one frame and dispatches it. It reports whether the
+// connection must close (a malformed frame leaves nothing to trust).
+func (c *conn) handle(b []byte, wireLen int) (fatal bool) {
+	switch b[0] {
+	case wire.JSONMarker:
+		c.ep.c.recv.add(LaneJSON, wireLen)
+		h := &Header{Version: 0, Remote: c.remote}
+		return c.handleAug(h, b, true)
+	case wire.Marker:
+	default:
+		c.reject(ErrUnknownLane)
+		return true
+	}
+	f, err := wire.ParseFrame(b, c.ep.limits)
+	if err != nil {
+		c.reject(err)
+		return true
+	}
+	h := &Header{Version: f.Version, Remote: c.remote}
+	if reason, err := c.verify(&f, h); err != nil {
+		c.ep.drop(reason, &FrameError{Remote: c.remote, Err: err})
+		return false
+	}
+	if f.Version == wire.VersionV1 {
+		c.ep.c.recv.add(LaneLegacy, wireLen)
+		return c.handleV1(h, &f)
+	}
+	c.ep.c.recv.add(LaneRaw, wireLen)
+	return c.handleRaw(h, &f)
+}
+
+// verify checks the frame's signature (specs/libnet.md section 3).
+func (c *conn) verify(f *wire.Frame, h *Header) (DropReason, error) {
+	if len(f.Owner) == 0 && len(f.Sig) == 0 {
+		if c.ep.cfg.RequireSigned {
+			return DropUnsigned, ErrUnsigned
+		}
+		return 0, nil
+	}
+	if c.ep.signer == nil { // no hash key: the signature cannot be checked
+		return 0, nil
+	}
+	if reason := c.ep.signer.verify(f.Owner, f.Sig, f.Signed); reason != "" {
+		return DropBadSignature, &SignatureError{Owner: append([]byte(nil), f.Owner...), Reason: reason}
+	}
+	h.Owner = f.Owner
+	return 0, nil
+}
+
+func (c *conn) handleV1(h *Header, f *wire.Frame) (fatal bool) {
+	hv, err := wire.ParseV1(f.Header)
+	if err == nil && int(hv.MessageLength) != len(f.Data) {
+		err = ErrLengthMismatch // lib-net HeaderV1::validate
+	}
+	if err != nil {
+		c.reject(err)
+		return true
+	}
+	h.UUID, h.Compression = hv.UUID, compressionFromCode(uint8(hv.Compression))
+	h.SenderID, h.TrackerID = c.intern(hv.SenderID), string(hv.TrackerID)
+	data, err := c.ep.codecs.decompress(h.Compression, f.Data, 4*len(f.Data))
+	if err != nil {
+		c.reject(err)
+		return true
+	}
+	return c.handleAug(h, data, h.Compression == CompressNone)
+}
+
+// handleAug reads augData JSON (plain lane or header version 1).
+func (c *conn) handleAug(h *Header, js []byte, aliased bool) (fatal bool) {
+	a, ops, err := legacy.Parse(js)
+	c.ep.c.jsonOps.Add(uint64(ops.JSON))
+	c.ep.c.base64Ops.Add(uint64(ops.Base64))
+	dir, ok := dirFromText(a.MsgDir)
+	if err == nil && !ok {
+		err = ErrBadEnvelope
+	}
+	var id [16]byte
+	if err == nil {
+		id, err = parseUUIDText(a.UUID)
+	}
+	if err != nil {
+		c.reject(err)
+		return true
+	}
+	if h.Version == 0 {
+		h.UUID = id
+	}
+	h.Dir, h.Route = dir, a.Route
+	h.SendTime, h.ReceiveTime, h.ReplyTime = a.SendTime*1e6, time.Now().UnixNano(), a.ReplyTime*1e6
+	payload := a.Payload
+	if !a.Binary {
+		payload = a.Data
+	} else {
+		aliased = false
+	}
+	ri := &respInfo{sendTime: a.SendTime, receivedTime: h.ReceiveTime / 1e6, port: a.Port}
+	c.dispatch(h, payload, aliased, ri)
+	return false
+}
+
+func (c *conn) handleRaw(h *Header, f *wire.Frame) (fatal bool) {
+	rh, err := wire.ParseRaw(f.Header)
+	if err == nil && int(rh.RawLen) > c.ep.cfg.PayloadLimit {
+		err = ErrPayloadTooLarge
+	}
+	if err != nil {
+		c.reject(err)
+		return true
+	}
+	h.UUID, h.Dir = rh.UUID, Dir(rh.Dir)
+	h.Compression = compressionFromCode(rh.Flags & wire.FlagCompressionMask)
+	h.SenderID, h.Route = c.intern(rh.SenderID), c.ep.routeName(rh.Route)
+	h.SendTime, h.ReceiveTime, h.ReplyTime = rh.SendTime, rh.ReceiveTime, rh.ReplyTime
+	if rh.Flags&wire.FlagTrace != 0 {
+		h.ReceiveTime = time.Now().UnixNano()
+	}
+	payload, err := c.ep.codecs.decompress(h.Compression, f.Data, int(rh.RawLen))
+	if err == nil && len(payload) != int(rh.RawLen) {
+		err = ErrLengthMismatch
+	}
+	if err != nil {
+		c.reject(err)
+		return true
+	}
+	if c.peer != nil {
+		c.ep.learnRaw(c.peer.addr)
+	}
+	c.dispatch(h, payload, h.Compression == CompressNone, nil)
+	return false
+}
+
+// intern returns b as a string, reusing the connection's last sender id.
+func (c *conn) intern(b []byte) string {
+	if string(b) != c.lastSender {
+		c.lastSender = string(b)
+	}
+	return c.lastSender
+}
+
+// routeName returns the registered name equal to b without allocating, or
+// a new string.
+func (e *Endpoint) routeName(b []byte) string {
+	e.mu.RLock()
+	r := e.routes[string(b)]
+	e.mu.RUnlock()
+	if r != nil {
+		return r.name
+	}
+	return string(b)
+}
+
+// dispatch hands a resp to its pending ask and a tell or ask to its
+// route's handler. aliased says payload points into the read buffer.
+func (c *conn) dispatch(h *Header, payload []byte, aliased bool, ri *respInfo) {
+	e := c.ep
+	if h.Dir == DirResp {
+		e.deliver(c, h, payload, aliased)
+		return
+	}
+	r := e.route(h.Route)
+	if r == nil {
+		e.drop(DropNoHandler, nil)
+		return
+	}
+	if r.dedup && e.seen(r.name, payload) {
+		e.drop(DropDuplicate, nil)
+		return
+	}
+	respond := respondNotAsk
+	if h.Dir == DirAsk {
+		respond = c.responder(h, ri)
+	}
+	e.c.outRecvs.Add(1)
+	r.h(h, payload, respond)
+	e.c.outRecvs.Add(-1)
+}
+
+func respondNotAsk([]byte) error { return ErrNotAsk }
+
+// seen records route and payload in the dedup LRU and reports whether they
+// were there already.
+func (e *Endpoint) seen(route string, payload []byte) bool {
+	d, _ := blake2b.New256(nil)
+	d.Write([]byte(route))
+	d.Write(payload)
+	var key [hashSize]byte
+	d.Sum(key[:0])
+	found, _ := e.dedup.ContainsOrAdd(key, struct{}{})
+	return found
+}
+
+// responder returns the Respond of one ask. A raw-lane ask is answered on
+// c; a legacy or plain-lane ask goes to the sender's IP and augData PORT
+// over the pool (lib-net src/index.ts respond).
+func (c *conn) responder(h *Header, ri *respInfo) Respond {
+	id, route, lane := h.UUID, h.Route, h.Lane()
+	return func(payload []byte) error {
+		e := c.ep
+		m := Msg{Route: route, Payload: payload}
+		if lane == LaneRaw {
+			f, err := e.encodeRaw(DirResp, id, &m)
+			if err == nil {
+				err = c.reply(&f)
+			}
+			return e.replyErr(err)
+		}
+		f, err := e.encodeLegacy(DirResp, id, &m, 0, ri)
+		if err != nil {
+			return e.replyErr(err)
+		}
+		host, _, _ := net.SplitHostPort(c.remote)
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout+e.cfg.DialTimeout)
+		defer cancel()
+		return e.replyErr(e.sendFrame(ctx, net.JoinHostPort(host, strconv.Itoa(ri.port)), &f))
+	}
+}
+
+func (e *Endpoint) replyErr(err error) error {
+	if err != nil && e.cfg.OnError != nil {
+		e.cfg.OnError(err)
+	}
+	return err
+}

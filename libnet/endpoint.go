@@ -1,0 +1,329 @@
+package libnet
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/couriernet/courier/libnet/internal/wire"
+)
+
+// RouteOptions configures one route.
+type RouteOptions struct {
+	// Dedup drops a tell or ask whose route and payload hash were seen
+	// among the last Config.DedupSize on Dedup routes, before the handler
+	// runs (seed 004 section 3.5); drops count as DropDuplicate.
+	Dedup bool
+}
+
+type route struct {
+	name  string
+	h     Handler
+	dedup bool
+}
+
+// Endpoint is one lib-net node: a listener, a pool of outbound
+// connections and the pending asks. Its methods are safe for concurrent use.
+//
+// Lock order: Endpoint.mu, then Endpoint.pmu; neither is held while
+// blocking on the network.
+type Endpoint struct {
+	cfg    Config
+	c      *counters
+	codecs *codecs
+	signer *signer
+	limits wire.Limits
+	dedup  *lru.Cache[[hashSize]byte, struct{}]
+
+	ln         net.Listener
+	listenHost string
+	listenPort int
+
+	idPrefix [8]byte
+	idSeq    atomic.Uint64
+
+	mu      sync.RWMutex
+	closed  bool
+	routes  map[string]*route
+	lanes   map[string]Lane // per-peer overrides
+	learned map[string]bool // peers that sent us raw frames
+	pool    *simplelru.LRU[string, *peer]
+	inbound map[*conn]struct{}
+
+	pmu     sync.Mutex
+	pclosed bool
+	pending map[pendingKey]*call
+
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New validates cfg, applies its defaults and starts the listener if
+// cfg.ListenAddr is set. Errors wrap ErrBadConfig or the listen error.
+func New(cfg Config) (*Endpoint, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	e := &Endpoint{cfg: cfg, c: newCounters(), codecs: &codecs{limit: 2*cfg.PayloadLimit + 64<<10},
+		limits: wire.Limits{Header: cfg.HeaderLimit, Payload: cfg.PayloadLimit},
+		routes: map[string]*route{}, lanes: map[string]Lane{}, learned: map[string]bool{},
+		inbound: map[*conn]struct{}{}, pending: map[pendingKey]*call{}, quit: make(chan struct{})}
+	for p, l := range cfg.PeerLanes {
+		e.lanes[p] = l
+	}
+	if cfg.HashKey != nil {
+		e.signer = newSigner(cfg.HashKey, cfg.SigningKey)
+	}
+	e.dedup, _ = lru.New[[hashSize]byte, struct{}](cfg.DedupSize)
+	e.pool, _ = simplelru.NewLRU[string, *peer](cfg.MaxPeers, func(_ string, p *peer) { p.stop() })
+	_, _ = rand.Read(e.idPrefix[:])
+	if cfg.ListenAddr != "" {
+		if err := e.listen(cfg.ListenAddr); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.IdleTimeout > 0 {
+		e.wg.Add(1)
+		go e.janitor()
+	}
+	return e, nil
+}
+
+func (e *Endpoint) listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("libnet: listen: %w", err)
+	}
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	e.ln, e.listenHost = ln, host
+	e.listenPort, _ = strconv.Atoi(port)
+	e.wg.Add(1)
+	go e.acceptLoop()
+	return nil
+}
+
+// Addr returns the listen address ("ip:port"), or "" for a send-only endpoint.
+func (e *Endpoint) Addr() string {
+	if e.ln == nil {
+		return ""
+	}
+	return e.ln.Addr().String()
+}
+
+// Handle registers h for route, replacing any previous handler.
+func (e *Endpoint) Handle(name string, h Handler, opts RouteOptions) {
+	e.mu.Lock()
+	e.routes[name] = &route{name: name, h: h, dedup: opts.Dedup}
+	e.mu.Unlock()
+}
+
+// SetPeerLane makes peer ("ip:port") receive lane l, overriding
+// Config.Lane and what was learned.
+func (e *Endpoint) SetPeerLane(peer string, l Lane) {
+	e.mu.Lock()
+	e.lanes[peer] = l
+	e.mu.Unlock()
+}
+
+// LaneFor returns the lane a message to peer is sent on.
+func (e *Endpoint) LaneFor(peer string) Lane {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if l, ok := e.lanes[peer]; ok {
+		return l
+	}
+	if !e.cfg.NoLearn && e.learned[peer] {
+		return LaneRaw
+	}
+	return e.cfg.Lane
+}
+
+func (e *Endpoint) learnRaw(peer string) {
+	if e.cfg.NoLearn {
+		return
+	}
+	e.mu.RLock()
+	known := e.learned[peer]
+	e.mu.RUnlock()
+	if !known {
+		e.mu.Lock()
+		e.learned[peer] = true
+		e.mu.Unlock()
+	}
+}
+
+func (e *Endpoint) route(name string) *route {
+	e.mu.RLock()
+	r := e.routes[name]
+	e.mu.RUnlock()
+	if r == nil && e.cfg.Handler != nil {
+		return &route{name: name, h: e.cfg.Handler}
+	}
+	return r
+}
+
+// Close stops the endpoint: new calls fail with ErrClosed, each peer's
+// queued messages are written (each write bounded by WriteTimeout) or
+// failed, pending asks fail with ErrClosed, and every connection and
+// goroutine the endpoint started is gone when Close returns.
+func (e *Endpoint) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	close(e.quit)
+	e.pool.Purge() // stops every peer
+	for c := range e.inbound {
+		_ = c.nc.Close()
+	}
+	e.mu.Unlock()
+	var err error
+	if e.ln != nil {
+		err = e.ln.Close()
+	}
+	e.failPending(ErrClosed)
+	e.wg.Wait()
+	e.codecs.close()
+	return err
+}
+
+func (e *Endpoint) janitor() {
+	defer e.wg.Done()
+	t := time.NewTicker(max(e.cfg.IdleTimeout/2, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-e.quit:
+			return
+		case now := <-t.C:
+			e.evictIdle(now)
+		}
+	}
+}
+
+func (e *Endpoint) evictIdle(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, addr := range e.pool.Keys() {
+		p, _ := e.pool.Peek(addr)
+		if p.idle(now, e.cfg.IdleTimeout) {
+			e.pool.Remove(addr)
+		}
+	}
+}
+
+// peer returns the pooled peer for addr, creating it.
+func (e *Endpoint) peer(addr string) (*peer, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	if p, ok := e.pool.Get(addr); ok {
+		return p, nil
+	}
+	p := newPeer(e, addr)
+	e.pool.Add(addr, p)
+	e.c.peers.Add(1)
+	e.wg.Add(1)
+	go p.run()
+	return p, nil
+}
+
+// sendFrame queues f to addr and waits until it is written. A peer that
+// was evicted between lookup and enqueue is looked up once more.
+func (e *Endpoint) sendFrame(ctx context.Context, addr string, f *frame) error {
+	for attempt := 0; ; attempt++ {
+		p, err := e.peer(addr)
+		if err != nil {
+			return err
+		}
+		err = p.send(ctx, f)
+		if !errors.Is(err, errPeerStopped) || attempt > 0 {
+			if errors.Is(err, errPeerStopped) {
+				err = ErrClosed
+			}
+			return err
+		}
+	}
+}
+
+// Tell sends m to peer ("ip:port") one-way on the peer's lane and returns
+// once the frame is written to the socket (or fails). ctx bounds the wait
+// for queue space and the write. Errors: ErrClosed, ErrRouteTooLong,
+// context errors, dial and write errors.
+func (e *Endpoint) Tell(ctx context.Context, peer string, m Msg) error {
+	f, err := e.encode(e.LaneFor(peer), DirTell, e.newID(), &m, 0, nil)
+	if err != nil {
+		return err
+	}
+	return e.sendFrame(ctx, peer, &f)
+}
+
+// MultiTell frames m once per lane and writes the same buffers to every
+// peer, concurrently. errs[i] is peers[i]'s result (nil on success); a slow
+// or dead peer delays only its own entry, up to ctx.
+func (e *Endpoint) MultiTell(ctx context.Context, peers []string, m Msg) []error {
+	errs := make([]error, len(peers))
+	var frames [2]*frame
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		lane := e.LaneFor(p)
+		if frames[lane] == nil {
+			f, err := e.encode(lane, DirTell, e.newID(), &m, 0, nil)
+			if err != nil {
+				for j := range errs {
+					errs[j] = err
+				}
+				return errs
+			}
+			frames[lane] = &f
+		}
+		wg.Add(1)
+		go func(i int, p string, f *frame) {
+			defer wg.Done()
+			errs[i] = e.sendFrame(ctx, p, f)
+		}(i, p, frames[lane])
+	}
+	wg.Wait()
+	return errs
+}
+
+// Stats returns a snapshot of the counters and gauges.
+func (e *Endpoint) Stats() Stats {
+	c := e.c
+	e.pmu.Lock()
+	pending := int64(len(e.pending))
+	e.pmu.Unlock()
+	s := Stats{
+		OutstandingSends: c.outSends.Load(), OutstandingReceives: c.outRecvs.Load(),
+		PendingAsks: pending, ArmedTimers: c.armedTimers.Load(),
+		Peers: c.peers.Load(), InboundConns: c.inbound.Load(),
+		Sent: c.sent.snapshot(), Received: c.recv.snapshot(),
+		SendErrors: c.sendErrors.Load(), Base64Ops: c.base64Ops.Load(), JSONOps: c.jsonOps.Load(),
+		AskLatency: c.askLat.summary(), WriteLatency: c.writeLat.summary(),
+	}
+	for i := range s.Drops {
+		s.Drops[i] = c.drops[i].Load()
+	}
+	return s
+}
+
+func (e *Endpoint) drop(r DropReason, err error) {
+	e.c.drops[r].Add(1)
+	if err != nil && e.cfg.OnError != nil {
+		e.cfg.OnError(err)
+	}
+}

@@ -1,0 +1,64 @@
+package libnet
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/couriernet/courier/libnet/internal/legacy"
+	"github.com/couriernet/courier/libnet/internal/wire"
+)
+
+// Errors of frame and header parsing (specs/libnet.md section 1). A frame
+// that fails with one of them closes its connection; the listener and other
+// connections carry on.
+var (
+	ErrTruncated       = wire.ErrTruncated       // a field runs past the frame
+	ErrUnknownVersion  = wire.ErrUnknownVersion  // header version not 1 or 2
+	ErrUnknownLane     = wire.ErrUnknownLane     // first byte neither 0x01 nor '{'
+	ErrHeaderTooLarge  = wire.ErrHeaderTooLarge  // header over Config.HeaderLimit
+	ErrPayloadTooLarge = wire.ErrPayloadTooLarge // data over Config.PayloadLimit
+	ErrFieldTooLarge   = wire.ErrFieldTooLarge   // owner, signature or string too long
+	ErrLengthMismatch  = wire.ErrLengthMismatch  // a length that lies about the bytes
+	ErrMalformed       = wire.ErrMalformed       // a header field with a bad value
+	ErrBadEnvelope     = legacy.ErrBadEnvelope   // augData JSON that cannot be read
+)
+
+// Errors of the API.
+var (
+	ErrClosed       = errors.New("libnet: endpoint closed")
+	ErrTimeout      = errors.New("libnet: ask timed out")
+	ErrNotAsk       = errors.New("libnet: respond to a message that is not an ask")
+	ErrNoListener   = errors.New("libnet: legacy ask needs a listener for the reply")
+	ErrUnsigned     = errors.New("libnet: unsigned message on a network that requires signatures")
+	ErrRouteTooLong = errors.New("libnet: route or sender id over 255 bytes")
+	ErrBadConfig    = errors.New("libnet: bad config")
+)
+
+// SignatureError reports a signed frame whose signature does not verify
+// (specs/libnet.md section 3). errors.Is(err, ErrBadSignature) holds.
+type SignatureError struct {
+	Owner  []byte // the claimed 32-byte public key (a copy)
+	Reason string
+}
+
+// ErrBadSignature is the sentinel every *SignatureError matches.
+var ErrBadSignature = errors.New("libnet: bad signature")
+
+func (e *SignatureError) Error() string {
+	return fmt.Sprintf("libnet: bad signature from owner %x: %s", e.Owner, e.Reason)
+}
+
+// Is reports whether target is ErrBadSignature.
+func (e *SignatureError) Is(target error) bool { return target == ErrBadSignature }
+
+// FrameError reports a received frame that was rejected, with the remote
+// address; it wraps one of the parse sentinels above or a *SignatureError.
+type FrameError struct {
+	Remote string
+	Err    error
+}
+
+func (e *FrameError) Error() string { return "libnet: frame from " + e.Remote + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *FrameError) Unwrap() error { return e.Err }

@@ -1,0 +1,184 @@
+package libnet
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errPeerStopped reports a peer that stopped (evicted or closed) before the
+// message was queued; sendFrame retries once with a fresh peer.
+var errPeerStopped = errors.New("libnet: peer stopped")
+
+const maxBatch = 64 // frames per writev
+
+// Send request states.
+const (
+	reqQueued   int32 = iota
+	reqTaken          // the writer owns it and will answer on done
+	reqCanceled       // the sender gave up; the writer skips it
+)
+
+type sendReq struct {
+	f     *frame
+	state atomic.Int32
+	done  chan error // capacity 1, answered once by the writer
+	start time.Time
+}
+
+// peer is one pooled outbound connection with its bounded send queue and
+// writer goroutine (seed 004: one connection per peer, reused).
+type peer struct {
+	ep       *Endpoint
+	addr     string
+	q        chan *sendReq
+	quit     chan struct{} // closed by stop
+	stopped  chan struct{} // closed when the writer has exited
+	stopOnce sync.Once
+	lastUsed atomic.Int64 // Unix ns
+
+	conn *conn // owned by the writer goroutine
+	bufs net.Buffers
+}
+
+func newPeer(e *Endpoint, addr string) *peer {
+	p := &peer{ep: e, addr: addr, q: make(chan *sendReq, e.cfg.QueueLen),
+		quit: make(chan struct{}), stopped: make(chan struct{})}
+	p.lastUsed.Store(time.Now().UnixNano())
+	return p
+}
+
+func (p *peer) stop() { p.stopOnce.Do(func() { close(p.quit) }) }
+
+func (p *peer) idle(now time.Time, limit time.Duration) bool {
+	return len(p.q) == 0 && now.UnixNano()-p.lastUsed.Load() > int64(limit)
+}
+
+// send queues f and waits for the writer's result. The frame's buffers are
+// not touched after send returns: a request the writer has not taken is
+// canceled, one it has taken is waited for.
+func (p *peer) send(ctx context.Context, f *frame) error {
+	r := &sendReq{f: f, done: make(chan error, 1), start: time.Now()}
+	p.lastUsed.Store(r.start.UnixNano())
+	select {
+	case p.q <- r:
+	case <-p.quit:
+		return errPeerStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	p.ep.c.outSends.Add(1)
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return p.cancel(r, ctx.Err())
+	case <-p.stopped:
+		return p.cancel(r, ErrClosed)
+	}
+}
+
+func (p *peer) cancel(r *sendReq, err error) error {
+	if r.state.CompareAndSwap(reqQueued, reqCanceled) {
+		p.ep.c.outSends.Add(-1)
+		return err
+	}
+	return <-r.done
+}
+
+// run is the writer goroutine: it takes batches from the queue, writes
+// them with one writev, and on stop writes what is still queued.
+func (p *peer) run() {
+	defer p.ep.wg.Done()
+	defer close(p.stopped)
+	defer p.ep.c.peers.Add(-1)
+	defer p.dropConn()
+	batch := make([]*sendReq, 0, maxBatch)
+	for {
+		select {
+		case r := <-p.q:
+			p.write(p.fill(append(batch[:0], r)))
+		case <-p.quit:
+			for b := p.fill(batch[:0]); len(b) > 0; b = p.fill(batch[:0]) {
+				p.write(b)
+			}
+			return
+		}
+	}
+}
+
+// fill adds queued requests to batch without blocking.
+func (p *peer) fill(batch []*sendReq) []*sendReq {
+	for len(batch) < maxBatch {
+		select {
+		case r := <-p.q:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// write takes the batch's live requests, writes them, reconnecting once on
+// a write error (as lib-net's Connection::send does), and answers each.
+func (p *peer) write(batch []*sendReq) {
+	live := batch[:0]
+	for _, r := range batch {
+		if r.state.CompareAndSwap(reqQueued, reqTaken) {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	err := p.writeOnce(live)
+	if err != nil && !errors.Is(err, errDial) {
+		p.dropConn()
+		err = p.writeOnce(live)
+	}
+	now := time.Now()
+	c := p.ep.c
+	for _, r := range live {
+		if err != nil {
+			c.sendErrors.Add(1)
+		} else {
+			c.sent.add(r.f.lane, r.f.n)
+			c.writeLat.record(now.Sub(r.start))
+		}
+		c.outSends.Add(-1)
+		r.done <- err
+	}
+}
+
+var errDial = errors.New("libnet: dial")
+
+func (p *peer) writeOnce(live []*sendReq) error {
+	if p.conn == nil {
+		nc, err := net.DialTimeout("tcp", p.addr, p.ep.cfg.DialTimeout)
+		if err != nil {
+			return errors.Join(errDial, err)
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		p.conn = p.ep.startConn(nc, p)
+	}
+	p.bufs = p.bufs[:0]
+	for _, r := range live {
+		p.bufs = append(p.bufs, r.f.bufs[0], r.f.bufs[1], r.f.bufs[2])
+	}
+	err := p.conn.writeBufs(p.bufs)
+	clear(p.bufs) // do not pin payloads until the next write
+	return err
+}
+
+func (p *peer) dropConn() {
+	if p.conn != nil {
+		_ = p.conn.nc.Close()
+		p.conn = nil
+	}
+}

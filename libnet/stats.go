@@ -1,0 +1,118 @@
+package libnet
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// DropReason names why a received message did not reach a handler or an
+// asker. Every drop is counted under one reason.
+type DropReason uint8
+
+const (
+	DropBadFrame     DropReason = iota // frame rejected by the parsers
+	DropBadSignature                   // signature did not verify
+	DropUnsigned                       // unsigned on a RequireSigned network
+	DropDuplicate                      // dedup: payload seen before on a Dedup route
+	DropLateReply                      // resp with no pending ask (timed out or unknown)
+	DropNoHandler                      // no handler for the route
+	dropReasons
+)
+
+func (r DropReason) String() string {
+	return [...]string{"bad_frame", "bad_signature", "unsigned", "duplicate", "late_reply", "no_handler"}[r]
+}
+
+// Direction counts traffic one way.
+type Direction struct {
+	Msgs   uint64    // messages (frames)
+	Bytes  uint64    // bytes on the wire, outer length included
+	ByLane [3]uint64 // messages per Lane (index LaneLegacy, LaneRaw, LaneJSON)
+}
+
+// Latency summarises a latency histogram.
+type Latency struct {
+	Count    int64
+	P50, P99 time.Duration
+	Max      time.Duration
+}
+
+// Stats is a snapshot of an endpoint's counters and gauges.
+type Stats struct {
+	OutstandingSends    int64 // messages queued or being written
+	OutstandingReceives int64 // handlers running
+	PendingAsks         int64 // asks waiting for a reply
+	ArmedTimers         int64 // ask deadlines armed and not yet stopped
+	Peers               int64 // pooled outbound connections
+	InboundConns        int64 // accepted connections open
+
+	Sent, Received Direction
+	Drops          [dropReasons]uint64 // indexed by DropReason
+	SendErrors     uint64              // messages whose write failed
+
+	// Base64Ops and JSONOps count base64 passes and JSON encode/parse
+	// passes over message data; the raw lane does none.
+	Base64Ops, JSONOps uint64
+
+	AskLatency   Latency // Ask call to reply, asks that got one
+	WriteLatency Latency // enqueue to write done, per message
+}
+
+type direction struct {
+	msgs, bytes atomic.Uint64
+	byLane      [3]atomic.Uint64
+}
+
+func (d *direction) add(l Lane, n int) {
+	d.msgs.Add(1)
+	d.bytes.Add(uint64(n))
+	d.byLane[l].Add(1)
+}
+
+func (d *direction) snapshot() Direction {
+	out := Direction{Msgs: d.msgs.Load(), Bytes: d.bytes.Load()}
+	for i := range d.byLane {
+		out.ByLane[i] = d.byLane[i].Load()
+	}
+	return out
+}
+
+// histogram is a mutex-guarded HDR histogram of microseconds.
+type histogram struct {
+	mu sync.Mutex
+	h  *hdrhistogram.Histogram
+}
+
+func newHistogram() *histogram {
+	return &histogram{h: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
+}
+
+func (h *histogram) record(d time.Duration) {
+	us := max(int64(d/time.Microsecond), 1)
+	h.mu.Lock()
+	_ = h.h.RecordValue(min(us, h.h.HighestTrackableValue()))
+	h.mu.Unlock()
+}
+
+func (h *histogram) summary() Latency {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	return Latency{Count: h.h.TotalCount(), P50: us(h.h.ValueAtQuantile(50)),
+		P99: us(h.h.ValueAtQuantile(99)), Max: us(h.h.Max())}
+}
+
+type counters struct {
+	outSends, outRecvs, armedTimers, peers, inbound atomic.Int64
+	sent, recv                                      direction
+	drops                                           [dropReasons]atomic.Uint64
+	sendErrors, base64Ops, jsonOps                  atomic.Uint64
+	askLat, writeLat                                *histogram
+}
+
+func newCounters() *counters {
+	return &counters{askLat: newHistogram(), writeLat: newHistogram()}
+}
