@@ -1,0 +1,153 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+
+	"github.com/couriernet/courier/message"
+)
+
+// ProtocolID is the relay protocol id of 11/WAKU2-RELAY.
+const ProtocolID = "/vac/waku/relay/2.0.0"
+
+// Config configures a Relay. The zero value of every field means its
+// documented default.
+type Config struct {
+	// GossipSub holds the router parameters. Zero means NwakuGossipSubParams:
+	// D=6, Dlo=4, Dhi=8, Dscore=6, Dout=3, Dlazy=6, heartbeat 1 s, history 6
+	// with gossip over 3, fanout TTL 1 min (nwaku waku_relay/protocol.nim).
+	GossipSub *pubsub.GossipSubParams
+	// SeenTTL is how long message ids stay in the seen cache. Default 2 min.
+	SeenTTL time.Duration
+	// ValidateQueueSize is gossipsub's validation queue length in messages.
+	// Default 1024 (go-waku's value; pubsub's own is 32).
+	ValidateQueueSize int
+	// PeerOutboundQueueSize is gossipsub's per-peer outbound queue length in
+	// RPCs. Default 1024.
+	PeerOutboundQueueSize int
+	// SubscriptionBufferSize is the buffer of each topic subscription in
+	// messages. Default 1024.
+	SubscriptionBufferSize int
+	// HandlerQueueSize is the queue length of each Handler in envelopes;
+	// when it is full the envelope is dropped for that handler and counted.
+	// Default 1024.
+	HandlerQueueSize int
+	// MaxTimestampSkew, when positive, Ignores messages whose timestamp is
+	// farther than this from local time (64/WAKU2-NETWORK uses 20 s). Zero
+	// turns the rule off, nwaku's default without RLN.
+	MaxTimestampSkew time.Duration
+	// Counters receives the node's decode and hash counts. Nil means a
+	// private set, read through Relay.Counters.
+	Counters *message.Counters
+	// Archive, when set, receives every relayed envelope before the
+	// handlers (lossless: Append pushes back). ArchiveDone, when set, is
+	// called from the archive's writer once the envelope is committed.
+	Archive     Archiver
+	ArchiveDone func(env *message.Envelope, err error)
+	// Logger receives warnings. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("relay: invalid config")
+
+func (c *Config) setDefaults() {
+	if c.GossipSub == nil {
+		p := NwakuGossipSubParams()
+		c.GossipSub = &p
+	}
+	if c.SeenTTL == 0 {
+		c.SeenTTL = 2 * time.Minute
+	}
+	if c.ValidateQueueSize == 0 {
+		c.ValidateQueueSize = 1024
+	}
+	if c.PeerOutboundQueueSize == 0 {
+		c.PeerOutboundQueueSize = 1024
+	}
+	if c.SubscriptionBufferSize == 0 {
+		c.SubscriptionBufferSize = 1024
+	}
+	if c.HandlerQueueSize == 0 {
+		c.HandlerQueueSize = 1024
+	}
+	if c.Counters == nil {
+		c.Counters = new(message.Counters)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.SeenTTL < 0:
+		return fmt.Errorf("%w: SeenTTL %v is negative", ErrConfig, c.SeenTTL)
+	case c.ValidateQueueSize < 0, c.PeerOutboundQueueSize < 0, c.SubscriptionBufferSize < 0, c.HandlerQueueSize < 0:
+		return fmt.Errorf("%w: queue sizes must not be negative", ErrConfig)
+	case c.MaxTimestampSkew < 0:
+		return fmt.Errorf("%w: MaxTimestampSkew %v is negative", ErrConfig, c.MaxTimestampSkew)
+	}
+	return nil
+}
+
+// NwakuGossipSubParams returns gossipsub's parameters as nwaku sets them
+// (waku_relay/protocol.nim): D=6, Dlo=4, Dhi=8, Dscore=6, Dlazy=6,
+// heartbeat 1 s, history length 6 and gossip 3, fanout TTL 1 min,
+// unsubscribe backoff 5 s. The message cache thus holds about 6 s of traffic.
+// Dout is 2, not nwaku's 3: go-libp2p-pubsub requires Dout < D/2.
+func NwakuGossipSubParams() pubsub.GossipSubParams {
+	p := pubsub.DefaultGossipSubParams()
+	p.D, p.Dlo, p.Dhi, p.Dscore, p.Dout, p.Dlazy = 6, 4, 8, 6, 2, 6
+	p.HeartbeatInterval = time.Second
+	p.HistoryLength, p.HistoryGossip = 6, 3
+	p.FanoutTTL = time.Minute
+	p.UnsubscribeBackoff = 5 * time.Second
+	return p
+}
+
+// nwakuPeerScore returns nwaku's peer scoring: thresholds -100/-1000/-10000,
+// decay every 12 s, IP colocation -50 above 5 peers, behaviour penalty -10,
+// and per topic invalid message deliveries -100 (waku_relay/protocol.nim).
+func nwakuPeerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
+	params := &pubsub.PeerScoreParams{
+		Topics:                      map[string]*pubsub.TopicScoreParams{},
+		TopicScoreCap:               10,
+		AppSpecificScore:            func(peerID) float64 { return 0 },
+		IPColocationFactorWeight:    -50,
+		IPColocationFactorThreshold: 5,
+		BehaviourPenaltyWeight:      -10,
+		BehaviourPenaltyDecay:       0.986,
+		DecayInterval:               12 * time.Second,
+		DecayToZero:                 0.01,
+		RetainScore:                 10 * time.Minute,
+	}
+	thresholds := &pubsub.PeerScoreThresholds{
+		GossipThreshold:   -100,
+		PublishThreshold:  -1000,
+		GraylistThreshold: -10000,
+	}
+	return params, thresholds
+}
+
+// topicScoreParams are nwaku's TopicParameters: time in mesh 0.01 per
+// second up to 10, first deliveries weight 1 decaying 0.5 capped at 10,
+// invalid deliveries -100 decaying 0.5; mesh delivery scoring off.
+func topicScoreParams() *pubsub.TopicScoreParams {
+	return &pubsub.TopicScoreParams{
+		SkipAtomicValidation:           true,
+		TopicWeight:                    1,
+		TimeInMeshWeight:               0.01,
+		TimeInMeshQuantum:              time.Second,
+		TimeInMeshCap:                  10,
+		FirstMessageDeliveriesWeight:   1,
+		FirstMessageDeliveriesDecay:    0.5,
+		FirstMessageDeliveriesCap:      10,
+		InvalidMessageDeliveriesWeight: -100,
+		InvalidMessageDeliveriesDecay:  0.5,
+	}
+}

@@ -1,0 +1,32 @@
+// Package relay is 11/WAKU2-RELAY: gossipsub on go-libp2p-pubsub under
+// /vac/waku/relay/2.0.0, with the decode-once, hash-once receive path.
+//
+// # Receive path
+//
+//	gossipsub RPC -> message id = sha256(data)            (pubsub, counted)
+//	  -> topic validator: message.Decode(data) once (aliases data), Reject
+//	     rules, deterministic hash once -> *message.Envelope stored in
+//	     pubsub.Message.ValidatorData
+//	  -> gossipsub forwards the original bytes (no re-encode)
+//	  -> subscription loop -> Dispatcher: the same *Envelope to the archive
+//	     (lossless, pushes back), then to every Handler through its own
+//	     bounded queue (lossy, every drop counted by reason)
+//
+// Local publishes encode once, hash once and pass the envelope with
+// pubsub.WithValidatorData, so the local validator decodes nothing.
+//
+// # Reject or Ignore
+//
+// gossipsub penalises the peer that forwarded a Rejected message, so only
+// what no honest implementation sends is rejected, as nwaku does: bytes that
+// do not decode, an encoded message over 153600 bytes, meta over 64 bytes, a
+// missing payload or content topic field (specs/waku.md sections 1 and 2). The
+// timestamp window of 64/WAKU2-NETWORK is a network policy: it is off unless
+// Config.MaxTimestampSkew is set, and then Ignores.
+//
+// # Loss
+//
+// No drop is silent: the validator's rejects, gossipsub's own queue drops
+// (seen through a RawTracer) and the dispatcher's full handler queues are
+// counted by reason in Stats.
+package relay

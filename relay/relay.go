@@ -1,0 +1,327 @@
+package relay
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/couriernet/courier/message"
+)
+
+// Errors of the relay API.
+var (
+	ErrClosed        = errors.New("relay: closed")
+	ErrNotSubscribed = errors.New("relay: not subscribed to pubsub topic")
+	ErrInvalid       = errors.New("relay: invalid message")
+)
+
+type peerID = peer.ID
+
+// Relay is a node's 11/WAKU2-RELAY service.
+type Relay struct {
+	cfg    Config
+	ps     *pubsub.PubSub
+	ctx    context.Context
+	cancel context.CancelFunc
+	c      counters
+	disp   *dispatcher
+
+	mu     sync.Mutex
+	topics map[string]*topicState
+	closed bool
+	wg     sync.WaitGroup
+}
+
+type topicState struct {
+	topic *pubsub.Topic
+	sub   *pubsub.Subscription
+	stats topicCounters
+}
+
+// New starts gossipsub on h with the Waku relay protocol id first and the
+// meshsub ids go-waku also registers, StrictNoSign and message id =
+// sha256(data) (specs/waku.md section 2). It subscribes to nothing.
+func New(h host.Host, cfg Config) (*Relay, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Relay{cfg: cfg, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}}
+	r.disp = &dispatcher{ctx: ctx, archive: cfg.Archive, archiveDone: cfg.ArchiveDone, queueLen: cfg.HandlerQueueSize, c: &r.c}
+	score, thresholds := nwakuPeerScore()
+	ps, err := pubsub.NewGossipSub(ctx, h,
+		pubsub.WithGossipSubParams(*cfg.GossipSub),
+		pubsub.WithGossipSubProtocols(protocols, features),
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign),
+		pubsub.WithNoAuthor(),
+		pubsub.WithMessageIdFn(r.messageID),
+		pubsub.WithSeenMessagesTTL(cfg.SeenTTL),
+		pubsub.WithValidateQueueSize(cfg.ValidateQueueSize),
+		pubsub.WithPeerOutboundQueueSize(cfg.PeerOutboundQueueSize),
+		pubsub.WithMaxMessageSize(message.MaxSize+64*1024),
+		pubsub.WithFloodPublish(true),
+		pubsub.WithPeerExchange(true),
+		pubsub.WithPeerScore(score, thresholds),
+		pubsub.WithRawTracer(tracer{&r.c}),
+	)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("relay: start gossipsub: %w", err)
+	}
+	r.ps = ps
+	return r, nil
+}
+
+// protocols are the relay's protocol ids, Waku's first (nwaku inserts it at
+// index 0; go-waku relay/config.go adds the meshsub and floodsub ids).
+var protocols = []protocol.ID{ProtocolID, pubsub.GossipSubID_v11, pubsub.GossipSubID_v10, pubsub.FloodSubID}
+
+// features gives the Waku id gossipsub v1.1's feature set: mesh and peer
+// exchange, as go-waku does.
+func features(feat pubsub.GossipSubFeature, proto protocol.ID) bool {
+	switch feat {
+	case pubsub.GossipSubFeatureMesh:
+		return proto == ProtocolID || proto == pubsub.GossipSubID_v11 || proto == pubsub.GossipSubID_v10
+	case pubsub.GossipSubFeaturePX:
+		return proto == ProtocolID || proto == pubsub.GossipSubID_v11
+	}
+	return false
+}
+
+// messageID is gossipsub's message id: sha256 of the encoded WakuMessage
+// (nwaku waku_relay/message_id.nim, go-waku relay/config.go msgIDFn).
+func (r *Relay) messageID(m *pb.Message) string {
+	r.c.msgIDHashes.Add(1)
+	sum := sha256.Sum256(m.Data)
+	return string(sum[:])
+}
+
+// Counters returns the node's decode and hash counters.
+func (r *Relay) Counters() *message.Counters { return r.cfg.Counters }
+
+// PubSub returns the underlying gossipsub instance, for inspection only.
+func (r *Relay) PubSub() *pubsub.PubSub { return r.ps }
+
+// validateBytes is the topic validator's work on one received message:
+// decode once, apply the Reject and Ignore rules, hash once.
+func (r *Relay) validateBytes(pubsubTopic string, data []byte) (*message.Envelope, pubsub.ValidationResult) {
+	m, err := message.Decode(data, r.cfg.Counters)
+	if err != nil {
+		r.c.drop(DropInvalid)
+		return nil, pubsub.ValidationReject
+	}
+	if !r.timestampOK(m) {
+		r.c.drop(DropTimestamp)
+		return nil, pubsub.ValidationIgnore
+	}
+	return message.NewEnvelope(m, pubsubTopic, data, r.cfg.Counters), pubsub.ValidationAccept
+}
+
+func (r *Relay) timestampOK(m *message.Message) bool {
+	if r.cfg.MaxTimestampSkew <= 0 {
+		return true
+	}
+	d := time.Duration(time.Now().UnixNano() - m.Timestamp)
+	return d <= r.cfg.MaxTimestampSkew && d >= -r.cfg.MaxTimestampSkew
+}
+
+func (r *Relay) validator(pubsubTopic string) pubsub.ValidatorEx {
+	return func(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+		if _, ok := msg.ValidatorData.(*message.Envelope); ok {
+			return pubsub.ValidationAccept // a local publish, already encoded and hashed
+		}
+		env, res := r.validateBytes(pubsubTopic, msg.Data)
+		if env != nil {
+			msg.ValidatorData = env
+		}
+		return res
+	}
+}
+
+// topicLocked joins pubsubTopic (registering the validator) if needed.
+func (r *Relay) topicLocked(pubsubTopic string) (*topicState, error) {
+	if r.closed {
+		return nil, ErrClosed
+	}
+	if ts, ok := r.topics[pubsubTopic]; ok {
+		return ts, nil
+	}
+	if err := r.ps.RegisterTopicValidator(pubsubTopic, r.validator(pubsubTopic), pubsub.WithValidatorInline(true)); err != nil {
+		return nil, fmt.Errorf("relay: register validator for %q: %w", pubsubTopic, err)
+	}
+	t, err := r.ps.Join(pubsubTopic)
+	if err != nil {
+		_ = r.ps.UnregisterTopicValidator(pubsubTopic)
+		return nil, fmt.Errorf("relay: join %q: %w", pubsubTopic, err)
+	}
+	if err := t.SetScoreParams(topicScoreParams()); err != nil {
+		r.cfg.Logger.Warn("relay: topic score params", "topic", pubsubTopic, "err", err)
+	}
+	ts := &topicState{topic: t}
+	r.topics[pubsubTopic] = ts
+	return ts, nil
+}
+
+// Subscribe joins pubsubTopic and dispatches every message relayed on it to
+// the archive and the handlers. Subscribing twice is a no-op.
+func (r *Relay) Subscribe(pubsubTopic string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ts, err := r.topicLocked(pubsubTopic)
+	if err != nil {
+		return err
+	}
+	if ts.sub != nil {
+		return nil
+	}
+	sub, err := ts.topic.Subscribe(pubsub.WithBufferSize(r.cfg.SubscriptionBufferSize))
+	if err != nil {
+		return fmt.Errorf("relay: subscribe %q: %w", pubsubTopic, err)
+	}
+	ts.sub = sub
+	r.wg.Add(1)
+	go r.subscriptionLoop(ts)
+	return nil
+}
+
+func (r *Relay) subscriptionLoop(ts *topicState) {
+	defer r.wg.Done()
+	for {
+		msg, err := ts.sub.Next(r.ctx)
+		if err != nil {
+			return // subscription cancelled or relay closed
+		}
+		env, ok := msg.ValidatorData.(*message.Envelope)
+		if !ok {
+			r.c.drop(DropInvalid) // cannot happen: the validator always sets it
+			continue
+		}
+		ts.stats.add(env)
+		r.disp.dispatch(env)
+	}
+}
+
+// Unsubscribe stops relaying pubsubTopic and leaves it.
+func (r *Relay) Unsubscribe(pubsubTopic string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ts, ok := r.topics[pubsubTopic]
+	if !ok || ts.sub == nil {
+		return fmt.Errorf("%w: %s", ErrNotSubscribed, pubsubTopic)
+	}
+	ts.sub.Cancel()
+	ts.sub = nil
+	delete(r.topics, pubsubTopic)
+	_ = r.ps.UnregisterTopicValidator(pubsubTopic)
+	return ts.topic.Close()
+}
+
+// Topics returns the pubsub topics the relay is subscribed to.
+func (r *Relay) Topics() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for name, ts := range r.topics {
+		if ts.sub != nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Publish encodes msg once, hashes it once and publishes it on pubsubTopic,
+// joining the topic if needed. The envelope (which keeps msg and the new
+// encoding) is returned; msg and the slices it points to must not be
+// modified afterwards. Errors wrap ErrInvalid (over 153600 bytes encoded,
+// meta over 64 bytes) or ErrClosed, or come from gossipsub.
+func (r *Relay) Publish(ctx context.Context, pubsubTopic string, msg *message.Message) (*message.Envelope, error) {
+	if len(msg.Meta) > message.MaxMetaSize {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, message.ErrMetaTooLong)
+	}
+	if n := msg.Size(); n > message.MaxSize {
+		return nil, fmt.Errorf("%w: %w: %d bytes", ErrInvalid, message.ErrTooLarge, n)
+	}
+	r.mu.Lock()
+	ts, err := r.topicLocked(pubsubTopic)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	wire := msg.Encode(r.cfg.Counters)
+	env := message.NewEnvelope(msg, pubsubTopic, wire, r.cfg.Counters)
+	if err := ts.topic.Publish(ctx, wire, pubsub.WithValidatorData(env)); err != nil {
+		return nil, fmt.Errorf("relay: publish on %q: %w", pubsubTopic, err)
+	}
+	return env, nil
+}
+
+// Inject runs data through the topic validator and the dispatcher exactly
+// as if gossipsub had received it on pubsubTopic, without the network: the
+// micro benchmark's entry point. data is handed over (the envelope aliases
+// it). It returns the envelope, or an error wrapping ErrInvalid when the
+// validator would Reject or Ignore it.
+func (r *Relay) Inject(pubsubTopic string, data []byte) (*message.Envelope, error) {
+	env, res := r.validateBytes(pubsubTopic, data)
+	if res != pubsub.ValidationAccept {
+		return nil, fmt.Errorf("%w: validator result %v", ErrInvalid, res)
+	}
+	r.disp.dispatch(env)
+	return env, nil
+}
+
+// AddHandler registers fn under name; it receives every relayed envelope on
+// its own goroutine behind a queue of Config.HandlerQueueSize envelopes.
+// The returned function removes it after it has run what is queued.
+func (r *Relay) AddHandler(name string, fn Handler) (remove func()) {
+	return r.disp.add(name, fn)
+}
+
+// Stats returns a snapshot of the relay's counters.
+func (r *Relay) Stats() Stats {
+	s := Stats{
+		MsgIDHashes: r.c.msgIDHashes.Load(),
+		Delivered:   r.c.delivered.Load(),
+		Drops:       make(map[string]uint64, len(dropReasons)),
+		Topics:      map[string]TopicStats{},
+	}
+	for i, reason := range dropReasons {
+		s.Drops[reason] = r.c.drops[i].Load()
+	}
+	r.mu.Lock()
+	for name, ts := range r.topics {
+		s.Topics[name] = ts.stats.snapshot()
+	}
+	r.mu.Unlock()
+	return s
+}
+
+// Close stops the subscriptions, runs what the handlers have queued, and
+// stops gossipsub. The archive is not closed: its owner closes it after.
+func (r *Relay) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	for _, ts := range r.topics {
+		if ts.sub != nil {
+			ts.sub.Cancel()
+		}
+	}
+	r.mu.Unlock()
+	r.cancel()
+	r.wg.Wait()
+	r.disp.close()
+	return nil
+}

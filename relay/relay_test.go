@@ -1,0 +1,184 @@
+package relay_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/relay"
+)
+
+const topic = "/waku/2/rs/0/0"
+
+func newHost(t *testing.T) host.Host {
+	t.Helper()
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+type fakeArchive struct {
+	mu   sync.Mutex
+	envs []*message.Envelope
+}
+
+func (a *fakeArchive) Append(_ context.Context, env *message.Envelope, done func(error)) error {
+	a.mu.Lock()
+	a.envs = append(a.envs, env)
+	a.mu.Unlock()
+	if done != nil {
+		done(nil)
+	}
+	return nil
+}
+
+// TestRelayDecodeOnce publishes from A to B and checks that B decodes and
+// hashes each message exactly once, that every handler receives the same
+// envelope, and that A encodes once and hashes once.
+func TestRelayDecodeOnce(t *testing.T) {
+	ha, hb := newHost(t), newHost(t)
+	var ca, cb message.Counters
+	arch := &fakeArchive{}
+	ra, err := relay.New(ha, relay.Config{Counters: &ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ra.Close()
+	rb, err := relay.New(hb, relay.Config{Counters: &cb, Archive: arch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	const n = 20
+	got := make([]chan *message.Envelope, 3)
+	for i := range got {
+		ch := make(chan *message.Envelope, n)
+		got[i] = ch
+		defer rb.AddHandler(fmt.Sprint("h", i), func(env *message.Envelope) { ch <- env })()
+	}
+	if err := rb.Subscribe(topic); err != nil {
+		t.Fatal(err)
+	}
+	if err := ra.Subscribe(topic); err != nil {
+		t.Fatal(err)
+	}
+	if err := ha.Connect(context.Background(), peer.AddrInfo{ID: hb.ID(), Addrs: hb.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(rb.PubSub().ListPeers(topic)) > 0 && len(ra.PubSub().ListPeers(topic)) > 0 })
+	sent := map[message.Hash]bool{}
+	for i := range n {
+		m := &message.Message{Payload: []byte(fmt.Sprintf("payload %d", i)), ContentTopic: "/test/1/relay/proto", Timestamp: int64(i + 1)}
+		env, err := ra.Publish(context.Background(), topic, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent[env.Hash()] = true
+	}
+	for i := range n {
+		e0 := recv(t, got[0])
+		if !sent[e0.Hash()] {
+			t.Fatalf("message %d: unexpected hash %s", i, e0.Hash())
+		}
+		if e1, e2 := recv(t, got[1]), recv(t, got[2]); e1 != e0 || e2 != e0 {
+			t.Fatalf("message %d: handlers got different envelopes", i)
+		}
+	}
+	sa, sb := ca.Snapshot(), cb.Snapshot()
+	if sb.Decodes != n || sb.Hashes != n || sb.Encodes != 0 {
+		t.Fatalf("receiver counters %+v, want %d decodes, %d hashes, 0 encodes", sb, n, n)
+	}
+	// A also receives its own publishes through its subscription: still no decode.
+	if sa.Encodes != n || sa.Hashes != n || sa.Decodes != 0 {
+		t.Fatalf("sender counters %+v, want %d encodes, %d hashes, 0 decodes", sa, n, n)
+	}
+	if len(arch.envs) != n {
+		t.Fatalf("archive got %d envelopes, want %d", len(arch.envs), n)
+	}
+	if st := rb.Stats(); st.TotalDrops() != 0 || st.MsgIDHashes != n || st.Topics[topic].Messages != n {
+		t.Fatalf("receiver stats %+v", st)
+	}
+}
+
+func TestInjectRejects(t *testing.T) {
+	r, err := relay.New(newHost(t), relay.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, bad := range [][]byte{{0x0a, 0x05}, {0x12, 0x00}, (&message.Message{Payload: []byte{1}, ContentTopic: "/a/1/b/c", Meta: make([]byte, 65)}).Encode(nil)} {
+		if _, err := r.Inject(topic, bad); err == nil {
+			t.Fatalf("Inject(%x) accepted", bad)
+		}
+	}
+	if d := r.Stats().Drops[relay.DropInvalid]; d != 3 {
+		t.Fatalf("invalid drops = %d, want 3", d)
+	}
+	if _, err := r.Publish(context.Background(), topic, &message.Message{ContentTopic: "/a/1/b/c", Meta: make([]byte, 65)}); err == nil {
+		t.Fatal("publish with 65-byte meta accepted")
+	}
+}
+
+func TestHandlerQueueFullCounted(t *testing.T) {
+	r, err := relay.New(newHost(t), relay.Config{HandlerQueueSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	block := make(chan struct{})
+	started := make(chan struct{}, 1)
+	remove := r.AddHandler("slow", func(*message.Envelope) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-block
+	})
+	wire := func() []byte { return (&message.Message{Payload: []byte{1}, ContentTopic: "/a/1/b/c"}).Encode(nil) }
+	if _, err := r.Inject(topic, wire()); err != nil {
+		t.Fatal(err)
+	}
+	<-started // the handler holds the first envelope; the queue has room for one
+	for range 3 {
+		if _, err := r.Inject(topic, wire()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(block)
+	remove()
+	if d := r.Stats().Drops[relay.DropHandlerQueueFull]; d != 2 {
+		t.Fatalf("handler drops = %d, want 2", d)
+	}
+}
+
+func recv(t *testing.T, ch chan *message.Envelope) *message.Envelope {
+	t.Helper()
+	select {
+	case e := <-ch:
+		return e
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for a message")
+		return nil
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
