@@ -1,0 +1,57 @@
+// Package libnet is a Go lib-net: a direct node-to-node TCP transport for
+// permissioned node networks (tell, ask, multi-send), wire-compatible with
+// lib-net's header version 1 and adding the raw binary lane planned in seed
+// 004 ("Finishing the Binary Migration") as header version 2. Wire facts
+// come from specs/libnet.md.
+//
+// # Frames
+//
+// Every frame is a u32 big-endian length followed by that many bytes. The
+// first byte tells the lane: '{' is lib-net's plain JSON lane (augData
+// JSON, accepted on receive); 0x01 is a headered frame, laid out with
+// little-endian integers as lib-net's message.rs does:
+//
+//	[0x01][u8 version][u32 hdr_len][header][u32 data_len][data]
+//	[u32 owner_len][owner][u32 sig_len][sig]
+//
+// Version 1 carries HeaderV1 (uuid, message_length, sender_id, tracker_id,
+// verification_data, compression) and augData JSON as data, the payload
+// base64 inside it as {"value":b64,"dataType":"bb"} (lib-types
+// safeStringify). Version 2, the raw lane, carries this fixed header and
+// the payload as opaque bytes (compressed or not), with no JSON, no base64
+// and no string conversion:
+//
+//	0   uuid        [16]byte
+//	16  dir         u8   1 tell, 2 ask, 3 resp
+//	17  flags       u8   bits 0-2 compression (0 none, 1 gzip, 2 brotli,
+//	                     3 zstd), bit 3 trace block present
+//	18  sender_len  u8
+//	19  route_len   u8
+//	20  raw_len     u32  payload length before compression
+//	24  sender_id, route, then the trace block if flagged:
+//	    send, receive, reply time as i64 Unix nanoseconds
+//
+// An unsigned raw frame costs 4+18+24 = 46 bytes plus sender id and route
+// around the payload. Signatures (owner 32-byte Ed25519 key, sig 64-byte
+// signature followed by the 32-byte keyed BLAKE2b-256 hash) cover version
+// through data; legacy frames are signed whenever a key is configured, raw
+// frames when Config.SignRaw is set.
+//
+// # Lanes
+//
+// Config.Lane picks the lane a network sends on, PeerLanes and SetPeerLane
+// override it per peer, and a peer that answered us on the raw lane is
+// known to take it. Both lanes are always accepted. A raw-lane ask is
+// answered on the connection it arrived on; a legacy ask is answered as
+// lib-net does, by a new frame to the sender's IP and augData PORT.
+//
+// # Ownership and lifecycle
+//
+// A Msg's payload is only read, and not kept after Tell, Ask, MultiTell or
+// MultiAsk returns. A Handler's payload aliases the connection's read
+// buffer and is valid until the Handler returns. A Reply's payload belongs
+// to the caller. Each outbound peer has one pooled connection, a bounded
+// queue and one writer goroutine; each connection one reader goroutine.
+// Every pending ask is removed and its deadline stopped on reply, deadline,
+// cancel, write error and Close; Close waits for every goroutine.
+package libnet
