@@ -1,0 +1,321 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+	noise "github.com/libp2p/go-libp2p/p2p/security/noise"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/metadata"
+	"github.com/couriernet/courier/relay"
+	"github.com/couriernet/courier/shard"
+)
+
+// ErrNotRelaying is returned by Publish when the relay protocol is off.
+var ErrNotRelaying = errors.New("node: relay is not enabled")
+
+// Node is a Waku node: a libp2p host with relay, metadata and an archive.
+type Node struct {
+	cfg      Config
+	host     host.Host
+	relay    *relay.Relay
+	archive  *archive.Embedded
+	metadata *metadata.Service
+	ping     *ping.PingService
+	auto     shard.Autosharding
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	state  string
+}
+
+// New builds a node from cfg without starting it: it loads or creates the
+// node key, opens the archive and creates the libp2p host (already
+// listening) with relay and metadata mounted.
+func New(cfg Config) (*Node, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	auto, err := shard.NewAutosharding(cfg.ClusterID, cfg.NumShardsInNetwork)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	n := &Node{cfg: cfg, auto: auto, state: "INITIALIZING"}
+	if err := n.build(); err != nil {
+		n.closeParts()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) build() error {
+	key, err := loadKey(n.cfg.NodeKey, n.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if n.cfg.Store {
+		dir := filepath.Join(n.cfg.DataDir, "archive")
+		if n.archive, err = archive.Open(dir, n.cfg.ArchiveConfig); err != nil {
+			return fmt.Errorf("node: open archive in %s: %w", dir, err)
+		}
+	}
+	if n.host, err = n.newHost(key); err != nil {
+		return err
+	}
+	n.ping = ping.NewPingService(n.host)
+	if n.cfg.Relay {
+		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger}
+		if n.archive != nil {
+			rc.Archive = n.archive
+		}
+		if n.relay, err = relay.New(n.host, rc); err != nil {
+			return err
+		}
+	}
+	n.metadata, err = metadata.New(n.host, metadata.Config{ClusterID: n.cfg.ClusterID, Shards: n.shards}, n.cfg.Logger)
+	return err
+}
+
+func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
+	cm, err := connmgr.NewConnManager(max(1, n.cfg.MaxConnections*4/5), n.cfg.MaxConnections)
+	if err != nil {
+		return nil, fmt.Errorf("node: connection manager: %w", err)
+	}
+	opts := []libp2p.Option{
+		libp2p.Identity(key),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.ConnectionManager(cm),
+		libp2p.Ping(false), // mounted by the node itself, below
+	}
+	if n.cfg.WebSocketPort > 0 {
+		opts = append(opts, libp2p.Transport(websocket.New))
+	}
+	if n.cfg.NoListen {
+		opts = append(opts, libp2p.NoListenAddrs)
+	} else {
+		addrs := []string{fmt.Sprintf("/ip4/%s/tcp/%d", n.cfg.ListenAddress, n.cfg.TCPPort)}
+		if n.cfg.WebSocketPort > 0 {
+			addrs = append(addrs, fmt.Sprintf("/ip4/%s/tcp/%d/ws", n.cfg.ListenAddress, n.cfg.WebSocketPort))
+		}
+		opts = append(opts, libp2p.ListenAddrStrings(addrs...))
+	}
+	h, err := libp2p.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("node: start libp2p host: %w", err)
+	}
+	return h, nil
+}
+
+// loadKey parses hexKey, or else reads DataDir/nodekey, or else creates it
+// there (mode 0600), or else generates an ephemeral key.
+func loadKey(hexKey, dataDir string) (crypto.PrivKey, error) {
+	if hexKey == "" && dataDir != "" {
+		path := filepath.Join(dataDir, "nodekey")
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			hexKey = strings.TrimSpace(string(b))
+		case errors.Is(err, os.ErrNotExist):
+			return createKey(path)
+		default:
+			return nil, fmt.Errorf("node: read node key: %w", err)
+		}
+	}
+	if hexKey == "" {
+		k, _, err := crypto.GenerateSecp256k1Key(nil)
+		return k, err
+	}
+	raw, err := hex.DecodeString(strings.TrimPrefix(hexKey, "0x"))
+	if err != nil || len(raw) != 32 {
+		return nil, fmt.Errorf("%w: node key must be 32 bytes of hex (secp256k1)", ErrConfig)
+	}
+	k, err := crypto.UnmarshalSecp256k1PrivateKey(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: node key: %w", ErrConfig, err)
+	}
+	return k, nil
+}
+
+func createKey(path string) (crypto.PrivKey, error) {
+	k, _, err := crypto.GenerateSecp256k1Key(nil)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := k.Raw()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("node: create data dir: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(hex.EncodeToString(raw)+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("node: write node key: %w", err)
+	}
+	return k, nil
+}
+
+// shards returns the static shards the node relays, for metadata.
+func (n *Node) shards() []uint16 { return n.cfg.Shards }
+
+// Start subscribes the relay to the node's pubsub topics and starts
+// dialling the static nodes. It returns once the subscriptions are made;
+// dialling goes on in the background until Stop.
+func (n *Node) Start(ctx context.Context) error {
+	if n.relay != nil {
+		for _, t := range n.cfg.pubsubTopics() {
+			if err := n.relay.Subscribe(t); err != nil {
+				return err
+			}
+		}
+	}
+	var peers []peer.AddrInfo
+	for _, s := range n.cfg.StaticNodes {
+		addr, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return fmt.Errorf("%w: static node %q: %w", ErrConfig, s, err)
+		}
+		pi, err := peer.AddrInfoFromP2pAddr(addr)
+		if err != nil {
+			return fmt.Errorf("%w: static node %q needs /p2p/<peer id>: %w", ErrConfig, s, err)
+		}
+		peers = append(peers, *pi)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	for _, pi := range peers {
+		n.wg.Add(1)
+		go n.keepConnected(runCtx, pi)
+	}
+	n.setState("READY")
+	return nil
+}
+
+// keepConnected dials pi now and again whenever it is not connected, with
+// a backoff doubling from StaticRedialMin to StaticRedialMax.
+func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
+	defer n.wg.Done()
+	backoff := n.cfg.StaticRedialMin
+	for {
+		if n.host.Network().Connectedness(pi.ID) != network.Connected {
+			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := n.host.Connect(dctx, pi)
+			cancel()
+			if err != nil {
+				n.cfg.Logger.Debug("static node dial failed", "peer", pi.ID, "err", err, "retry_in", backoff)
+				backoff = min(backoff*2, n.cfg.StaticRedialMax)
+			} else {
+				n.cfg.Logger.Info("connected to static node", "peer", pi.ID)
+				backoff = n.cfg.StaticRedialMin
+			}
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Stop shuts the node down: no new relayed messages, handlers run what they
+// have queued, the archive commits everything queued and fsyncs, then the
+// host closes its connections. ctx bounds nothing yet but is kept for
+// callers that pass a deadline.
+func (n *Node) Stop(ctx context.Context) error {
+	n.setState("SHUTTING_DOWN")
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.wg.Wait()
+	return n.closeParts()
+}
+
+func (n *Node) closeParts() error {
+	var errs []error
+	if n.relay != nil {
+		errs = append(errs, n.relay.Close())
+	}
+	if n.archive != nil {
+		errs = append(errs, n.archive.Close())
+	}
+	if n.metadata != nil {
+		errs = append(errs, n.metadata.Close())
+	}
+	if n.ping != nil {
+		n.host.RemoveStreamHandler(ping.ID)
+	}
+	if n.host != nil {
+		errs = append(errs, n.host.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (n *Node) setState(s string) {
+	n.mu.Lock()
+	n.state = s
+	n.mu.Unlock()
+}
+
+// Publish relays msg on pubsubTopic. A zero timestamp is set to the current
+// time first, as nwaku's publish does; msg must not be modified afterwards.
+func (n *Node) Publish(ctx context.Context, pubsubTopic string, msg *message.Message) (*message.Envelope, error) {
+	if n.relay == nil {
+		return nil, ErrNotRelaying
+	}
+	if msg.Timestamp == 0 {
+		msg.Timestamp = time.Now().UnixNano()
+	}
+	return n.relay.Publish(ctx, pubsubTopic, msg)
+}
+
+// Host returns the libp2p host.
+func (n *Node) Host() host.Host { return n.host }
+
+// Relay returns the relay service, nil when relay is off.
+func (n *Node) Relay() *relay.Relay { return n.relay }
+
+// Archive returns the archive, nil when store is off.
+func (n *Node) Archive() *archive.Embedded { return n.archive }
+
+// Counters returns the node's codec and hash counters.
+func (n *Node) Counters() *message.Counters { return n.cfg.Counters }
+
+// Metadata returns the metadata service.
+func (n *Node) Metadata() *metadata.Service { return n.metadata }
+
+// Autosharding returns the node's autosharding of content topics.
+func (n *Node) Autosharding() shard.Autosharding { return n.auto }
+
+// ListenAddresses returns the host's listen addresses with /p2p/<id>.
+func (n *Node) ListenAddresses() []string {
+	var out []string
+	for _, a := range n.host.Addrs() {
+		out = append(out, fmt.Sprintf("%s/p2p/%s", a, n.host.ID()))
+	}
+	return out
+}
