@@ -1,0 +1,236 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/couriernet/courier/message"
+)
+
+// Archive stores envelopes keyed by message hash and answers store v3
+// queries. Implementations are safe for concurrent use.
+type Archive interface {
+	// Append queues env for storage and returns at once unless the queue
+	// (bounded in bytes) is full, in which case it blocks until there is
+	// room or ctx ends (push back, never drop). done (may be nil) is called
+	// exactly once from the writer goroutine, after the batch holding env is
+	// committed (err nil), or with the error. Ephemeral messages and
+	// duplicates are acknowledged with nil without being stored. The archive
+	// keeps env (and env.Wire()) until done runs; it never modifies them.
+	//
+	// Append returns ctx.Err() when ctx ends while it waits, ErrClosed after
+	// Close, and ErrBadEnvelope for a nil envelope or message or wire bytes
+	// over message.MaxSize; when Append returns an error, done is not called.
+	// done must not block: it runs on the writer goroutine.
+	Append(ctx context.Context, env *message.Envelope, done func(error)) error
+	// Query answers a store v3 query. Errors wrap ErrBadQuery (invalid
+	// query; ErrUnknownCursor is one of them), ErrClosed, ErrCorrupt or come
+	// from the index or the file system.
+	Query(ctx context.Context, q Query) (*Result, error)
+	// Close flushes and commits everything queued, fsyncs, stops the writer
+	// goroutine and releases the files. Appends waiting for room return
+	// ErrClosed. Calling Close again returns nil.
+	Close() error
+}
+
+// Query is a store v3 query (13/WAKU2-STORE, StoreQueryRequest). Either
+// Hashes is set (a lookup by hash), or the content filter: PubsubTopic,
+// ContentTopics, StartTime and EndTime. The two never mix. An empty query
+// selects every stored message.
+type Query struct {
+	// PubsubTopic selects messages of one pubsub topic; "" selects all. It
+	// must be set when ContentTopics is.
+	PubsubTopic string
+	// ContentTopics selects messages whose content topic is one of these (at
+	// most MaxContentTopics); empty selects all of PubsubTopic.
+	ContentTopics []string
+	// StartTime and EndTime bound the message timestamp in Unix nanoseconds:
+	// StartTime inclusive, EndTime exclusive; nil means unbounded.
+	StartTime, EndTime *int64
+	// Hashes selects the messages with these hashes (at most MaxQueryHashes).
+	// Hashes not stored are left out of the result.
+	Hashes []message.Hash
+	// Cursor is the hash of the message the page starts after (Forward) or
+	// ends before (backward), exclusive; nil starts at the first (Forward) or
+	// last message. An all-zero cursor is invalid; a cursor not stored gives
+	// ErrUnknownCursor.
+	Cursor *message.Hash
+	// Forward pages from old to new; false (the store v3 default) pages from
+	// new to old. Results are always in forward order.
+	Forward bool
+	// Limit is the page size: 0 means DefaultPageSize, more than MaxPageSize
+	// means MaxPageSize, negative is invalid.
+	Limit int
+	// IncludeData reads each message's bytes from the segments and fills
+	// Stored.Message and Stored.Wire; false returns hashes, topics and
+	// timestamps only (a presence query).
+	IncludeData bool
+}
+
+// Result is one page of a query.
+type Result struct {
+	// Messages are in forward order: by timestamp, then hash.
+	Messages []Stored
+	// Cursor is the hash to pass as Query.Cursor for the next page in the
+	// same direction: the last message of the page (forward) or the first
+	// (backward). nil means there are no more pages.
+	Cursor *message.Hash
+}
+
+// Stored is one archived message.
+type Stored struct {
+	Hash        message.Hash
+	PubsubTopic string
+	// Message is the decoded message, nil unless Query.IncludeData. It
+	// aliases Wire.
+	Message *message.Message
+	// Wire is the encoded WakuMessage exactly as it was appended (at most
+	// message.MaxSize bytes), nil unless Query.IncludeData. It is a fresh
+	// buffer that the caller owns; Message aliases it, so modifying it
+	// modifies Message.
+	Wire []byte
+	// Timestamp orders the archive, in Unix nanoseconds: the message's
+	// timestamp field when it is positive, otherwise the time the archive
+	// received the message (as nwaku does).
+	Timestamp int64
+}
+
+// Query limits (nwaku waku_store/common.nim and waku_archive/archive.nim).
+const (
+	// DefaultPageSize is the page size of a query whose Limit is 0.
+	DefaultPageSize = 20
+	// MaxPageSize is the largest page a query returns.
+	MaxPageSize = 100
+	// MaxContentTopics is the most content topics a query may name.
+	MaxContentTopics = 10
+	// MaxQueryHashes is the most hashes a hash lookup may name.
+	MaxQueryHashes = 1000
+)
+
+// Sentinel errors. Errors returned by this package wrap at most one of them.
+var (
+	// ErrClosed is returned by Append and Query after Close.
+	ErrClosed = errors.New("archive: closed")
+	// ErrBadQuery marks a query that breaks the rules of Query.
+	ErrBadQuery = errors.New("archive: bad query")
+	// ErrUnknownCursor is a query whose cursor is not stored; it wraps
+	// ErrBadQuery.
+	ErrUnknownCursor = badQuery("cursor not stored")
+	// ErrBadEnvelope is returned by Append for a nil envelope or message, or
+	// wire bytes over message.MaxSize.
+	ErrBadEnvelope = errors.New("archive: bad envelope")
+	// ErrBadConfig is returned by Open for a Config with a negative or too
+	// small value.
+	ErrBadConfig = errors.New("archive: bad config")
+	// ErrCorrupt marks a segment record that does not match its index row
+	// (length or CRC-32C), or an index that points past a segment's end.
+	ErrCorrupt = errors.New("archive: corrupt segment")
+)
+
+type queryError struct{ msg string }
+
+func (e *queryError) Error() string { return "archive: bad query: " + e.msg }
+func (e *queryError) Unwrap() error { return ErrBadQuery }
+
+func badQuery(msg string) error { return &queryError{msg} }
+
+// Defaults of Config.
+const (
+	DefaultQueueBytes    = 64 << 20
+	DefaultFsyncInterval = time.Second
+	DefaultSegmentSize   = 256 << 20
+	DefaultMaxBatch      = 1024
+	// MinSegmentSize is the smallest SegmentSize: one record of the largest
+	// message fits.
+	MinSegmentSize = int64(segHeaderSize + recHeaderSize + message.MaxSize)
+	// MinQueueBytes is the smallest QueueBytes: two of the largest messages.
+	MinQueueBytes = int64(2 * (message.MaxSize + itemOverhead))
+)
+
+// Config tunes the embedded archive. The zero value gives the defaults.
+type Config struct {
+	// QueueBytes bounds the bytes of queued and uncommitted envelopes (wire
+	// length plus about 256 bytes each); Append blocks while it is full.
+	// 0 means DefaultQueueBytes (64 MiB); less than MinQueueBytes is invalid.
+	QueueBytes int64
+	// FsyncInterval is how often segments and index are fsynced (power-loss
+	// durability). Committed messages survive the kill of the process at
+	// once; a power loss may lose up to this interval. 0 means
+	// DefaultFsyncInterval (1 s); negative is invalid.
+	FsyncInterval time.Duration
+	// SegmentSize is the size in bytes at which the writer starts a new
+	// segment file. 0 means DefaultSegmentSize (256 MiB); less than
+	// MinSegmentSize is invalid.
+	SegmentSize int64
+	// MaxBatch is the most messages committed in one index transaction. The
+	// writer commits whatever is queued, up to MaxBatch, never waiting for
+	// more. 0 means DefaultMaxBatch (1024); negative is invalid.
+	MaxBatch int
+	// Counters receives the decodes of messages read back by Query. nil
+	// means a private Counters, so reads never count as the node's receive
+	// work.
+	Counters *message.Counters
+	// Now gives the receive time stored for messages without a positive
+	// timestamp. nil means time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.QueueBytes < 0 || (c.QueueBytes > 0 && c.QueueBytes < MinQueueBytes):
+		return errorf(ErrBadConfig, "QueueBytes %d: 0 or at least %d", c.QueueBytes, MinQueueBytes)
+	case c.FsyncInterval < 0:
+		return errorf(ErrBadConfig, "FsyncInterval %v is negative", c.FsyncInterval)
+	case c.SegmentSize < 0 || (c.SegmentSize > 0 && c.SegmentSize < MinSegmentSize):
+		return errorf(ErrBadConfig, "SegmentSize %d: 0 or at least %d", c.SegmentSize, MinSegmentSize)
+	case c.SegmentSize > maxSegmentSize:
+		return errorf(ErrBadConfig, "SegmentSize %d over %d", c.SegmentSize, int64(maxSegmentSize))
+	case c.MaxBatch < 0:
+		return errorf(ErrBadConfig, "MaxBatch %d is negative", c.MaxBatch)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.QueueBytes == 0 {
+		c.QueueBytes = DefaultQueueBytes
+	}
+	if c.FsyncInterval == 0 {
+		c.FsyncInterval = DefaultFsyncInterval
+	}
+	if c.SegmentSize == 0 {
+		c.SegmentSize = DefaultSegmentSize
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.Counters == nil {
+		c.Counters = new(message.Counters)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Stats is a snapshot of an archive's counters since Open.
+type Stats struct {
+	Inserts    uint64 // messages stored
+	Duplicates uint64 // messages acknowledged without storing: hash already stored
+	Ephemeral  uint64 // messages acknowledged without storing: ephemeral
+	Failed     uint64 // messages acknowledged with an error
+	Batches    uint64 // index transactions committed or failed
+	// BytesAppended counts segment bytes written: wire bytes plus an 8-byte
+	// record header per stored message.
+	BytesAppended uint64
+	// CommitTime is the total time of all batches, from the start of the
+	// index transaction to its commit (segment writes included); divide by
+	// Batches for the mean. MaxCommit is the longest.
+	CommitTime, MaxCommit time.Duration
+	Syncs                 uint64        // fsync rounds (segments, then index)
+	SyncTime              time.Duration // total time of the fsync rounds
+	Queries               uint64        // queries answered, successful or not
+	QueuedBytes           int64         // bytes queued or in the batch being committed
+	QueuedMessages        int           // envelopes queued or in the batch being committed
+}

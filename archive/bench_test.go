@@ -1,0 +1,83 @@
+package archive_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/message"
+)
+
+const benchPool = 3000 // distinct payloads, as the seed harness uses
+
+func meanSize(wires [][]byte) int64 {
+	var n int64
+	for _, w := range wires {
+		n += int64(len(w))
+	}
+	return n / int64(len(wires))
+}
+
+// BenchmarkAppend measures the embedded archive at the seed payload mix
+// with the default Config (the durability users get): b.N appends, then
+// Close, which commits and fsyncs the rest. Every message has its own hash;
+// the 3,000 encoded messages are reused, so the timed work is the
+// archive's alone.
+func BenchmarkAppend(b *testing.B) {
+	msgs, wires := seedMix(b, benchPool, 7)
+	a := openT(b, b.TempDir(), archive.Config{})
+	ctx := context.Background()
+	b.SetBytes(meanSize(wires))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var seed [8]byte
+		binary.LittleEndian.PutUint64(seed[:], uint64(i))
+		env := message.NewEnvelopeWithHash(msgs[i%benchPool], "/waku/2/rs/1/0", wires[i%benchPool], sha256.Sum256(seed[:]))
+		if err := a.Append(ctx, env, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := a.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msg/s")
+	if st := a.Stats(); st.Inserts != uint64(b.N) {
+		b.Fatalf("stored %d of %d", st.Inserts, b.N)
+	}
+}
+
+// BenchmarkAppendBound is the bound the archive is measured against: the
+// same messages appended to one file in the same kind of directory, an
+// fsync every 64 messages.
+func BenchmarkAppendBound(b *testing.B) {
+	_, wires := seedMix(b, benchPool, 7)
+	f, err := os.Create(filepath.Join(b.TempDir(), "bound"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	b.SetBytes(meanSize(wires))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.Write(wires[i%benchPool]); err != nil {
+			b.Fatal(err)
+		}
+		if i%64 == 63 {
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msg/s")
+}
