@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/blake2b"
@@ -28,8 +29,9 @@ type conn struct {
 	remote string
 	peer   *peer // nil for an inbound connection
 
-	wmu        sync.Mutex // serialises reply writes on inbound connections
-	lastSender string     // interned sender id
+	wmu        sync.Mutex  // serialises reply writes on inbound connections
+	lastSender string      // interned sender id
+	dead       atomic.Bool // the read loop has ended
 }
 
 func (e *Endpoint) acceptLoop() {
@@ -79,6 +81,7 @@ func (e *Endpoint) startConnLocked(nc net.Conn, p *peer) *conn {
 }
 
 func (c *conn) close() {
+	c.dead.Store(true)
 	_ = c.nc.Close()
 	if c.peer == nil {
 		c.ep.mu.Lock()

@@ -157,6 +157,9 @@ func (p *peer) write(batch []*sendReq) {
 var errDial = errors.New("libnet: dial")
 
 func (p *peer) writeOnce(live []*sendReq) error {
+	if p.conn != nil && p.conn.dead.Load() { // the remote closed it
+		p.dropConn()
+	}
 	if p.conn == nil {
 		nc, err := net.DialTimeout("tcp", p.addr, p.ep.cfg.DialTimeout)
 		if err != nil {
