@@ -2,8 +2,8 @@ package libnet
 
 import (
 	"context"
-	"encoding/binary"
 	"crypto/ed25519"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -14,7 +14,9 @@ import (
 	"github.com/couriernet/courier/libnet/internal/wire"
 )
 
-func outer(body []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...) }
+func outer(body []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
 
 // container lays out a headered frame with the given lengths and bytes.
 func container(version uint8, hdrLen uint32, hdr []byte, dataLen uint32, data []byte, ownerLen uint32, owner []byte) []byte {
