@@ -21,8 +21,8 @@ type Config struct {
 	// ListenAddress is the IPv4 address to listen on (--listen-address).
 	// Default "0.0.0.0".
 	ListenAddress string
-	// TCPPort is the libp2p TCP port (--tcp-port). Default 60000; 0 in a
-	// Config built by hand also means 60000, so use NoListen for none.
+	// TCPPort is the libp2p TCP port (--tcp-port). DefaultConfig sets 60000;
+	// 0 picks a free port.
 	TCPPort int
 	// WebSocketPort, when positive, also listens for libp2p over WebSocket
 	// (--websocket-port; off by default).
@@ -88,9 +88,6 @@ func DefaultConfig() Config {
 func (c *Config) setDefaults() {
 	if c.ListenAddress == "" {
 		c.ListenAddress = "0.0.0.0"
-	}
-	if c.TCPPort == 0 {
-		c.TCPPort = 60000
 	}
 	if c.NumShardsInNetwork == 0 {
 		c.NumShardsInNetwork = 1

@@ -1,0 +1,212 @@
+// Package bench is the message-path harness behind `courier bench`: the
+// seed reports' micro and macro scenarios on courier's own node, the
+// macro-bare ceiling of the libp2p stack, and the lib-net lane A/B, with
+// exact decode/hash counts and Go's allocation accounting
+// (shared/design/BENCHMARK.md is the contract for its output).
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Scenarios are the scenario names, in the order they run.
+var Scenarios = []string{"micro", "macro", "macro-bare", "libnet"}
+
+// Config configures a run. Zero values take the documented defaults.
+type Config struct {
+	// Scenarios to run, a subset of Scenarios. Default micro, macro, macro-bare.
+	Scenarios []string
+	// N is the number of measured messages (default 1000) and Warmup the
+	// warm-up messages before them (default 100; negative means none).
+	N, Warmup int
+	// Seed drives payload sizes and bytes. Default 42.
+	Seed int64
+	// Profile is the payload mix. Default SeedProfile.
+	Profile string
+	// Rate paces the publisher in msg/s; 0 sends as fast as the window of 32
+	// messages in flight allows.
+	Rate float64
+	// Handlers is the number of application handlers on the receiving node
+	// (default 1); a message is done when all have run.
+	Handlers int
+	// ContentTopic and PubsubTopic of the workload. Defaults
+	// "/courier/1/bench/proto" and "/waku/2/rs/0/0".
+	ContentTopic, PubsubTopic string
+	// Sign adds signed rows to the libnet scenario.
+	Sign bool
+	// Dir is where temporary archives go. Default os.TempDir().
+	Dir string
+	// Out receives the start-up lines (SHA-256 speed, append bound) and
+	// notes; Progress the progress bar. Nil means io.Discard.
+	Out, Progress io.Writer
+}
+
+func (c *Config) setDefaults() error {
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = []string{"micro", "macro", "macro-bare"}
+	}
+	for _, s := range c.Scenarios {
+		if !slices.Contains(Scenarios, baseScenario(s)) {
+			return fmt.Errorf("bench: unknown scenario %q (want %s, optionally with a -runN suffix)", s, strings.Join(Scenarios, ", "))
+		}
+	}
+	if c.N == 0 {
+		c.N = 1000
+	}
+	if c.N < 0 {
+		return fmt.Errorf("bench: -n %d must be positive", c.N)
+	}
+	if c.Warmup == 0 {
+		c.Warmup = 100
+	} else if c.Warmup < 0 {
+		c.Warmup = 0
+	}
+	if c.Seed == 0 {
+		c.Seed = 42
+	}
+	if c.Profile == "" {
+		c.Profile = SeedProfile
+	}
+	if c.Rate < 0 {
+		return fmt.Errorf("bench: --rate %v must not be negative", c.Rate)
+	}
+	if c.Handlers == 0 {
+		c.Handlers = 1
+	}
+	if c.Handlers < 0 || c.Handlers > 64 {
+		return fmt.Errorf("bench: --handlers %d not in 1..64", c.Handlers)
+	}
+	if c.ContentTopic == "" {
+		c.ContentTopic = "/courier/1/bench/proto"
+	}
+	if c.PubsubTopic == "" {
+		c.PubsubTopic = "/waku/2/rs/0/0"
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return nil
+}
+
+// baseScenario strips a "-runN" suffix.
+func baseScenario(s string) string {
+	if i := strings.LastIndex(s, "-run"); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Run runs the configured scenarios in order and returns one row per
+// scenario (several for libnet). It stops at the first failing scenario and
+// returns the rows so far with the error; a run that lost any message fails.
+func Run(ctx context.Context, cfg Config) ([]Row, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	prof, err := ParseProfile(cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	w := NewWorkload(prof, cfg.Seed, cfg.Warmup, cfg.N, cfg.ContentTopic)
+	if err := calibrate(cfg, w); err != nil {
+		return nil, err
+	}
+	var rows []Row
+	for _, s := range cfg.Scenarios {
+		var r []Row
+		var err error
+		switch baseScenario(s) {
+		case "micro":
+			r, err = one(runMicro(ctx, cfg, w, s))
+		case "macro":
+			r, err = one(runMacro(ctx, cfg, w, s))
+		case "macro-bare":
+			r, err = one(runMacroBare(ctx, cfg, w, s))
+		case "libnet":
+			r, err = RunLibnet(ctx, LibnetConfig{N: cfg.N, Warmup: cfg.Warmup, Seed: cfg.Seed, Sign: cfg.Sign, Progress: progressFunc(cfg.Progress, s)})
+		}
+		rows = append(rows, r...)
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return rows, nil
+}
+
+func one(r Row, err error) ([]Row, error) { return []Row{r}, err }
+
+func calibrate(cfg Config, w *Workload) error {
+	fmt.Fprintf(cfg.Out, "SHA-256: %.0f MB/s (65 kB buffers)\n", sha256Speed())
+	dir, err := tempDir(cfg.Dir, "append")
+	if err != nil {
+		return err
+	}
+	defer removeAll(dir)
+	bound, err := appendBound(w, dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cfg.Out, "append bound: %.0f msg/s (payload mix %s appended in %s, fsync every 64 messages)\n", bound, cfg.Profile, cfg.dirName())
+	return nil
+}
+
+func (c Config) dirName() string {
+	if c.Dir == "" {
+		return os.TempDir()
+	}
+	return c.Dir
+}
+
+func removeAll(dir string) { _ = os.RemoveAll(dir) }
+
+// startProgress draws a progress bar on w for runs longer than a second
+// and returns the function that stops it.
+func startProgress(w io.Writer, name string, t *tracker) (stop func()) {
+	report := progressFunc(w, name)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-quit:
+				if time.Since(start) > time.Second {
+					report(int(t.done.Load()), int(t.total))
+				}
+				return
+			case <-tick.C:
+				if time.Since(start) > time.Second {
+					report(int(t.done.Load()), int(t.total))
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// progressFunc returns a function that redraws one progress line on w; it
+// ends the line when done reaches total.
+func progressFunc(w io.Writer, name string) func(done, total int) {
+	return func(done, total int) {
+		const width = 30
+		filled := 0
+		if total > 0 {
+			filled = done * width / total
+		}
+		fmt.Fprintf(w, "\r%-14s [%s%s] %d/%d", name, strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total)
+		if done >= total {
+			fmt.Fprintln(w)
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package bench
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/node"
+	"github.com/couriernet/courier/relay"
+)
+
+// runMacro runs the macro scenario: node A publishes through its public
+// API over real libp2p TCP on 127.0.0.1; node B relays, archives and runs
+// the handlers.
+func runMacro(ctx context.Context, cfg Config, w *Workload, name string) (Row, error) {
+	row := NewRow(name, cfg.Profile, w.N)
+	dir, err := tempDir(cfg.Dir, "macro")
+	if err != nil {
+		return row, err
+	}
+	defer removeAll(dir)
+	var t *tracker
+	var fails archiveFailures
+	var ca, cb message.Counters
+	base := node.Config{ListenAddress: "127.0.0.1", Relay: true, PubsubTopics: []string{cfg.PubsubTopic}, Logger: quietLogger}
+	acfg, bcfg := base, base
+	acfg.Counters = &ca
+	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
+	a, err := node.New(acfg)
+	if err != nil {
+		return row, err
+	}
+	defer a.Stop(context.Background())
+	b, err := node.New(bcfg)
+	if err != nil {
+		return row, err
+	}
+	defer b.Stop(context.Background())
+	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, window)
+	addHandlers(b.Relay(), cfg.Handlers, &t)
+	for _, n := range []*node.Node{a, b} {
+		if err := n.Start(ctx); err != nil {
+			return row, err
+		}
+	}
+	if err := connectMesh(ctx, a.Host(), b.Host(), a.Relay().PubSub(), b.Relay().PubSub(), cfg.PubsubTopic); err != nil {
+		return row, err
+	}
+	msgIDs := func() uint64 { return a.Relay().Stats().MsgIDHashes + b.Relay().Stats().MsgIDHashes }
+	proc := func() message.CounterSnapshot { return ca.Snapshot().Add(cb.Snapshot()) }
+	losses := func() string {
+		return fmt.Sprintf("sender: %s; receiver: %s", dropSummary(a.Relay(), &archiveFailures{}), dropSummary(b.Relay(), &fails))
+	}
+	var p phase
+	publish := func(i int) ([]byte, error) {
+		payload := make([]byte, w.Size(i))
+		w.FillPayload(payload, i)
+		m := &message.Message{Payload: payload, ContentTopic: w.ContentTopic, Timestamp: time.Now().UnixNano()}
+		_, err := a.Publish(ctx, cfg.PubsubTopic, m)
+		return payload, err
+	}
+	stop := startProgress(cfg.Progress, name, t)
+	err = drive(ctx, cfg, w, t, &p, publish, losses, func() { p.begin(proc(), cb.Snapshot(), msgIDs()) })
+	p.end(proc(), cb.Snapshot(), msgIDs())
+	stop()
+	if err == nil {
+		err = checkDrops(name+" sender", a.Relay(), &archiveFailures{})
+	}
+	if err == nil {
+		err = checkDrops(name+" receiver", b.Relay(), &fails)
+	}
+	p.fill(&row, w, t)
+	row.WireBytesPerMsg = float64(p.recv1.DecodedBytes-p.recv0.DecodedBytes) / float64(w.N)
+	return row, err
+}
+
+// drive publishes the workload with the window and pacing of cfg: the
+// warm-up, then begin, then the measured messages. publish returns the
+// buffer the harness allocated for message i.
+func drive(ctx context.Context, cfg Config, w *Workload, t *tracker, p *phase,
+	publish func(i int) ([]byte, error), losses func() string, begin func()) error {
+	run := func(from, to int, measured bool) error {
+		start := time.Now()
+		for i := from; i < to; i++ {
+			if cfg.Rate > 0 {
+				due := start.Add(time.Duration(float64(i-from) / cfg.Rate * float64(time.Second)))
+				if d := time.Until(due); d > 0 {
+					time.Sleep(d)
+				}
+			}
+			t.acquire(i)
+			buf, err := publish(i)
+			if err != nil {
+				return fmt.Errorf("bench: publish message %d: %w", i, err)
+			}
+			if measured {
+				p.harnessBytes += int64(cap(buf))
+			}
+		}
+		return nil
+	}
+	if err := run(0, w.Warmup, false); err != nil {
+		return err
+	}
+	if err := t.wait(ctx, w.Warmup, losses); err != nil {
+		return err
+	}
+	t.startMeasuring()
+	begin()
+	if err := run(w.Warmup, w.Total(), true); err != nil {
+		return err
+	}
+	return t.wait(ctx, w.Total(), losses)
+}
+
+// connectMesh connects a to b and waits until each sees the other on topic
+// and a heartbeat has had time to graft the mesh.
+func connectMesh(ctx context.Context, a, b host.Host, psa, psb *pubsub.PubSub, topic string) error {
+	if err := a.Connect(ctx, peer.AddrInfo{ID: b.ID(), Addrs: b.Addrs()}); err != nil {
+		return fmt.Errorf("bench: connect nodes: %w", err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !(contains(psa.ListPeers(topic), b.ID()) && contains(psb.ListPeers(topic), a.ID())) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: nodes did not see each other on %s within 15 s", topic)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(1200 * time.Millisecond) // one gossipsub heartbeat grafts the mesh
+	return nil
+}
+
+func contains(ids []peer.ID, id peer.ID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// runMacroBare runs the same two-node workload on gossipsub alone: no Waku
+// validator, no decode, no consumers; done when B's subscription delivers.
+func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Row, error) {
+	row := NewRow(name, cfg.Profile, w.N)
+	var msgIDs atomic.Uint64
+	mk := func() (host.Host, *pubsub.PubSub, error) {
+		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+		if err != nil {
+			return nil, nil, err
+		}
+		ps, err := pubsub.NewGossipSub(ctx, h,
+			pubsub.WithGossipSubParams(relay.NwakuGossipSubParams()),
+			pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor(),
+			pubsub.WithMessageIdFn(func(m *pb.Message) string {
+				msgIDs.Add(1)
+				s := sha256.Sum256(m.Data)
+				return string(s[:])
+			}),
+			pubsub.WithValidateQueueSize(1024), pubsub.WithPeerOutboundQueueSize(1024),
+			pubsub.WithMaxMessageSize(message.MaxSize+64*1024))
+		if err != nil {
+			h.Close()
+			return nil, nil, err
+		}
+		return h, ps, nil
+	}
+	ha, psa, err := mk()
+	if err != nil {
+		return row, err
+	}
+	defer ha.Close()
+	hb, psb, err := mk()
+	if err != nil {
+		return row, err
+	}
+	defer hb.Close()
+	ta, err := psa.Join(cfg.PubsubTopic)
+	if err != nil {
+		return row, err
+	}
+	tb, err := psb.Join(cfg.PubsubTopic)
+	if err != nil {
+		return row, err
+	}
+	if _, err := ta.Subscribe(); err != nil {
+		return row, err
+	}
+	sub, err := tb.Subscribe(pubsub.WithBufferSize(1024))
+	if err != nil {
+		return row, err
+	}
+	t := newTracker(w.Total(), w.Warmup, 1, window)
+	go func() {
+		for {
+			m, err := sub.Next(ctx)
+			if err != nil {
+				return
+			}
+			i := wireIndex(m.Data)
+			t.arrival(i)
+			t.event(i)
+		}
+	}()
+	defer sub.Cancel()
+	if err := connectMesh(ctx, ha, hb, psa, psb, cfg.PubsubTopic); err != nil {
+		return row, err
+	}
+	var p phase
+	var none message.CounterSnapshot
+	publish := func(i int) ([]byte, error) {
+		wire := w.Wire(i, time.Now().UnixNano())
+		return wire, ta.Publish(ctx, wire)
+	}
+	stop := startProgress(cfg.Progress, name, t)
+	err = drive(ctx, cfg, w, t, &p, publish, func() string { return "gossipsub delivered too few" }, func() { p.begin(none, none, msgIDs.Load()) })
+	p.end(none, none, msgIDs.Load())
+	stop()
+	p.fill(&row, w, t)
+	row.DecodesPerMsg, row.HashesPerMsg, row.EncodesPerMsg = 0, 0, 0
+	row.RecvDecodesPerMsg, row.RecvHashesPerMsg = 0, 0
+	return row, err
+}

@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/node"
+	"github.com/couriernet/courier/relay"
+)
+
+// window is the most messages in flight, as in the seeds.
+const window = 32
+
+var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// archiveFailures counts envelopes the archive failed, for the loud check.
+type archiveFailures struct{ n atomic.Uint64 }
+
+func (a *archiveFailures) onArchived(t **tracker) func(*message.Envelope, error) {
+	return func(env *message.Envelope, err error) {
+		if err != nil {
+			a.n.Add(1)
+			return
+		}
+		(*t).event(indexOf(env.Message().Payload))
+	}
+}
+
+// addHandlers registers n application handlers; each counts as one event.
+func addHandlers(r *relay.Relay, n int, t **tracker) {
+	for h := range n {
+		first := h == 0
+		r.AddHandler(fmt.Sprintf("bench-%d", h), func(env *message.Envelope) {
+			i := indexOf(env.Message().Payload)
+			if first {
+				(*t).arrival(i)
+			}
+			(*t).event(i)
+		})
+	}
+}
+
+// runMicro runs the micro scenario: one node, no network; the harness hands
+// fresh wire buffers to the relay's validator and dispatch (Relay.Inject).
+func runMicro(ctx context.Context, cfg Config, w *Workload, name string) (Row, error) {
+	row := NewRow(name, cfg.Profile, w.N)
+	dir, err := tempDir(cfg.Dir, "micro")
+	if err != nil {
+		return row, err
+	}
+	defer removeAll(dir)
+	var t *tracker
+	var fails archiveFailures
+	var ctr message.Counters
+	n, err := node.New(node.Config{
+		NoListen: true, Relay: true, Store: true, DataDir: dir, PubsubTopics: []string{cfg.PubsubTopic},
+		Counters: &ctr, OnArchived: fails.onArchived(&t), Logger: quietLogger,
+	})
+	if err != nil {
+		return row, err
+	}
+	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, window)
+	addHandlers(n.Relay(), cfg.Handlers, &t)
+	if err := n.Start(ctx); err != nil {
+		n.Stop(ctx)
+		return row, err
+	}
+	stop := startProgress(cfg.Progress, name, t)
+	var p phase
+	var produceErr error
+	produce := func(from, to int, measured bool) {
+		for i := from; i < to && produceErr == nil; i++ {
+			t.acquire(i)
+			wire := w.Wire(i, time.Now().UnixNano())
+			if measured {
+				p.harnessBytes += int64(cap(wire))
+			}
+			if _, err := n.Relay().Inject(cfg.PubsubTopic, wire); err != nil {
+				produceErr = err
+			}
+		}
+	}
+	produce(0, w.Warmup, false)
+	err = t.wait(ctx, w.Warmup, func() string { return dropSummary(n.Relay(), &fails) })
+	if err == nil && produceErr == nil {
+		t.startMeasuring()
+		p.begin(ctr.Snapshot(), ctr.Snapshot(), n.Relay().Stats().MsgIDHashes)
+		produce(w.Warmup, w.Total(), true)
+		err = t.wait(ctx, w.Total(), func() string { return dropSummary(n.Relay(), &fails) })
+		p.end(ctr.Snapshot(), ctr.Snapshot(), n.Relay().Stats().MsgIDHashes)
+	}
+	stop()
+	if err == nil {
+		err = produceErr
+	}
+	if err == nil {
+		err = checkDrops(name, n.Relay(), &fails)
+	}
+	p.fill(&row, w, t)
+	row.WireBytesPerMsg = float64(p.proc1.DecodedBytes-p.proc0.DecodedBytes) / float64(w.N)
+	if serr := n.Stop(context.Background()); err == nil && serr != nil {
+		err = serr
+	}
+	return row, err
+}
+
+func dropSummary(r *relay.Relay, fails *archiveFailures) string {
+	return fmt.Sprintf("relay drops %v, archive failures %d", r.Stats().Drops, fails.n.Load())
+}
+
+// checkDrops fails the run loudly if any message was lost anywhere.
+func checkDrops(name string, r *relay.Relay, fails *archiveFailures) error {
+	st := r.Stats()
+	if st.TotalDrops() != 0 || fails.n.Load() != 0 {
+		return fmt.Errorf("bench: %s lost messages: %s", name, dropSummary(r, fails))
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"time"
+
+	"github.com/couriernet/courier/message"
+)
+
+// phase holds what is read at the start and at the end of the measured part
+// of a run.
+type phase struct {
+	start        time.Time
+	wall         time.Duration
+	mem0, mem1   memSample
+	live0, live1 uint64
+	proc0, proc1 message.CounterSnapshot // all nodes of the process
+	recv0, recv1 message.CounterSnapshot // the receiving node
+	msgID0       uint64
+	msgID1       uint64
+	harnessBytes int64 // bytes the harness allocated to make the measured input
+}
+
+func (p *phase) begin(proc, recv message.CounterSnapshot, msgID uint64) {
+	p.live0 = liveAfterGC()
+	p.proc0, p.recv0, p.msgID0 = proc, recv, msgID
+	p.mem0 = readMem()
+	p.start = time.Now()
+}
+
+func (p *phase) end(proc, recv message.CounterSnapshot, msgID uint64) {
+	p.wall = time.Since(p.start)
+	p.mem1 = readMem()
+	p.proc1, p.recv1, p.msgID1 = proc, recv, msgID
+	p.live1 = liveAfterGC()
+}
+
+// fill writes the phase's figures into r for w's measured messages.
+func (p *phase) fill(r *Row, w *Workload, t *tracker) {
+	n := float64(w.N)
+	r.WallMs = float64(p.wall) / 1e6
+	r.MsgPerS = n / p.wall.Seconds()
+	proc, recv := p.proc1.Sub(p.proc0), p.recv1.Sub(p.recv0)
+	r.DecodesPerMsg = float64(proc.Decodes) / n
+	r.HashesPerMsg = float64(proc.Hashes) / n
+	r.EncodesPerMsg = float64(proc.Encodes) / n
+	r.HashedMB = float64(proc.HashedBytes) / 1e6
+	r.DecodedMB = float64(proc.DecodedBytes) / 1e6
+	r.RecvDecodesPerMsg = float64(recv.Decodes) / n
+	r.RecvHashesPerMsg = float64(recv.Hashes) / n
+	r.MsgIDHashesPerMsg = float64(p.msgID1-p.msgID0) / n
+	r.OccupiedMemDeltaMB = (float64(p.live1) - float64(p.live0)) / 1e6
+	r.GCCollections = float64(p.mem1.gcCycles - p.mem0.gcCycles)
+	alloc := float64(p.mem1.allocBytes - p.mem0.allocBytes)
+	r.AllocBytesPerMsg = alloc / n
+	r.AllocsPerMsg = float64(p.mem1.allocObjects-p.mem0.allocObjects) / n
+	mean := float64(w.MeasuredPayloadBytes()) / n
+	r.PayloadCopiesPerMsg = (alloc - float64(p.harnessBytes)) / n / mean
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r.P50Ns = float64(t.latency.ValueAtQuantile(50))
+	r.P99Ns = float64(t.latency.ValueAtQuantile(99))
+	r.PeakHeapMB = float64(t.peakLive) / 1e6
+	r.PeakHeapAllocMB = float64(t.peakHeap) / 1e6
+	if t.inter.TotalCount() > 0 {
+		r.InterarrivalP50Ns = float64(t.inter.ValueAtQuantile(50))
+		r.InterarrivalP99Ns = float64(t.inter.ValueAtQuantile(99))
+	}
+}

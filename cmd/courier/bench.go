@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/couriernet/courier/bench"
+)
+
+const benchHelp = `usage: courier bench [flags]
+
+Runs the message-path benchmark of the seed reports on courier's own code
+and prints a table (stdout), progress (stderr) and optionally CSV.
+
+Scenarios (--scenario, a comma list; a -runN suffix is allowed):
+  micro       one node in process, no network: fresh wire buffers go to the
+              relay's topic validator and dispatch; done when the archive
+              commit is acknowledged and the application handlers have run
+  macro       two nodes on 127.0.0.1 over libp2p TCP (Noise, Yamux,
+              gossipsub); A publishes through its API, B relays, archives
+              and runs the handlers; done as in micro, on B
+  macro-bare  the same two nodes with gossipsub alone (no Waku validator,
+              no decode, no consumers): the ceiling the libp2p stack sets
+  libnet      two lib-net endpoints on 127.0.0.1: raw lane against legacy
+              lane, tell and ask, 1/10/100 kB and the seed mix
+
+Workload: seed 42, payloads of 10/50/150 kB at 25/50/25 % shuffled by the
+seed, each starting with its message index; 1000 measured messages after
+100 warm-up messages; at most 32 messages in flight. The archive is the
+embedded default, with its default durability, in a temporary directory.
+At start the harness prints this machine's SHA-256 speed and its append
+bound (the payload mix appended to a file, fsync every 64 messages).
+
+Columns are those of the seed reports followed by ours; per-message
+figures divide by the measured messages. payload_copies_per_msg is heap
+bytes allocated per message, minus what the harness allocates to make its
+input, over the mean payload. peak_heap_MB is the largest live heap
+sampled every 50 messages.
+
+Flags:
+`
+
+func runBench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, benchHelp); fs.PrintDefaults() }
+	var cfg bench.Config
+	scenarios := fs.String("scenario", "micro,macro,macro-bare", "comma list of scenarios")
+	fs.IntVar(&cfg.N, "n", 1000, "measured messages")
+	fs.IntVar(&cfg.Warmup, "warmup", 100, "warm-up messages (0 for none)")
+	fs.Int64Var(&cfg.Seed, "seed", 42, "workload seed")
+	fs.StringVar(&cfg.Profile, "profile", bench.SeedProfile, "payload mix, e.g. 10/50/150kB@25/50/25 or 100kB")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "publisher pace in msg/s (0: as fast as the window allows)")
+	fs.IntVar(&cfg.Handlers, "handlers", 1, "application handlers on the receiving node")
+	fs.StringVar(&cfg.ContentTopic, "content-topic", "/courier/1/bench/proto", "content topic")
+	fs.StringVar(&cfg.PubsubTopic, "pubsub-topic", "/waku/2/rs/0/0", "pubsub topic")
+	fs.BoolVar(&cfg.Sign, "sign", false, "libnet: add signed rows")
+	fs.StringVar(&cfg.Dir, "dir", "", "directory for temporary archives (default: the system temp dir)")
+	csvPath := fs.String("csv", "", "also write the rows as CSV to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if cfg.Warmup == 0 {
+		cfg.Warmup = -1
+	}
+	cfg.Scenarios = strings.Split(*scenarios, ",")
+	cfg.Out, cfg.Progress = os.Stdout, os.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rows, err := bench.Run(ctx, cfg)
+	if len(rows) > 0 {
+		fmt.Println()
+		if werr := bench.WriteTable(os.Stdout, rows); werr != nil && err == nil {
+			err = werr
+		}
+		printNotes(rows, cfg)
+	}
+	if *csvPath != "" && len(rows) > 0 {
+		if werr := writeCSV(*csvPath, rows); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+func writeCSV(path string, rows []bench.Row) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteCSV(f, rows); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// printNotes prints the ratios the acceptance criteria read.
+func printNotes(rows []bench.Row, cfg bench.Config) {
+	byName := map[string]bench.Row{}
+	for _, r := range rows {
+		byName[r.Scenario] = r
+	}
+	if m, ok := byName["macro"]; ok {
+		if bare, ok := byName["macro-bare"]; ok && bare.MsgPerS > 0 {
+			fmt.Printf("\nmacro / macro-bare: %.2f\n", m.MsgPerS/bare.MsgPerS)
+		}
+		fmt.Printf("gossipsub message caches by protocol (6 heartbeats of 1 s, 2 nodes): about %.0f MB at %.0f msg/s\n",
+			2*6*m.MsgPerS*m.WireBytesPerMsg/1e6, m.MsgPerS)
+	}
+}
