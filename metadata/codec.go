@@ -1,0 +1,148 @@
+package metadata
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// MaxRPCSize is the largest encoded request or response in bytes that is
+// read, as nwaku's RpcResponseMaxBytes (waku_metadata/protocol.nim).
+const MaxRPCSize = 1024
+
+// Field numbers of WakuMetadataRequest and WakuMetadataResponse
+// (rfc-index 66/metadata.md; nwaku waku_metadata/rpc.nim).
+const (
+	fieldClusterID        protowire.Number = 1
+	fieldShardsDeprecated protowire.Number = 2
+	fieldShards           protowire.Number = 3
+)
+
+// Sentinel errors of Decode. Every error Decode returns wraps one of them.
+var (
+	// ErrTooLarge: an encoded RPC over MaxRPCSize bytes.
+	ErrTooLarge = errors.New("metadata: rpc over 1024 bytes")
+	// ErrMalformed: bytes that are not a valid protobuf, or a known field
+	// with the wrong wire type.
+	ErrMalformed = errors.New("metadata: malformed rpc")
+)
+
+// RPC is a WakuMetadataRequest or WakuMetadataResponse; both have the same
+// fields: {optional uint32 cluster_id = 1; repeated uint32 shards = 3 (packed);
+// repeated uint32 shards = 2 (deprecated)}.
+type RPC struct {
+	// ClusterID is field 1; meaningful only when HasClusterID is true.
+	ClusterID    uint32
+	HasClusterID bool
+	// Shards are the shard ids. The slice is owned by the RPC.
+	Shards []uint32
+}
+
+// Append appends the encoding of r to dst, as nwaku and go-waku write it:
+// field 1 when HasClusterID (zero included: a cluster id of 0 is set
+// explicitly), then every shard unpacked in the deprecated field 2, then all
+// shards packed in field 3 (omitted when there are none).
+func (r *RPC) Append(dst []byte) []byte {
+	if r.HasClusterID {
+		dst = protowire.AppendTag(dst, fieldClusterID, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, uint64(r.ClusterID))
+	}
+	for _, s := range r.Shards {
+		dst = protowire.AppendTag(dst, fieldShardsDeprecated, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, uint64(s))
+	}
+	if len(r.Shards) == 0 {
+		return dst
+	}
+	n := 0
+	for _, s := range r.Shards {
+		n += protowire.SizeVarint(uint64(s))
+	}
+	dst = protowire.AppendTag(dst, fieldShards, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(n))
+	for _, s := range r.Shards {
+		dst = protowire.AppendVarint(dst, uint64(s))
+	}
+	return dst
+}
+
+// Decode parses one encoded RPC of at most MaxRPCSize bytes. It does not
+// alias data. Shards are read from field 3 if it holds any, else from packed
+// field 2, else from unpacked field 2, the order of nwaku's decoder. A varint
+// wider than 32 bits is truncated, as protobuf does for uint32. Unknown
+// fields are skipped; a repeated cluster id takes the last value. Errors wrap
+// ErrTooLarge or ErrMalformed.
+func Decode(data []byte) (RPC, error) {
+	if len(data) > MaxRPCSize {
+		return RPC{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))
+	}
+	var r RPC
+	var s3, packed2, unpacked2 []uint32
+	for off := 0; off < len(data); {
+		num, typ, n := protowire.ConsumeTag(data[off:])
+		if n < 0 {
+			return RPC{}, fmt.Errorf("%w: tag at offset %d: %v", ErrMalformed, off, protowire.ParseError(n))
+		}
+		off += n
+		var err error
+		switch {
+		case num == fieldClusterID && typ == protowire.VarintType:
+			var v uint64
+			v, n = protowire.ConsumeVarint(data[off:])
+			r.ClusterID, r.HasClusterID = uint32(v), true
+		case num == fieldClusterID:
+			err = fmt.Errorf("%w: field 1 has wire type %d", ErrMalformed, typ)
+		case num == fieldShards:
+			s3, n, err = consumeShards(typ, data[off:], s3)
+		case num == fieldShardsDeprecated && typ == protowire.BytesType:
+			packed2, n, err = consumeShards(typ, data[off:], packed2)
+		case num == fieldShardsDeprecated:
+			unpacked2, n, err = consumeShards(typ, data[off:], unpacked2)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, data[off:])
+		}
+		if err != nil {
+			return RPC{}, err
+		}
+		if n < 0 {
+			return RPC{}, fmt.Errorf("%w: field %d at offset %d: %v", ErrMalformed, num, off, protowire.ParseError(n))
+		}
+		off += n
+	}
+	switch {
+	case len(s3) > 0:
+		r.Shards = s3
+	case len(packed2) > 0:
+		r.Shards = packed2
+	default:
+		r.Shards = unpacked2
+	}
+	return r, nil
+}
+
+// consumeShards reads one element (varint) or a packed run (bytes) of a
+// repeated uint32 field from b and appends it to dst. It returns the bytes
+// consumed, or a negative protowire error code.
+func consumeShards(typ protowire.Type, b []byte, dst []uint32) ([]uint32, int, error) {
+	switch typ {
+	case protowire.VarintType:
+		v, n := protowire.ConsumeVarint(b)
+		if n >= 0 {
+			dst = append(dst, uint32(v))
+		}
+		return dst, n, nil
+	case protowire.BytesType:
+		run, n := protowire.ConsumeBytes(b)
+		for len(run) > 0 && n >= 0 {
+			v, m := protowire.ConsumeVarint(run)
+			if m < 0 {
+				return nil, 0, fmt.Errorf("%w: packed shards: %v", ErrMalformed, protowire.ParseError(m))
+			}
+			dst = append(dst, uint32(v))
+			run = run[m:]
+		}
+		return dst, n, nil
+	}
+	return nil, 0, fmt.Errorf("%w: shards field has wire type %d", ErrMalformed, typ)
+}
