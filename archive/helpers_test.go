@@ -14,6 +14,14 @@ import (
 // returns its envelope.
 func newEnv(tb testing.TB, pubsub, content string, ts int64, payload []byte) *message.Envelope {
 	tb.Helper()
+	env, err := makeEnv(pubsub, content, ts, payload)
+	if err != nil {
+		tb.Fatalf("decode: %v", err)
+	}
+	return env
+}
+
+func makeEnv(pubsub, content string, ts int64, payload []byte) (*message.Envelope, error) {
 	m := &message.Message{Payload: payload, ContentTopic: content, Timestamp: ts}
 	if ts != 0 {
 		m.Present |= message.HasTimestamp
@@ -21,9 +29,9 @@ func newEnv(tb testing.TB, pubsub, content string, ts int64, payload []byte) *me
 	wire := m.Encode(nil)
 	dm, err := message.Decode(wire, nil)
 	if err != nil {
-		tb.Fatalf("decode: %v", err)
+		return nil, err
 	}
-	return message.NewEnvelope(dm, pubsub, wire, nil)
+	return message.NewEnvelope(dm, pubsub, wire, nil), nil
 }
 
 // seedMix returns n encoded messages of the seed payload mix: 25 % 10,000,
