@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"context"
+	"testing"
+)
+
+func TestRunLibnetRows(t *testing.T) {
+	rows, err := RunLibnet(context.Background(), LibnetConfig{N: 40, Warmup: 4, Seed: 42, Sizes: []string{"1kB", "mix"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"libnet-raw-tell-1kB", "libnet-raw-tell-mix", "libnet-raw-ask-1kB", "libnet-raw-ask-mix",
+		"libnet-legacy-tell-1kB", "libnet-legacy-tell-mix", "libnet-legacy-ask-1kB", "libnet-legacy-ask-mix",
+		"tcp-baseline-100kB",
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(rows), len(want))
+	}
+	for i, r := range rows {
+		if r.Scenario != want[i] || r.Msgs != 40 || !(r.MsgPerS > 0) {
+			t.Fatalf("row %d: %s msgs %d msg/s %v", i, r.Scenario, r.Msgs, r.MsgPerS)
+		}
+		raw := i < 4
+		if raw && (r.Base64OpsPerMsg != 0 || r.JSONOpsPerMsg != 0) {
+			t.Fatalf("%s: base64 %v json %v per message", r.Scenario, r.Base64OpsPerMsg, r.JSONOpsPerMsg)
+		}
+		if !raw && i < 8 && r.Base64OpsPerMsg == 0 {
+			t.Fatalf("%s: legacy lane counted no base64", r.Scenario)
+		}
+	}
+	if want := float64(1000 + 4 + 18 + 24 + len("bench-a") + len("bench")); rows[0].WireBytesPerMsg != want {
+		t.Fatalf("raw 1kB wire bytes %v", rows[0].WireBytesPerMsg)
+	}
+}
+
+func TestLibnetWorkloadMix(t *testing.T) {
+	sizes, profile := libnetWorkload("mix", 1000, 42)
+	total := 0
+	for _, s := range sizes {
+		total += s
+	}
+	if total != 65_000_000 || profile != libnetMixProfile {
+		t.Fatalf("mix total %d profile %s", total, profile)
+	}
+}
