@@ -61,6 +61,17 @@ type Config struct {
 	// MaxConnections is the connection manager's high water mark
 	// (--max-connections). Default 50, as nwaku.
 	MaxConnections int
+	// REST serves the REST API on RESTAddress:RESTPort (--rest,
+	// --rest-address, --rest-port). DefaultConfig: 127.0.0.1:8645.
+	REST        bool
+	RESTAddress string
+	RESTPort    int
+	// MetricsServer serves Prometheus metrics on /metrics at
+	// MetricsAddress:MetricsPort (--metrics-server, --metrics-server-address,
+	// --metrics-server-port). DefaultConfig: 127.0.0.1:8008.
+	MetricsServer  bool
+	MetricsAddress string
+	MetricsPort    int
 	// ArchiveConfig tunes the embedded archive; zero means its defaults.
 	ArchiveConfig archive.Config
 	// RelayHandlerQueue is the queue length of each relay handler in
@@ -82,7 +93,10 @@ type Config struct {
 // DefaultConfig returns nwaku's defaults: relay on, store off, cluster 0,
 // shard 0, TCP port 60000 on all interfaces.
 func DefaultConfig() Config {
-	return Config{ListenAddress: "0.0.0.0", TCPPort: 60000, Relay: true, NumShardsInNetwork: 1, MaxConnections: 50}
+	return Config{
+		ListenAddress: "0.0.0.0", TCPPort: 60000, Relay: true, NumShardsInNetwork: 1, MaxConnections: 50,
+		RESTAddress: "127.0.0.1", RESTPort: 8645, MetricsAddress: "127.0.0.1", MetricsPort: 8008,
+	}
 }
 
 func (c *Config) setDefaults() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/couriernet/courier/bench"
@@ -60,6 +61,7 @@ func runBench(args []string) error {
 	fs.BoolVar(&cfg.Sign, "sign", false, "libnet: add signed rows")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for temporary archives (default: the system temp dir)")
 	csvPath := fs.String("csv", "", "also write the rows as CSV to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -71,6 +73,17 @@ func runBench(args []string) error {
 	}
 	cfg.Scenarios = strings.Split(*scenarios, ",")
 	cfg.Out, cfg.Progress = os.Stdout, os.Stderr
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rows, err := bench.Run(ctx, cfg)

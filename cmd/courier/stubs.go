@@ -1,6 +1,6 @@
 package main
 
 func runNode(args []string) error      { return nil }
-func runMessage(args []string) error   { return nil }
+
 func runPublish(args []string) error   { return nil }
 func runSubscribe(args []string) error { return nil }
