@@ -1,0 +1,136 @@
+package rest
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Info is the body of GET /info and /debug/v1/info (nwaku debug/types.nim):
+// {"listenAddresses": [multiaddr...], "enrUri"?: "enr:..."}.
+type Info struct {
+	ListenAddresses []string `json:"listenAddresses"`
+	ENRURI          string   `json:"enrUri,omitempty"`
+}
+
+// Connectedness of a peer as nwaku names it (peer_manager Connectedness).
+type Connectedness string
+
+// Values of Connectedness.
+const (
+	NotConnected  Connectedness = "NotConnected"
+	CannotConnect Connectedness = "CannotConnect"
+	CanConnect    Connectedness = "CanConnect"
+	Connected     Connectedness = "Connected"
+)
+
+// Origin tells how the node learned of a peer, as nwaku names it (PeerOrigin).
+type Origin string
+
+// Values of Origin.
+const (
+	UnknownOrigin Origin = "UnknownOrigin"
+	Discv5        Origin = "Discv5"
+	Static        Origin = "Static"
+	PeerExchange  Origin = "PeerExchange"
+	DNS           Origin = "Dns"
+)
+
+// Peer is one element of GET /admin/v1/peers (nwaku admin/types.nim
+// WakuPeer), fields in nwaku's order. Shards come from the peer's metadata
+// (metadata.Service.Peer). Score is the gossipsub score, omitted when unknown.
+type Peer struct {
+	Multiaddr string        `json:"multiaddr"` // with /p2p/<peer id>
+	Protocols []string      `json:"protocols"`
+	Shards    []uint16      `json:"shards"`
+	Connected Connectedness `json:"connected"`
+	Agent     string        `json:"agent"`
+	Origin    Origin        `json:"origin"`
+	Score     *float64      `json:"score,omitempty"`
+}
+
+// HealthStatus is a node or protocol health value (nwaku health_monitor).
+type HealthStatus string
+
+// Values of HealthStatus.
+const (
+	Initializing  HealthStatus = "INITIALIZING"
+	Synchronizing HealthStatus = "SYNCHRONIZING"
+	Ready         HealthStatus = "READY"
+	NotReady      HealthStatus = "NOT_READY"
+	NotMounted    HealthStatus = "NOT_MOUNTED"
+	ShuttingDown  HealthStatus = "SHUTTING_DOWN"
+)
+
+// Health is the body of GET /health (nwaku health/types.nim HealthReport):
+//
+//	{"nodeHealth": "READY", "protocolsHealth": [{"Relay": "READY", "desc"?: "..."}]}
+type Health struct {
+	NodeHealth      HealthStatus     `json:"nodeHealth"`
+	ProtocolsHealth []ProtocolHealth `json:"protocolsHealth"`
+}
+
+// ProtocolHealth is the health of one protocol. It marshals as an object
+// whose first key is the protocol name (nwaku: "Relay", "Store", "Filter",
+// "Lightpush", ...) and whose "desc" is omitted when empty.
+type ProtocolHealth struct {
+	Protocol string
+	Health   HealthStatus
+	Desc     string
+}
+
+// MarshalJSON writes {"<Protocol>": "<Health>", "desc": "<Desc>"}.
+func (p ProtocolHealth) MarshalJSON() ([]byte, error) {
+	proto, err := json.Marshal(p.Protocol)
+	if err != nil {
+		return nil, err
+	}
+	health, err := json.Marshal(p.Health)
+	if err != nil {
+		return nil, err
+	}
+	b := append([]byte{'{'}, proto...)
+	b = append(append(b, ':'), health...)
+	if p.Desc != "" {
+		desc, err := json.Marshal(p.Desc)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"desc":`...), desc...)
+	}
+	return append(b, '}'), nil
+}
+
+func (s *Server) getHealth(w http.ResponseWriter, _ *http.Request) {
+	h := s.b.Health()
+	if h.ProtocolsHealth == nil {
+		h.ProtocolsHealth = []ProtocolHealth{}
+	}
+	writeJSON(w, h)
+}
+
+func (s *Server) getInfo(w http.ResponseWriter, _ *http.Request) {
+	info := s.b.Info()
+	if info.ListenAddresses == nil {
+		info.ListenAddresses = []string{}
+	}
+	writeJSON(w, info)
+}
+
+func (s *Server) getVersion(w http.ResponseWriter, _ *http.Request) {
+	writeText(w, http.StatusOK, s.b.Version())
+}
+
+func (s *Server) getPeers(w http.ResponseWriter, _ *http.Request) {
+	peers := s.b.Peers()
+	out := make([]Peer, len(peers))
+	for i, p := range peers {
+		if p.Protocols == nil {
+			p.Protocols = []string{}
+		}
+		if p.Shards == nil {
+			p.Shards = []uint16{}
+		}
+		out[i] = p
+	}
+	writeJSON(w, out)
+}

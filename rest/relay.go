@@ -1,0 +1,319 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/shard"
+)
+
+// now is the clock the publish handlers use to fill an absent timestamp.
+var now = time.Now
+
+func (s *Server) postSubscriptions(w http.ResponseWriter, r *http.Request) {
+	topics, ok := s.readTopics(w, r)
+	if !ok || !validPubsubTopics(w, topics) {
+		return
+	}
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	if err := s.subscribe(dedupe(topics)); err != nil {
+		writeText(w, http.StatusInternalServerError, "Failed to subscribe: "+err.Error())
+		return
+	}
+	s.cache.addPubsub(topics)
+	writeOK(w)
+}
+
+func (s *Server) deleteSubscriptions(w http.ResponseWriter, r *http.Request) {
+	topics, ok := s.readTopics(w, r)
+	if !ok || !validPubsubTopics(w, topics) {
+		return
+	}
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	if err := s.unsubscribe(s.cache.removePubsub(topics)); err != nil {
+		writeText(w, http.StatusInternalServerError, "Failed to unsubscribe: "+err.Error())
+		return
+	}
+	writeOK(w)
+}
+
+func (s *Server) postAutoSubscriptions(w http.ResponseWriter, r *http.Request) {
+	contentTopics, ok := s.readTopics(w, r)
+	if !ok {
+		return
+	}
+	shards, ok := s.shardsOf(w, contentTopics)
+	if !ok {
+		return
+	}
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	if err := s.subscribe(dedupe(shards)); err != nil {
+		writeText(w, http.StatusInternalServerError, "Failed to subscribe: "+err.Error())
+		return
+	}
+	s.cache.addContent(contentTopics, shards)
+	writeOK(w)
+}
+
+// deleteAutoSubscriptions stops caching the content topics and leaves a
+// shard only when no subscription of this API needs it any more. nwaku
+// leaves the shard of every listed content topic, which also stops the other
+// content topics on it (logos-delivery#4456); this package does not.
+func (s *Server) deleteAutoSubscriptions(w http.ResponseWriter, r *http.Request) {
+	contentTopics, ok := s.readTopics(w, r)
+	if !ok {
+		return
+	}
+	shards, ok := s.shardsOf(w, contentTopics)
+	if !ok {
+		return
+	}
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	if err := s.unsubscribe(s.cache.removeContent(contentTopics, shards)); err != nil {
+		writeText(w, http.StatusInternalServerError, "Failed to unsubscribe: "+err.Error())
+		return
+	}
+	writeOK(w)
+}
+
+func (s *Server) subscribe(topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	return s.b.RelaySubscribe(topics)
+}
+
+func (s *Server) unsubscribe(topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	return s.b.RelayUnsubscribe(topics)
+}
+
+// getMessages answers 404 with an empty body for a topic not subscribed
+// through this API, as nwaku.
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
+	envs, ok := s.cache.drainPubsub(r.PathValue("pubsubTopic"))
+	if !ok {
+		writeText(w, http.StatusNotFound, "")
+		return
+	}
+	writeJSON(w, toMessages(envs))
+}
+
+// getAutoMessages answers 404 with the content topic as body for a content
+// topic not subscribed through this API, as nwaku.
+func (s *Server) getAutoMessages(w http.ResponseWriter, r *http.Request) {
+	topic := r.PathValue("contentTopic")
+	envs, ok := s.cache.drainContent(topic)
+	if !ok {
+		writeText(w, http.StatusNotFound, topic)
+		return
+	}
+	writeJSON(w, toMessages(envs))
+}
+
+func toMessages(envs []*message.Envelope) []Message {
+	out := make([]Message, len(envs))
+	for i, e := range envs {
+		out[i] = NewMessage(e.Message())
+	}
+	return out
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	msg, ok := s.readMessage(w, r)
+	if !ok {
+		return
+	}
+	s.publish(w, r, r.PathValue("pubsubTopic"), msg)
+}
+
+func (s *Server) postAutoMessage(w http.ResponseWriter, r *http.Request) {
+	msg, ok := s.readMessage(w, r)
+	if !ok {
+		return
+	}
+	topic, err := s.b.ContentTopicShard(msg.ContentTopic)
+	if err != nil {
+		writeText(w, http.StatusBadRequest, "Failed to publish. Autosharding error: "+err.Error())
+		return
+	}
+	s.publish(w, r, topic, msg)
+}
+
+// publish fills an absent or zero timestamp with the current time (nwaku
+// relay/types.nim toWakuMessage), checks the size limit and hands msg to the
+// Backend.
+func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, msg *message.Message) {
+	if msg.Timestamp == 0 {
+		msg.Timestamp = now().UnixNano()
+		msg.Present |= message.HasTimestamp
+	}
+	if msg.Size() > message.MaxSize {
+		writeText(w, http.StatusBadRequest, fmt.Sprintf("Failed to publish: Message size exceeded maximum of %d bytes", message.MaxSize))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.PublishTimeout)
+	defer cancel()
+	_, err := s.b.RelayPublish(ctx, topic, msg)
+	switch {
+	case err == nil:
+		writeOK(w)
+	case errors.Is(err, ErrNotSubscribed):
+		writeText(w, http.StatusBadRequest, "Failed to publish: Node not subscribed to topic: "+topic)
+	case errors.Is(err, ErrInvalidMessage):
+		writeText(w, http.StatusBadRequest, "Failed to publish: "+err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		writeText(w, http.StatusInternalServerError, "Failed to publish: timedout")
+	default:
+		s.log.Warn("publish failed", "pubsubTopic", topic, "err", err)
+		writeText(w, http.StatusInternalServerError, "Failed to publish: "+err.Error())
+	}
+}
+
+// readBody reads the whole request body within Config.MaxBodyBytes. On
+// failure it has answered: 413 over the limit, 400 when empty or unreadable.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeText(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body too large: over %d bytes", tooLarge.Limit))
+		return nil, false
+	case err != nil:
+		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+		return nil, false
+	case len(bytes.TrimSpace(body)) == 0:
+		writeText(w, http.StatusBadRequest, "Missing request body")
+		return nil, false
+	}
+	return body, true
+}
+
+// readMessage reads and parses a REST message body; on failure it has
+// answered 400 with nwaku's texts.
+func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (*message.Message, bool) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return nil, false
+	}
+	msg, err := ParseMessage(body)
+	switch {
+	case errors.Is(err, ErrBase64):
+		writeText(w, http.StatusBadRequest, "Incorrect base64 string")
+		return nil, false
+	case err != nil:
+		undecodable(w, err)
+		return nil, false
+	}
+	return msg, true
+}
+
+// readTopics reads a JSON array of strings.
+func (s *Server) readTopics(w http.ResponseWriter, r *http.Request) ([]string, bool) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var topics []string
+	if err := dec.Decode(&topics); err != nil || topics == nil {
+		undecodable(w, fmt.Errorf("%w: want a JSON array of strings", ErrInvalidBody))
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		undecodable(w, fmt.Errorf("%w: data after the JSON array", ErrInvalidBody))
+		return nil, false
+	}
+	return topics, true
+}
+
+// undecodable answers 400 in nwaku's form for a body that does not decode.
+func undecodable(w http.ResponseWriter, err error) {
+	detail := strings.TrimPrefix(err.Error(), ErrInvalidBody.Error()+": ")
+	writeText(w, http.StatusBadRequest, "Invalid content body, could not decode: Unable to deserialize data: body("+detail+")")
+}
+
+// validPubsubTopics answers 400 unless every topic is a static-shard pubsub
+// topic. The text is nwaku's, which prints the list as a Nim sequence.
+func validPubsubTopics(w http.ResponseWriter, topics []string) bool {
+	var bad []string
+	for _, t := range topics {
+		if _, err := shard.ParsePubsubTopic(t); err != nil {
+			bad = append(bad, t)
+		}
+	}
+	if len(bad) > 0 {
+		writeText(w, http.StatusBadRequest, "Invalid pubsub topic(s): "+nimSeq(bad))
+		return false
+	}
+	return true
+}
+
+// shardsOf returns the pubsub topic of each content topic, or answers 400
+// listing the content topics the Backend cannot shard.
+func (s *Server) shardsOf(w http.ResponseWriter, contentTopics []string) ([]string, bool) {
+	shards := make([]string, len(contentTopics))
+	var bad []string
+	for i, t := range contentTopics {
+		p, err := s.b.ContentTopicShard(t)
+		if err != nil {
+			bad = append(bad, t)
+		}
+		shards[i] = p
+	}
+	if len(bad) > 0 {
+		writeText(w, http.StatusBadRequest, "Invalid content topic(s): "+nimSeq(bad))
+		return nil, false
+	}
+	return shards, true
+}
+
+// nimSeq formats strings as Nim prints a seq[string]: @["a", "b"].
+func nimSeq(s []string) string {
+	var b strings.Builder
+	b.WriteString("@[")
+	for i, v := range s {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(v))
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+func writeOK(w http.ResponseWriter) { writeText(w, http.StatusOK, "OK") }
+
+
+func writeText(w http.ResponseWriter, code int, text string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	io.WriteString(w, text)
+}
+
+// writeJSON answers 200 with v as JSON.
+func writeJSON(w http.ResponseWriter, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeText(w, http.StatusInternalServerError, "An error occurred while building the json response: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+}

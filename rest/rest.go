@@ -1,0 +1,188 @@
+// Package rest serves the Waku REST API with nwaku's paths, JSON shapes and
+// status codes (nwaku waku/rest_api/endpoint/{relay,health,debug,admin}).
+//
+// # Routes
+//
+//	POST   /relay/v1/subscriptions                 JSON array of pubsub topics
+//	DELETE /relay/v1/subscriptions                 JSON array of pubsub topics
+//	GET    /relay/v1/messages/{pubsubTopic}        drains the topic's cache
+//	POST   /relay/v1/messages/{pubsubTopic}        publishes one Message
+//	POST   /relay/v1/auto/subscriptions            JSON array of content topics
+//	DELETE /relay/v1/auto/subscriptions            JSON array of content topics
+//	GET    /relay/v1/auto/messages/{contentTopic}  drains the content topic's cache
+//	POST   /relay/v1/auto/messages                 publishes on the content topic's shard
+//	GET    /health                                 Health
+//	GET    /info, /debug/v1/info                   Info
+//	GET    /version, /debug/v1/version             version text
+//	GET    /admin/v1/peers                         []Peer
+//
+// Topics in paths are URL-encoded ("/relay/v1/messages/%2Fwaku%2F2%2Frs%2F0%2F0").
+// Successful writes answer 200 "OK" (text/plain); errors answer a status code
+// with a plain-text reason. Request bodies are limited to Config.MaxBodyBytes
+// (413 beyond).
+//
+// # Message cache
+//
+// Messages reach the cache only through (*Server).Deliver, which the node
+// calls for every relayed message. Each pubsub topic and content topic
+// subscribed through this API keeps its newest Config.CacheSize messages
+// (nwaku: 50); a full cache drops its oldest message and counts the drop
+// (Stats.DroppedOldest, reason "rest_cache_full"). A GET drains the cache.
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/couriernet/courier/message"
+)
+
+// Errors a Backend returns (wrapped with %w) so that the publish handlers
+// answer nwaku's status and text.
+var (
+	// ErrNotSubscribed: the relay is not subscribed to the pubsub topic.
+	// Answered 400 "Failed to publish: Node not subscribed to topic: <topic>".
+	ErrNotSubscribed = errors.New("rest: node not subscribed to topic")
+	// ErrInvalidMessage: the relay's validators rejected the message.
+	// Answered 400 "Failed to publish: <error>".
+	ErrInvalidMessage = errors.New("rest: invalid message")
+)
+
+// ErrConfig: an invalid Config field.
+var ErrConfig = errors.New("rest: invalid config")
+
+// Backend is what the node provides to the REST API. Methods are called
+// concurrently from HTTP handlers.
+type Backend interface {
+	// RelaySubscribe subscribes the relay to the pubsub topics (static-shard
+	// topics, already validated). Subscribing a topic already subscribed
+	// succeeds.
+	RelaySubscribe(pubsubTopics []string) error
+	// RelayUnsubscribe unsubscribes the relay from the pubsub topics.
+	// Unsubscribing a topic not subscribed succeeds.
+	RelayUnsubscribe(pubsubTopics []string) error
+	// RelayPublish validates msg and publishes it on pubsubTopic, returning
+	// its deterministic hash. msg is handed over: the backend may keep it
+	// and its slices, and the caller does not touch it afterwards. ctx
+	// carries the publish timeout. Errors may wrap ErrNotSubscribed or
+	// ErrInvalidMessage.
+	RelayPublish(ctx context.Context, pubsubTopic string, msg *message.Message) (message.Hash, error)
+	// ContentTopicShard returns the pubsub topic of contentTopic under the
+	// node's autosharding (shard.Autosharding.PubsubTopic).
+	ContentTopicShard(contentTopic string) (pubsubTopic string, err error)
+	// Info returns the node's listen addresses and ENR.
+	Info() Info
+	// Version returns the node's version string.
+	Version() string
+	// Peers returns the peers the node knows.
+	Peers() []Peer
+	// Health returns the node's health report.
+	Health() Health
+}
+
+// Config configures a Server. Zero values take the documented defaults;
+// negative values are errors.
+type Config struct {
+	// MaxBodyBytes limits a request body in bytes; a larger body is
+	// answered 413. Default 1 MiB.
+	MaxBodyBytes int64
+	// CacheSize is the number of messages kept per subscribed pubsub topic
+	// and per subscribed content topic. Default 50 (nwaku message_cache.nim).
+	CacheSize int
+	// PublishTimeout bounds one RelayPublish call; when it passes the answer
+	// is 500 "Failed to publish: timedout". Default 5 s (nwaku futTimeout).
+	PublishTimeout time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultCacheSize      = 50
+	DefaultPublishTimeout = 5 * time.Second
+)
+
+func (c *Config) validate() error {
+	switch {
+	case c.MaxBodyBytes < 0:
+		return fmt.Errorf("%w: MaxBodyBytes %d < 0", ErrConfig, c.MaxBodyBytes)
+	case c.CacheSize < 0:
+		return fmt.Errorf("%w: CacheSize %d < 0", ErrConfig, c.CacheSize)
+	case c.PublishTimeout < 0:
+		return fmt.Errorf("%w: PublishTimeout %v < 0", ErrConfig, c.PublishTimeout)
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+	return nil
+}
+
+// Server is the REST API as an http.Handler. Build it with New.
+//
+// Lock order: subMu (subscription changes, held across Backend calls)
+// before mu (the caches, held only for map and ring operations).
+type Server struct {
+	b     Backend
+	cfg   Config
+	log   *slog.Logger
+	mux   *http.ServeMux
+	subMu sync.Mutex
+	cache cache
+}
+
+// New returns a Server over b. logger nil means no logging. Errors wrap
+// ErrConfig.
+func New(b Backend, cfg Config, logger *slog.Logger) (*Server, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil backend", ErrConfig)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{b: b, cfg: cfg, log: logger, mux: http.NewServeMux(), cache: newCache(cfg.CacheSize)}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("POST /relay/v1/subscriptions", s.postSubscriptions)
+	s.mux.HandleFunc("DELETE /relay/v1/subscriptions", s.deleteSubscriptions)
+	s.mux.HandleFunc("GET /relay/v1/messages/{pubsubTopic}", s.getMessages)
+	s.mux.HandleFunc("POST /relay/v1/messages/{pubsubTopic}", s.postMessage)
+	s.mux.HandleFunc("POST /relay/v1/auto/subscriptions", s.postAutoSubscriptions)
+	s.mux.HandleFunc("DELETE /relay/v1/auto/subscriptions", s.deleteAutoSubscriptions)
+	s.mux.HandleFunc("GET /relay/v1/auto/messages/{contentTopic}", s.getAutoMessages)
+	s.mux.HandleFunc("POST /relay/v1/auto/messages", s.postAutoMessage)
+	s.mux.HandleFunc("GET /health", s.getHealth)
+	s.mux.HandleFunc("GET /info", s.getInfo)
+	s.mux.HandleFunc("GET /debug/v1/info", s.getInfo)
+	s.mux.HandleFunc("GET /version", s.getVersion)
+	s.mux.HandleFunc("GET /debug/v1/version", s.getVersion)
+	s.mux.HandleFunc("GET /admin/v1/peers", s.getPeers)
+}
+
+// ServeHTTP serves the routes listed in the package documentation.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Deliver offers one relayed message to the caches: it is kept if its
+// pubsub topic or its content topic is subscribed through this API. Deliver
+// never blocks on I/O or on a Backend; it takes one mutex for a few map and
+// ring operations, so it may run on the dispatcher's consumer queue. env is
+// kept by reference until a GET drains it or it is dropped.
+func (s *Server) Deliver(env *message.Envelope) { s.cache.deliver(env) }
+
+// Stats returns a snapshot of the cache counters.
+func (s *Server) Stats() Stats { return s.cache.stats() }
