@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -101,8 +102,9 @@ var _ Archive = (*Embedded)(nil)
 type item struct {
 	env  *message.Envelope
 	done func(error)
-	recv int64 // receive time, Unix ns
-	size int64
+	recv int64  // receive time, Unix ns
+	size int64  // queue bytes
+	crc  uint32 // CRC-32C of the wire bytes, computed by Append off the writer goroutine
 }
 
 // Open opens or creates the archive in dir (created with mode 0755 if
@@ -304,6 +306,9 @@ func (a *Embedded) Append(ctx context.Context, env *message.Envelope, done func(
 		return fmt.Errorf("%w: %d wire bytes, over %d", ErrBadEnvelope, n, maxRecord)
 	}
 	it := item{env: env, done: done, recv: a.cfg.Now().UnixNano(), size: int64(len(env.Wire())) + itemOverhead}
+	if !env.Message().Ephemeral {
+		it.crc = crc32.Checksum(env.Wire(), castagnoli)
+	}
 	for {
 		a.mu.Lock()
 		if a.closed {
@@ -470,7 +475,7 @@ func (a *Embedded) commit(batch []item) (err error) {
 			last = id
 		}
 		hdr := a.hdrs[i*recHeaderSize : (i+1)*recHeaderSize]
-		putRecHeader(hdr, wire)
+		putRecHeader(hdr, len(wire), batch[i].crc)
 		a.iov = append(a.iov, hdr, wire)
 		a.end += rec
 		inserts++

@@ -66,9 +66,9 @@ func createSegment(dir string, id int64) (*os.File, error) {
 	return f, nil
 }
 
-func putRecHeader(h []byte, wire []byte) {
-	binary.LittleEndian.PutUint32(h[0:4], uint32(len(wire)))
-	binary.LittleEndian.PutUint32(h[4:8], crc32.Checksum(wire, castagnoli))
+func putRecHeader(h []byte, n int, crc uint32) {
+	binary.LittleEndian.PutUint32(h[0:4], uint32(n))
+	binary.LittleEndian.PutUint32(h[4:8], crc)
 }
 
 // readRecord reads the record whose wire bytes of length n start at off in

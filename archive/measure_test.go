@@ -1,0 +1,107 @@
+package archive_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/message"
+)
+
+// TestMeasure compares, in one process and in alternating rounds, the
+// append bound, the archive alone and decode+hash+archive at the seed mix,
+// with the default Config. It runs only when COURIER_ARCHIVE_MEASURE holds
+// the number of messages per run:
+//
+//	COURIER_ARCHIVE_MEASURE=20000 go test -run TestMeasure -v ./archive/
+//
+// Before each run the page cache is written back (sync(2)), so no run pays
+// for the dirty pages of the one before.
+func TestMeasure(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("COURIER_ARCHIVE_MEASURE"))
+	if n <= 0 {
+		t.Skip("set COURIER_ARCHIVE_MEASURE to the messages per run")
+	}
+	msgs, wires := seedMix(t, benchPool, 7)
+	mean := meanSize(wires)
+	runs := []struct {
+		name string
+		run  func(dir string) error
+	}{
+		{"append bound (fsync every 64)", func(dir string) error { return runBound(dir, wires, n) }},
+		{"archive alone", func(dir string) error { return runArchive(dir, msgs, wires, n, false) }},
+		{"decode+hash+archive", func(dir string) error { return runArchive(dir, msgs, wires, n, true) }},
+	}
+	for round := range 3 {
+		for _, r := range runs {
+			dir := t.TempDir()
+			unix.Sync()
+			start := time.Now()
+			if err := r.run(dir); err != nil {
+				t.Fatal(err)
+			}
+			d := time.Since(start)
+			t.Logf("round %d  %-30s %6.0f msg/s  %5.0f MB/s", round, r.name, float64(n)/d.Seconds(), float64(n)*float64(mean)/d.Seconds()/1e6)
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+func runBound(dir string, wires [][]byte, n int) error {
+	f, err := os.Create(filepath.Join(dir, "bound"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for i := range n {
+		if _, err := f.Write(wires[i%len(wires)]); err != nil {
+			return err
+		}
+		if i%64 == 63 {
+			if err := f.Sync(); err != nil {
+				return err
+			}
+		}
+	}
+	return f.Sync()
+}
+
+// runArchive appends n messages and closes the archive. With decode, each
+// message is decoded from its wire bytes and hashed, as the relay
+// validator does; a distinct pubsub topic per message gives distinct
+// hashes for the reused wire bytes. Without, the hash is made up.
+func runArchive(dir string, msgs []*message.Message, wires [][]byte, n int, decode bool) error {
+	a, err := archive.Open(dir, archive.Config{})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	var c message.Counters
+	for i := range n {
+		w := wires[i%len(wires)]
+		var env *message.Envelope
+		if decode {
+			m, err := message.Decode(w, &c)
+			if err != nil {
+				return err
+			}
+			env = message.NewEnvelope(m, "/waku/2/rs/1/"+strconv.Itoa(i), w, &c)
+		} else {
+			var seed [8]byte
+			binary.LittleEndian.PutUint64(seed[:], uint64(i))
+			env = message.NewEnvelopeWithHash(msgs[i%len(msgs)], "/waku/2/rs/1/0", w, sha256.Sum256(seed[:]))
+		}
+		if err := a.Append(ctx, env, nil); err != nil {
+			return err
+		}
+	}
+	return a.Close()
+}
