@@ -266,3 +266,18 @@ func (m *Message) Equal(o *Message) bool {
 		bytes.Equal(m.Meta, o.Meta) && bytes.Equal(m.RateLimitProof, o.RateLimitProof) &&
 		m.Ephemeral == o.Ephemeral && m.Present == o.Present
 }
+
+// EncodeShared encodes m like Encode and also returns a copy of m whose
+// Payload and ContentTopic alias the new encoding instead of m's own
+// memory. Whoever keeps the copy (an Envelope in gossipsub's message cache,
+// say) then keeps the payload bytes once, not twice; the caller may let go
+// of m and its payload. The encoding must never be modified.
+func (m *Message) EncodeShared(c *Counters) (*Message, []byte) {
+	wire := m.Encode(c)
+	shared := *m
+	off := protowire.SizeTag(fieldPayload) + protowire.SizeVarint(uint64(len(m.Payload)))
+	shared.Payload = wire[off : off+len(m.Payload) : off+len(m.Payload)]
+	off += len(m.Payload) + protowire.SizeTag(fieldContentTopic) + protowire.SizeVarint(uint64(len(m.ContentTopic)))
+	shared.ContentTopic = aliasString(wire[off : off+len(m.ContentTopic)])
+	return &shared, wire
+}

@@ -225,3 +225,22 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestEncodeShared(t *testing.T) {
+	m := &message.Message{Payload: []byte("payload"), ContentTopic: "/a/1/b/c", Timestamp: 5, Meta: []byte{1}, Present: message.HasTimestamp | message.HasMeta}
+	shared, wire := m.EncodeShared(nil)
+	if !shared.Equal(m) {
+		t.Fatalf("shared copy %+v differs from %+v", shared, m)
+	}
+	if &shared.Payload[0] != &wire[2] {
+		t.Fatal("payload does not alias the encoding")
+	}
+	d, err := message.Decode(wire, nil)
+	if err != nil || !d.Equal(m) {
+		t.Fatalf("decode of shared encoding: %v", err)
+	}
+	empty, _ := (&message.Message{}).EncodeShared(nil)
+	if len(empty.Payload) != 0 || empty.ContentTopic != "" {
+		t.Fatal("empty message")
+	}
+}

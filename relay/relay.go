@@ -240,9 +240,10 @@ func (r *Relay) Topics() []string {
 }
 
 // Publish encodes msg once, hashes it once and publishes it on pubsubTopic,
-// joining the topic if needed. The envelope (which keeps msg and the new
-// encoding) is returned; msg and the slices it points to must not be
-// modified afterwards. Errors wrap ErrInvalid (over 153600 bytes encoded,
+// joining the topic if needed. The returned envelope holds the encoding and
+// a copy of msg whose payload aliases it (message.EncodeShared), so that
+// gossipsub's message cache keeps the payload once; msg's meta and proof
+// slices are kept and must not be modified afterwards. Errors wrap ErrInvalid (over 153600 bytes encoded,
 // meta over 64 bytes) or ErrClosed, or come from gossipsub.
 func (r *Relay) Publish(ctx context.Context, pubsubTopic string, msg *message.Message) (*message.Envelope, error) {
 	if len(msg.Meta) > message.MaxMetaSize {
@@ -257,8 +258,8 @@ func (r *Relay) Publish(ctx context.Context, pubsubTopic string, msg *message.Me
 	if err != nil {
 		return nil, err
 	}
-	wire := msg.Encode(r.cfg.Counters)
-	env := message.NewEnvelope(msg, pubsubTopic, wire, r.cfg.Counters)
+	shared, wire := msg.EncodeShared(r.cfg.Counters)
+	env := message.NewEnvelope(shared, pubsubTopic, wire, r.cfg.Counters)
 	if err := ts.topic.Publish(ctx, wire, pubsub.WithValidatorData(env)); err != nil {
 		return nil, fmt.Errorf("relay: publish on %q: %w", pubsubTopic, err)
 	}
