@@ -299,7 +299,6 @@ func nimSeq(s []string) string {
 
 func writeOK(w http.ResponseWriter) { writeText(w, http.StatusOK, "OK") }
 
-
 func writeText(w http.ResponseWriter, code int, text string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)

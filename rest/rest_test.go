@@ -1,0 +1,350 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/shard"
+)
+
+// fakeBackend records calls. Its relay is subscribed to what RelaySubscribe
+// was given; publishing elsewhere fails with ErrNotSubscribed.
+type fakeBackend struct {
+	auto       shard.Autosharding
+	publishErr error // returned by RelayPublish when set
+	block      bool  // RelayPublish waits for its context to end
+
+	mu          sync.Mutex
+	subscribed  map[string]bool
+	subCalls    [][]string
+	unsubCalls  [][]string
+	published   []*message.Message
+	publishedOn []string
+}
+
+func newFake(t *testing.T) *fakeBackend {
+	a, err := shard.NewAutosharding(1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeBackend{auto: a, subscribed: map[string]bool{}}
+}
+
+func (f *fakeBackend) RelaySubscribe(topics []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subCalls = append(f.subCalls, topics)
+	for _, t := range topics {
+		f.subscribed[t] = true
+	}
+	return nil
+}
+
+func (f *fakeBackend) RelayUnsubscribe(topics []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unsubCalls = append(f.unsubCalls, topics)
+	for _, t := range topics {
+		delete(f.subscribed, t)
+	}
+	return nil
+}
+
+func (f *fakeBackend) RelayPublish(ctx context.Context, topic string, m *message.Message) (message.Hash, error) {
+	if f.block {
+		<-ctx.Done()
+		return message.Hash{}, ctx.Err()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.publishErr != nil {
+		return message.Hash{}, f.publishErr
+	}
+	if !f.subscribed[topic] {
+		return message.Hash{}, fmt.Errorf("%w: %s", ErrNotSubscribed, topic)
+	}
+	f.published = append(f.published, m)
+	f.publishedOn = append(f.publishedOn, topic)
+	return m.Hash(topic, nil), nil
+}
+
+func (f *fakeBackend) ContentTopicShard(ct string) (string, error) { return f.auto.PubsubTopic(ct) }
+
+func (f *fakeBackend) Info() Info {
+	return Info{ListenAddresses: []string{"/ip4/127.0.0.1/tcp/60000/p2p/16Uiu2HAmPLe7Mzm8TsYUubgCAW1aJoeFScxrLj8ppHFivPo97bUZ"}, ENRURI: "enr:-test"}
+}
+
+func (f *fakeBackend) Version() string { return "v0.1.0-test" }
+
+func (f *fakeBackend) Peers() []Peer {
+	score := 1.5
+	return []Peer{
+		{Multiaddr: "/ip4/127.0.0.1/tcp/60001/p2p/16Uiu2HAm4v86W3bmT1BiH6oSPzcsSr24iDQpSN5Qa992BCjjwgrD",
+			Protocols: []string{"/vac/waku/relay/2.0.0", "/vac/waku/metadata/1.0.0"}, Shards: []uint16{0, 3},
+			Connected: Connected, Agent: "nwaku", Origin: Static, Score: &score},
+		{Multiaddr: "/ip4/127.0.0.1/tcp/60002/p2p/16Uiu2HAmVFXtAfSj4EiR7mL2KvL4EE2wztuQgUSBoj2Jx2KeXFLN",
+			Connected: CanConnect, Agent: "", Origin: Discv5},
+	}
+}
+
+func (f *fakeBackend) Health() Health {
+	return Health{NodeHealth: Ready, ProtocolsHealth: []ProtocolHealth{
+		{Protocol: "Relay", Health: Ready},
+		{Protocol: "Store", Health: NotMounted},
+		{Protocol: "Rln Relay", Health: NotReady, Desc: "no membership"},
+	}}
+}
+
+func newServer(t *testing.T, f *fakeBackend, cfg Config) *Server {
+	t.Helper()
+	s, err := New(f, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// do sends one request and returns status, content type and body.
+func do(t *testing.T, h http.Handler, method, path, body string) (int, string, string) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code, rec.Header().Get("Content-Type"), rec.Body.String()
+}
+
+func expect(t *testing.T, h http.Handler, method, path, body string, code int, want string) {
+	t.Helper()
+	gotCode, _, got := do(t, h, method, path, body)
+	if gotCode != code || got != want {
+		t.Fatalf("%s %s: %d %q, want %d %q", method, path, gotCode, got, code, want)
+	}
+}
+
+func golden(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(string(b), "\n")
+}
+
+func env(t *testing.T, topic string, m *message.Message) *message.Envelope {
+	t.Helper()
+	return message.NewEnvelope(m, topic, m.Encode(nil), nil)
+}
+
+func msgsPath(topic string) string { return "/relay/v1/messages/" + url.PathEscape(topic) }
+
+func TestSubscribeDeliverDrain(t *testing.T) {
+	f := newFake(t)
+	s := newServer(t, f, Config{})
+	expect(t, s, "POST", "/relay/v1/subscriptions", `["/waku/2/rs/0/0","/waku/2/rs/0/1","/waku/2/rs/0/0"]`, 200, "OK")
+	if want := [][]string{{"/waku/2/rs/0/0", "/waku/2/rs/0/1"}}; !reflect.DeepEqual(f.subCalls, want) {
+		t.Fatalf("subscribe calls %v, want %v", f.subCalls, want)
+	}
+	s.Deliver(env(t, "/waku/2/rs/0/0", &message.Message{Payload: []byte("TEST-1"), ContentTopic: "content-topic-x",
+		Version: 2, Timestamp: 1700000000000000001, Meta: []byte("test-meta"), Ephemeral: true}))
+	s.Deliver(env(t, "/waku/2/rs/0/9", &message.Message{Payload: []byte("elsewhere"), ContentTopic: "content-topic-x"}))
+	s.Deliver(env(t, "/waku/2/rs/0/0", &message.Message{Payload: []byte{0xff, 0x00}, ContentTopic: "/app/1/chat/proto",
+		Timestamp: 1700000000000000002, RateLimitProof: []byte{1, 2, 3}}))
+
+	code, ctype, body := do(t, s, "GET", msgsPath("/waku/2/rs/0/0"), "")
+	if code != 200 || ctype != "application/json" || body != golden(t, "relay_messages.json") {
+		t.Fatalf("GET: %d %s\n%s", code, ctype, body)
+	}
+	expect(t, s, "GET", msgsPath("/waku/2/rs/0/0"), "", 200, "[]")
+	expect(t, s, "GET", msgsPath("/waku/2/rs/0/1"), "", 200, "[]")
+	// Not subscribed through the API: 404 with an empty body (nwaku).
+	expect(t, s, "GET", msgsPath("/waku/2/rs/0/9"), "", 404, "")
+
+	expect(t, s, "DELETE", "/relay/v1/subscriptions", `["/waku/2/rs/0/0"]`, 200, "OK")
+	if want := [][]string{{"/waku/2/rs/0/0"}}; !reflect.DeepEqual(f.unsubCalls, want) {
+		t.Fatalf("unsubscribe calls %v, want %v", f.unsubCalls, want)
+	}
+	expect(t, s, "GET", msgsPath("/waku/2/rs/0/0"), "", 404, "")
+	if st := s.Stats(); st != (Stats{Cached: 2, Drained: 2}) {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestCacheBound(t *testing.T) {
+	f := newFake(t)
+	s := newServer(t, f, Config{})
+	expect(t, s, "POST", "/relay/v1/subscriptions", `["/waku/2/rs/0/0"]`, 200, "OK")
+	for i := range DefaultCacheSize + 2 {
+		s.Deliver(env(t, "/waku/2/rs/0/0", &message.Message{Payload: []byte{1}, ContentTopic: "/a/1/b/c", Timestamp: int64(i)}))
+	}
+	envs, ok := s.cache.drainPubsub("/waku/2/rs/0/0")
+	if !ok || len(envs) != DefaultCacheSize {
+		t.Fatalf("drained %d, %v", len(envs), ok)
+	}
+	for i, e := range envs {
+		if e.Message().Timestamp != int64(i+2) {
+			t.Fatalf("message %d has timestamp %d: the two oldest must be dropped", i, e.Message().Timestamp)
+		}
+	}
+	if st := s.Stats(); st != (Stats{Cached: 52, DroppedOldest: 2, Drained: 50}) {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestSubscriptionErrors(t *testing.T) {
+	s := newServer(t, newFake(t), Config{})
+	expect(t, s, "POST", "/relay/v1/subscriptions",
+		`["/waku/2/rs/0/0","/waku/2/rs/0/1","/test/2/this/is/a/content/topic/1"]`,
+		400, `Invalid pubsub topic(s): @["/test/2/this/is/a/content/topic/1"]`)
+	expect(t, s, "DELETE", "/relay/v1/subscriptions", `["/waku/2/rs/0/0","/waku/2/default-waku/proto"]`,
+		400, `Invalid pubsub topic(s): @["/waku/2/default-waku/proto"]`)
+	expect(t, s, "POST", "/relay/v1/subscriptions", `{"topics":[]}`,
+		400, "Invalid content body, could not decode: Unable to deserialize data: body(want a JSON array of strings)")
+	expect(t, s, "POST", "/relay/v1/subscriptions", `null`,
+		400, "Invalid content body, could not decode: Unable to deserialize data: body(want a JSON array of strings)")
+	expect(t, s, "POST", "/relay/v1/subscriptions", ``, 400, "Missing request body")
+	expect(t, s, "POST", "/relay/v1/subscriptions", `[]`, 200, "OK")
+	expect(t, s, "POST", "/relay/v1/auto/subscriptions", `["/toychat/2/huilong/proto","invalid","/1/a/b/c/d"]`,
+		400, `Invalid content topic(s): @["invalid", "/1/a/b/c/d"]`)
+	expect(t, s, "GET", "/relay/v1/subscriptions", ``, 405, "Method Not Allowed\n")
+}
+
+func TestAutoSubscriptions(t *testing.T) {
+	f := newFake(t)
+	s := newServer(t, f, Config{})
+	// /myapp/1 content topics are on shard 0 of 8, /toychat/2 on shard 3.
+	expect(t, s, "POST", "/relay/v1/auto/subscriptions",
+		`["/myapp/1/chat/proto","/myapp/1/presence/proto","/toychat/2/huilong/proto"]`, 200, "OK")
+	if want := [][]string{{"/waku/2/rs/1/0", "/waku/2/rs/1/3"}}; !reflect.DeepEqual(f.subCalls, want) {
+		t.Fatalf("subscribe calls %v, want %v", f.subCalls, want)
+	}
+	s.Deliver(env(t, "/waku/2/rs/1/0", &message.Message{Payload: []byte("p"), ContentTopic: "/myapp/1/presence/proto", Timestamp: 7}))
+	expect(t, s, "GET", "/relay/v1/auto/messages/"+url.PathEscape("/myapp/1/presence/proto"), "", 200,
+		`[{"payload":"cA==","contentTopic":"/myapp/1/presence/proto","version":0,"timestamp":7,"ephemeral":false}]`)
+	expect(t, s, "GET", "/relay/v1/auto/messages/"+url.PathEscape("/myapp/1/chat/proto"), "", 200, `[]`)
+	// Not subscribed: 404 with the content topic as body (nwaku).
+	expect(t, s, "GET", "/relay/v1/auto/messages/"+url.PathEscape("/other/1/x/proto"), "", 404, "/other/1/x/proto")
+
+	// Leaving one content topic keeps the shard the other still needs.
+	expect(t, s, "DELETE", "/relay/v1/auto/subscriptions", `["/myapp/1/chat/proto"]`, 200, "OK")
+	if len(f.unsubCalls) != 0 {
+		t.Fatalf("unsubscribed %v while /myapp/1/presence/proto needs shard 0", f.unsubCalls)
+	}
+	expect(t, s, "DELETE", "/relay/v1/auto/subscriptions", `["/myapp/1/presence/proto"]`, 200, "OK")
+	if want := [][]string{{"/waku/2/rs/1/0"}}; !reflect.DeepEqual(f.unsubCalls, want) {
+		t.Fatalf("unsubscribe calls %v, want %v", f.unsubCalls, want)
+	}
+	// A static subscription keeps its shard when a content topic on it goes.
+	expect(t, s, "POST", "/relay/v1/subscriptions", `["/waku/2/rs/1/3"]`, 200, "OK")
+	expect(t, s, "DELETE", "/relay/v1/auto/subscriptions", `["/toychat/2/huilong/proto"]`, 200, "OK")
+	if len(f.unsubCalls) != 1 {
+		t.Fatalf("unsubscribe calls %v: shard 3 is still subscribed statically", f.unsubCalls)
+	}
+}
+
+func TestPublish(t *testing.T) {
+	f := newFake(t)
+	s := newServer(t, f, Config{})
+	now = func() time.Time { return time.Unix(1700000000, 5) }
+	t.Cleanup(func() { now = time.Now })
+	topic := "/waku/2/rs/0/0"
+	body := `{"payload":"VEVTVC1QQVlMT0FE","contentTopic":"/waku/2/default-content/proto"}`
+	expect(t, s, "POST", msgsPath(topic), body, 400, "Failed to publish: Node not subscribed to topic: /waku/2/rs/0/0")
+
+	expect(t, s, "POST", "/relay/v1/subscriptions", `["/waku/2/rs/0/0"]`, 200, "OK")
+	expect(t, s, "POST", msgsPath(topic), body, 200, "OK")
+	expect(t, s, "POST", msgsPath(topic), `{"payload":"AQ==","contentTopic":"/a/1/b/c","timestamp":42,"version":1,"ephemeral":true}`, 200, "OK")
+	want := []*message.Message{
+		{Payload: []byte("TEST-PAYLOAD"), ContentTopic: "/waku/2/default-content/proto", Timestamp: 1700000000000000005, Present: message.HasTimestamp},
+		{Payload: []byte{1}, ContentTopic: "/a/1/b/c", Timestamp: 42, Version: 1, Ephemeral: true,
+			Present: message.HasTimestamp | message.HasVersion | message.HasEphemeral},
+	}
+	if len(f.published) != 2 || !f.published[0].Equal(want[0]) || !f.published[1].Equal(want[1]) {
+		t.Fatalf("published %+v %+v", f.published[0], f.published[1])
+	}
+
+	expect(t, s, "POST", msgsPath(topic), `{"payload":"Hello World!","contentTopic":"/a/1/b/c"}`, 400, "Incorrect base64 string")
+	expect(t, s, "POST", msgsPath(topic), `{"contentTopic":"/a/1/b/c"}`, 400,
+		"Invalid content body, could not decode: Unable to deserialize data: body(Field `payload` is missing or empty)")
+	big := fmt.Sprintf(`{"payload":"%s","contentTopic":"/a/1/b/c"}`, b64(message.MaxSize))
+	expect(t, s, "POST", msgsPath(topic), big, 400, "Failed to publish: Message size exceeded maximum of 153600 bytes")
+
+	f.publishErr = fmt.Errorf("%w: timestamp too far in the future", ErrInvalidMessage)
+	expect(t, s, "POST", msgsPath(topic), body, 400, "Failed to publish: rest: invalid message: timestamp too far in the future")
+	f.publishErr = errors.New("relay closed")
+	expect(t, s, "POST", msgsPath(topic), body, 500, "Failed to publish: relay closed")
+}
+
+func TestPublishTimeout(t *testing.T) {
+	f := newFake(t)
+	f.block = true
+	s := newServer(t, f, Config{PublishTimeout: time.Millisecond})
+	expect(t, s, "POST", msgsPath("/waku/2/rs/0/0"), `{"payload":"AQ==","contentTopic":"/a/1/b/c"}`, 500, "Failed to publish: timedout")
+}
+
+func TestPublishAuto(t *testing.T) {
+	f := newFake(t)
+	s := newServer(t, f, Config{})
+	expect(t, s, "POST", "/relay/v1/auto/subscriptions", `["/toychat/2/huilong/proto"]`, 200, "OK")
+	expect(t, s, "POST", "/relay/v1/auto/messages", `{"payload":"AQ==","contentTopic":"/toychat/2/huilong/proto","timestamp":1}`, 200, "OK")
+	if want := []string{"/waku/2/rs/1/3"}; !reflect.DeepEqual(f.publishedOn, want) {
+		t.Fatalf("published on %v, want %v", f.publishedOn, want)
+	}
+	expect(t, s, "POST", "/relay/v1/auto/messages", `{"payload":"AQ==","contentTopic":"invalidContentTopic"}`, 400,
+		`Failed to publish. Autosharding error: shard: invalid content topic: "invalidContentTopic": must start with a slash`)
+	expect(t, s, "POST", "/relay/v1/auto/messages", `{"payload":"AQ==","contentTopic":"/1/toychat/2/huilong/proto"}`, 400,
+		`Failed to publish. Autosharding error: shard: generation > 0 is not supported: "/1/toychat/2/huilong/proto" has generation 1`)
+}
+
+func TestBodyLimit(t *testing.T) {
+	s := newServer(t, newFake(t), Config{MaxBodyBytes: 64})
+	body := `["/waku/2/rs/0/0","/waku/2/rs/0/1","/waku/2/rs/0/2","/waku/2/rs/0/3"]`
+	expect(t, s, "POST", "/relay/v1/subscriptions", body, 413, "Request body too large: over 64 bytes")
+	expect(t, s, "POST", msgsPath("/waku/2/rs/0/0"), `{"payload":"`+b64(100)+`","contentTopic":"/a/1/b/c"}`, 413, "Request body too large: over 64 bytes")
+}
+
+func TestNodeEndpoints(t *testing.T) {
+	s := newServer(t, newFake(t), Config{})
+	for _, c := range []struct{ path, golden, ctype string }{
+		{"/health", "health.json", "application/json"},
+		{"/info", "info.json", "application/json"},
+		{"/debug/v1/info", "info.json", "application/json"},
+		{"/admin/v1/peers", "peers.json", "application/json"},
+	} {
+		code, ctype, body := do(t, s, "GET", c.path, "")
+		if code != 200 || ctype != c.ctype || body != golden(t, c.golden) {
+			t.Fatalf("GET %s: %d %s\n%s", c.path, code, ctype, body)
+		}
+	}
+	for _, p := range []string{"/version", "/debug/v1/version"} {
+		code, ctype, body := do(t, s, "GET", p, "")
+		if code != 200 || ctype != "text/plain; charset=utf-8" || body != "v0.1.0-test" {
+			t.Fatalf("GET %s: %d %s %q", p, code, ctype, body)
+		}
+	}
+}
+
+func TestConfig(t *testing.T) {
+	for _, c := range []Config{{MaxBodyBytes: -1}, {CacheSize: -1}, {PublishTimeout: -1}} {
+		if _, err := New(newFake(t), c, nil); !errors.Is(err, ErrConfig) {
+			t.Fatalf("New(%+v) error = %v", c, err)
+		}
+	}
+	if _, err := New(nil, Config{}, nil); !errors.Is(err, ErrConfig) {
+		t.Fatalf("nil backend: %v", err)
+	}
+	c := Config{}
+	if err := c.validate(); err != nil || c != (Config{MaxBodyBytes: 1 << 20, CacheSize: 50, PublishTimeout: 5 * time.Second}) {
+		t.Fatalf("defaults %+v, %v", c, err)
+	}
+}
