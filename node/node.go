@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,10 +45,15 @@ type Node struct {
 	ping     *ping.PingService
 	auto     shard.Autosharding
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	state  string
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	servers    []*http.Server
+	httpAddrs  []string
+	removeREST func()
+	static     map[peer.ID]bool
+
+	mu    sync.Mutex
+	state string
 }
 
 // New builds a node from cfg without starting it: it loads or creates the
@@ -110,6 +116,7 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ConnectionManager(cm),
 		libp2p.Ping(false), // mounted by the node itself, below
+		libp2p.UserAgent(Version),
 	}
 	if n.cfg.WebSocketPort > 0 {
 		opts = append(opts, libp2p.Transport(websocket.New))
@@ -204,6 +211,15 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 		peers = append(peers, *pi)
 	}
+	if err := n.startHTTP(); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.static = map[peer.ID]bool{}
+	for _, pi := range peers {
+		n.static[pi.ID] = true
+	}
+	n.mu.Unlock()
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, pi := range peers {
@@ -242,17 +258,30 @@ func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
 	}
 }
 
-// Stop shuts the node down: no new relayed messages, handlers run what they
-// have queued, the archive commits everything queued and fsyncs, then the
-// host closes its connections. ctx bounds nothing yet but is kept for
-// callers that pass a deadline.
+// Stop shuts the node down: the HTTP servers finish the requests in
+// progress (until ctx ends), no new relayed messages arrive, handlers run
+// what they have queued, the archive commits everything queued and fsyncs,
+// then the host closes its connections.
 func (n *Node) Stop(ctx context.Context) error {
 	n.setState("SHUTTING_DOWN")
+	herr := n.stopHTTP(ctx)
 	if n.cancel != nil {
 		n.cancel()
 	}
 	n.wg.Wait()
-	return n.closeParts()
+	return errors.Join(herr, n.closeParts())
+}
+
+func (n *Node) isStatic(id peer.ID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.static[id]
+}
+
+func (n *Node) getState() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.state
 }
 
 func (n *Node) closeParts() error {

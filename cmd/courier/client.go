@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/rest"
+)
+
+var httpClient = &http.Client{Timeout: 15 * time.Second}
+
+// restCall sends body (nil for none) and returns the response body, or an
+// error with the status and text the node answered.
+func restCall(method, base, path string, body any) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, strings.TrimSuffix(base, "/")+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(out)))
+	}
+	return out, nil
+}
+
+func runPublish(args []string) error {
+	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(os.Stderr, "usage: courier publish [flags] PAYLOAD\n\nPublishes one message through a node's REST API and prints its message hash.\nWithout --pubsub-topic the node picks the shard by autosharding.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	base := fs.String("rest", "http://127.0.0.1:8645", "the node's REST API address")
+	topic := fs.String("pubsub-topic", "", "pubsub topic (default: autosharding of the content topic)")
+	ct := fs.String("content-topic", "/courier/1/chat/proto", "content topic")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("want exactly one PAYLOAD argument")
+	}
+	msg := &message.Message{Payload: []byte(fs.Arg(0)), ContentTopic: *ct, Timestamp: time.Now().UnixNano()}
+	path := "/relay/v1/auto/messages"
+	hashTopic := *topic
+	if *topic != "" {
+		path = "/relay/v1/messages/" + url.PathEscape(*topic)
+	}
+	if _, err := restCall(http.MethodPost, *base, path, rest.NewMessage(msg)); err != nil {
+		return err
+	}
+	if hashTopic != "" {
+		fmt.Println(msg.Hash(hashTopic, nil))
+	} else {
+		fmt.Println("OK")
+	}
+	return nil
+}
+
+func runSubscribe(args []string) error {
+	fs := flag.NewFlagSet("subscribe", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(os.Stderr, "usage: courier subscribe [flags]\n\nSubscribes a node to a pubsub topic (or, with --content-topic, to a content topic by\nautosharding) through its REST API and prints every message received as one JSON line.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	base := fs.String("rest", "http://127.0.0.1:8645", "the node's REST API address")
+	topic := fs.String("pubsub-topic", "/waku/2/rs/0/0", "pubsub topic")
+	ct := fs.String("content-topic", "", "content topic (uses the auto endpoints instead of --pubsub-topic)")
+	count := fs.Int("count", 0, "exit after this many messages (0: run until interrupted)")
+	interval := fs.Duration("interval", 500*time.Millisecond, "how often to poll the node")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	subPath, getPath, list := "/relay/v1/subscriptions", "/relay/v1/messages/"+url.PathEscape(*topic), []string{*topic}
+	if *ct != "" {
+		subPath, getPath, list = "/relay/v1/auto/subscriptions", "/relay/v1/auto/messages/"+url.PathEscape(*ct), []string{*ct}
+	}
+	if _, err := restCall(http.MethodPost, *base, subPath, list); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	seen := 0
+	tick := time.NewTicker(*interval)
+	defer tick.Stop()
+	for {
+		body, err := restCall(http.MethodGet, *base, getPath, nil)
+		if err != nil {
+			return err
+		}
+		var msgs []json.RawMessage
+		if err := json.Unmarshal(body, &msgs); err != nil {
+			return fmt.Errorf("node answered %q: %w", body, err)
+		}
+		for _, m := range msgs {
+			fmt.Println(string(m))
+			if seen++; *count > 0 && seen >= *count {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}

@@ -1,6 +1,0 @@
-package main
-
-func runNode(args []string) error      { return nil }
-
-func runPublish(args []string) error   { return nil }
-func runSubscribe(args []string) error { return nil }

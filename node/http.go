@@ -1,0 +1,188 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/relay"
+	"github.com/couriernet/courier/rest"
+)
+
+// Version is the node's version string, served at /debug/v1/version.
+var Version = "courier v0.1.0"
+
+// startHTTP starts the REST API and the metrics server as configured. The
+// listeners are bound before it returns, so a port in use is an error here.
+func (n *Node) startHTTP() error {
+	if n.cfg.REST {
+		srv, err := rest.New(restBackend{n}, rest.Config{}, n.cfg.Logger)
+		if err != nil {
+			return err
+		}
+		if n.relay != nil {
+			n.removeREST = n.relay.AddHandler("rest-cache", srv.Deliver)
+		}
+		if err := n.serve("REST API", n.cfg.RESTAddress, n.cfg.RESTPort, srv); err != nil {
+			return err
+		}
+	}
+	if n.cfg.MetricsServer {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(n.Registry(), promhttp.HandlerOpts{}))
+		if err := n.serve("metrics", n.cfg.MetricsAddress, n.cfg.MetricsPort, mux); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (n *Node) serve(what, addr string, port int, h http.Handler) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("node: %s: %w", what, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	n.servers = append(n.servers, srv)
+	n.httpAddrs = append(n.httpAddrs, ln.Addr().String())
+	n.cfg.Logger.Info("serving "+what, "addr", ln.Addr().String())
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.cfg.Logger.Error(what+" stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// stopHTTP shuts the servers down, letting requests in progress finish
+// until ctx ends.
+func (n *Node) stopHTTP(ctx context.Context) error {
+	var errs []error
+	for _, s := range n.servers {
+		errs = append(errs, s.Shutdown(ctx))
+	}
+	if n.removeREST != nil {
+		n.removeREST()
+	}
+	return errors.Join(errs...)
+}
+
+// HTTPAddrs returns the bound addresses of the REST and metrics servers, in
+// that order, for the ones that run.
+func (n *Node) HTTPAddrs() []string { return n.httpAddrs }
+
+// restBackend is the node as the REST API sees it.
+type restBackend struct{ n *Node }
+
+func (b restBackend) RelaySubscribe(topics []string) error {
+	if b.n.relay == nil {
+		return ErrNotRelaying
+	}
+	for _, t := range topics {
+		if err := b.n.relay.Subscribe(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b restBackend) RelayUnsubscribe(topics []string) error {
+	if b.n.relay == nil {
+		return ErrNotRelaying
+	}
+	for _, t := range topics {
+		if err := b.n.relay.Unsubscribe(t); err != nil && !errors.Is(err, relay.ErrNotSubscribed) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b restBackend) RelayPublish(ctx context.Context, topic string, msg *message.Message) (message.Hash, error) {
+	if b.n.relay == nil {
+		return message.Hash{}, ErrNotRelaying
+	}
+	if !slices.Contains(b.n.relay.Topics(), topic) {
+		return message.Hash{}, fmt.Errorf("%w: %s", rest.ErrNotSubscribed, topic)
+	}
+	env, err := b.n.Publish(ctx, topic, msg)
+	if errors.Is(err, relay.ErrInvalid) {
+		return message.Hash{}, fmt.Errorf("%w: %w", rest.ErrInvalidMessage, err)
+	}
+	if err != nil {
+		return message.Hash{}, err
+	}
+	return env.Hash(), nil
+}
+
+func (b restBackend) ContentTopicShard(ct string) (string, error) {
+	return b.n.auto.PubsubTopic(ct)
+}
+
+func (b restBackend) Info() rest.Info { return rest.Info{ListenAddresses: b.n.ListenAddresses()} }
+
+func (b restBackend) Version() string { return Version }
+
+func (b restBackend) Health() rest.Health {
+	h := rest.Health{NodeHealth: rest.HealthStatus(b.n.getState())}
+	relayHealth := rest.NotMounted
+	if b.n.relay != nil {
+		relayHealth = rest.Ready
+	}
+	return rest.Health{NodeHealth: h.NodeHealth, ProtocolsHealth: []rest.ProtocolHealth{
+		{Protocol: "Relay", Health: relayHealth},
+		{Protocol: "Store", Health: rest.NotMounted},
+	}}
+}
+
+func (b restBackend) Peers() []rest.Peer {
+	h := b.n.host
+	var out []rest.Peer
+	for _, id := range h.Peerstore().Peers() {
+		if id == h.ID() {
+			continue
+		}
+		out = append(out, b.peer(id))
+	}
+	return out
+}
+
+func (b restBackend) peer(id peer.ID) rest.Peer {
+	h := b.n.host
+	p := rest.Peer{Protocols: []string{}, Shards: []uint16{}, Connected: rest.NotConnected, Origin: rest.UnknownOrigin}
+	if addrs := h.Peerstore().Addrs(id); len(addrs) > 0 {
+		p.Multiaddr = fmt.Sprintf("%s/p2p/%s", addrs[0], id)
+	} else {
+		p.Multiaddr = "/p2p/" + id.String()
+	}
+	if protos, err := h.Peerstore().GetProtocols(id); err == nil {
+		for _, pr := range protos {
+			p.Protocols = append(p.Protocols, string(pr))
+		}
+	}
+	if info, ok := b.n.metadata.Peer(id); ok {
+		p.Shards = info.Shards
+	}
+	if h.Network().Connectedness(id) == network.Connected {
+		p.Connected = rest.Connected
+	}
+	if agent, err := h.Peerstore().Get(id, "AgentVersion"); err == nil {
+		p.Agent, _ = agent.(string)
+	}
+	if b.n.isStatic(id) {
+		p.Origin = rest.Static
+	}
+	return p
+}
