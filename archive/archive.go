@@ -229,7 +229,10 @@ type Stats struct {
 	// Batches for the mean. MaxCommit is the longest.
 	CommitTime, MaxCommit time.Duration
 	Syncs                 uint64        // fsync rounds (segments, then index)
+	SyncErrors            uint64        // failed fsync rounds and checkpoints
 	SyncTime              time.Duration // total time of the fsync rounds
+	Checkpoints           uint64        // index WAL checkpoints, run by the writer after fsync rounds
+	CheckpointTime        time.Duration // total time of the checkpoints
 	Queries               uint64        // queries answered, successful or not
 	QueuedBytes           int64         // bytes queued or in the batch being committed
 	QueuedMessages        int           // envelopes queued or in the batch being committed

@@ -25,6 +25,10 @@ const (
 	// itemOverhead is what one queued envelope costs besides its wire bytes.
 	itemOverhead = 256
 	maxRecord    = message.MaxSize
+	// checkpointRows is how many rows the index gains before the next fsync
+	// round asks the writer to checkpoint: the WAL holds about 0.3 to 1.2
+	// KiB per row, so it stays near 10 MiB at most.
+	checkpointRows = 8192
 )
 
 const schema = `
@@ -52,7 +56,7 @@ type Embedded struct {
 	dir string
 	cfg Config
 
-	wdb  *sql.DB // one connection: the writer and the syncer's checkpoints
+	wdb  *sql.DB // one connection: the writer's
 	rdb  *sql.DB // read-only connections for queries
 	wcon *sql.Conn
 	ins  *sql.Stmt
@@ -92,9 +96,12 @@ type Embedded struct {
 
 	st struct {
 		inserts, dups, eph, failed, batches, bytes atomic.Uint64
-		syncs, queries                             atomic.Uint64
-		commitNs, maxCommitNs, syncNs              atomic.Int64
+		syncs, syncErrors, ckpts, queries          atomic.Uint64
+		commitNs, maxCommitNs, syncNs, ckptNs      atomic.Int64
 	}
+	// ckpt carries the syncer's checkpoint requests to the writer; the
+	// writer closes the channel it receives when the checkpoint is done.
+	ckpt chan chan struct{}
 }
 
 var _ Archive = (*Embedded)(nil)
@@ -125,7 +132,7 @@ func Open(dir string, cfg Config) (*Embedded, error) {
 	}
 	a := &Embedded{
 		dir: dir, cfg: cfg,
-		room: make(chan struct{}), wake: make(chan struct{}, 1),
+		room: make(chan struct{}), wake: make(chan struct{}, 1), ckpt: make(chan chan struct{}),
 		quit: make(chan struct{}), writerDone: make(chan struct{}), syncerDone: make(chan struct{}),
 	}
 	if err := a.openIndex(); err != nil {
@@ -147,21 +154,21 @@ func Open(dir string, cfg Config) (*Embedded, error) {
 func (a *Embedded) openIndex() error {
 	path := filepath.Join(a.dir, indexName)
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate"
+		"?_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate"
 	var err error
 	if a.wdb, err = sql.Open("sqlite3", dsn); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}
-	a.wdb.SetMaxOpenConns(2) // the writer's and the syncer's
-	a.wdb.SetMaxIdleConns(2)
+	a.wdb.SetMaxOpenConns(1) // the writer's
+	a.wdb.SetMaxIdleConns(1)
 	a.wdb.SetConnMaxLifetime(0)
 	ctx := context.Background()
 	if a.wcon, err = a.wdb.Conn(ctx); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}
-	// The syncer checkpoints after it fsyncs the segments, so SQLite never
-	// checkpoints (and fsyncs) on the writer's commit path.
-	if _, err = a.wcon.ExecContext(ctx, "PRAGMA wal_autocheckpoint=0;"+schema); err != nil {
+	// The writer checkpoints after each fsync round (see checkpoint), so
+	// SQLite never checkpoints on its own on the commit path.
+	if _, err = a.wcon.ExecContext(ctx, "PRAGMA page_size=1024; PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"+schema); err != nil {
 		return fmt.Errorf("archive: index schema: %w", err)
 	}
 	a.ins, err = a.wcon.PrepareContext(ctx,
@@ -357,7 +364,12 @@ func (a *Embedded) take(batch []item) ([]item, bool) {
 		if closed {
 			return batch, false
 		}
-		<-a.wake
+		select {
+		case <-a.wake:
+		case done := <-a.ckpt:
+			a.checkpoint()
+			close(done)
+		}
 	}
 }
 
@@ -398,6 +410,12 @@ func (a *Embedded) writeLoop() {
 			}
 		}
 		clear(batch)
+		select {
+		case done := <-a.ckpt:
+			a.checkpoint()
+			close(done)
+		default:
+		}
 	}
 }
 
@@ -516,10 +534,32 @@ func (a *Embedded) syncLoop() {
 	defer close(a.syncerDone)
 	t := time.NewTicker(a.cfg.FsyncInterval)
 	defer t.Stop()
+	var ckptAt uint64 // inserts at the last checkpoint
 	for {
 		select {
 		case <-t.C:
-			a.syncOnce() // an error here is retried on the next tick and reported by Close
+			if err := a.syncOnce(); err != nil {
+				a.st.syncErrors.Add(1) // tried again on the next tick
+				continue
+			}
+			if n := a.st.inserts.Load(); n-ckptAt >= checkpointRows {
+				// Right after the fsync round the kernel holds little
+				// segment data with blocks allocated, so the checkpoint's
+				// own fsyncs do not wait for it. Wait until it is done, so
+				// the next round's segment fsyncs do not overlap it.
+				done := make(chan struct{})
+				select {
+				case a.ckpt <- done:
+					ckptAt = n
+				case <-a.quit:
+					return
+				}
+				select {
+				case <-done:
+				case <-a.quit:
+					return
+				}
+			}
 		case <-a.quit:
 			return
 		}
@@ -570,19 +610,9 @@ func (a *Embedded) syncOnce() error {
 	return nil
 }
 
+// syncIndex fsyncs the index's WAL, which holds every commit since the
+// last checkpoint: with synchronous=NORMAL, SQLite does not fsync on commit.
 func (a *Embedded) syncIndex() error {
-	ctx := context.Background()
-	c, err := a.wdb.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	var busy, logFrames, done int
-	if err := c.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &done); err != nil {
-		return err
-	}
-	// A passive checkpoint that could not copy every frame may not have
-	// fsynced the WAL; fsync it here so the committed rows are durable.
 	f, err := os.OpenFile(filepath.Join(a.dir, indexName+"-wal"), os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -595,6 +625,22 @@ func (a *Embedded) syncIndex() error {
 		err = cerr
 	}
 	return err
+}
+
+// checkpoint copies the WAL into the database file. The writer runs it
+// between batches when the syncer asks, so that at its next transaction
+// SQLite finds the WAL fully copied and starts it over: a checkpoint run
+// concurrently with the writer would never catch up, and the WAL would grow
+// without bound. It is passive: it does not wait for readers.
+func (a *Embedded) checkpoint() {
+	start := time.Now()
+	var busy, logFrames, copied int
+	err := a.wcon.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &copied)
+	if err != nil {
+		a.st.syncErrors.Add(1)
+	}
+	a.st.ckpts.Add(1)
+	a.st.ckptNs.Add(time.Since(start).Nanoseconds())
 }
 
 // Close implements Archive.
@@ -663,7 +709,8 @@ func (a *Embedded) Stats() Stats {
 		Inserts: a.st.inserts.Load(), Duplicates: a.st.dups.Load(), Ephemeral: a.st.eph.Load(),
 		Failed: a.st.failed.Load(), Batches: a.st.batches.Load(), BytesAppended: a.st.bytes.Load(),
 		CommitTime: time.Duration(a.st.commitNs.Load()), MaxCommit: time.Duration(a.st.maxCommitNs.Load()),
-		Syncs: a.st.syncs.Load(), SyncTime: time.Duration(a.st.syncNs.Load()),
+		Syncs: a.st.syncs.Load(), SyncErrors: a.st.syncErrors.Load(), SyncTime: time.Duration(a.st.syncNs.Load()),
+		Checkpoints: a.st.ckpts.Load(), CheckpointTime: time.Duration(a.st.ckptNs.Load()),
 		Queries: a.st.queries.Load(), QueuedBytes: qb, QueuedMessages: qm,
 	}
 }

@@ -76,8 +76,9 @@ func runBound(dir string, wires [][]byte, n int) error {
 
 // runArchive appends n messages and closes the archive. With decode, each
 // message is decoded from its wire bytes and hashed, as the relay
-// validator does; a distinct pubsub topic per message gives distinct
-// hashes for the reused wire bytes. Without, the hash is made up.
+// validator does, after its timestamp is set to a growing value (which
+// gives the reused wire bytes distinct hashes; the wire bytes keep the old
+// one). Without, the hash is made up and no byte is hashed.
 func runArchive(dir string, msgs []*message.Message, wires [][]byte, n int, decode bool) error {
 	a, err := archive.Open(dir, archive.Config{})
 	if err != nil {
@@ -93,11 +94,14 @@ func runArchive(dir string, msgs []*message.Message, wires [][]byte, n int, deco
 			if err != nil {
 				return err
 			}
-			env = message.NewEnvelope(m, "/waku/2/rs/1/"+strconv.Itoa(i), w, &c)
+			m.Timestamp = 1_800_000_000_000_000_000 + int64(i)
+			env = message.NewEnvelope(m, "/waku/2/rs/1/0", w, &c)
 		} else {
 			var seed [8]byte
 			binary.LittleEndian.PutUint64(seed[:], uint64(i))
-			env = message.NewEnvelopeWithHash(msgs[i%len(msgs)], "/waku/2/rs/1/0", w, sha256.Sum256(seed[:]))
+			m := *msgs[i%len(msgs)]
+			m.Timestamp = 1_800_000_000_000_000_000 + int64(i)
+			env = message.NewEnvelopeWithHash(&m, "/waku/2/rs/1/0", w, sha256.Sum256(seed[:]))
 		}
 		if err := a.Append(ctx, env, nil); err != nil {
 			return err
