@@ -16,7 +16,8 @@ import (
 )
 
 // Scenarios are the scenario names, in the order they run.
-var Scenarios = []string{"micro", "macro", "macro-bare", "libnet"}
+// macro-rest is macro with A publishing through its REST API.
+var Scenarios = []string{"micro", "macro", "macro-bare", "macro-rest", "libnet"}
 
 // Config configures a run. Zero values take the documented defaults.
 type Config struct {
@@ -128,7 +129,9 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 		case "micro":
 			r, err = one(runMicro(ctx, cfg, w, s))
 		case "macro":
-			r, err = one(runMacro(ctx, cfg, w, s))
+			r, err = one(runMacro(ctx, cfg, w, s, false))
+		case "macro-rest":
+			r, err = one(runMacro(ctx, cfg, w, s, true))
 		case "macro-bare":
 			r, err = one(runMacroBare(ctx, cfg, w, s))
 		case "libnet":

@@ -20,8 +20,9 @@ import (
 
 // runMacro runs the macro scenario: node A publishes through its public
 // API over real libp2p TCP on 127.0.0.1; node B relays, archives and runs
-// the handlers.
-func runMacro(ctx context.Context, cfg Config, w *Workload, name string) (Row, error) {
+// the handlers. With viaREST, A publishes through its REST API instead
+// (POST /relay/v1/messages, 32 requests in flight at most).
+func runMacro(ctx context.Context, cfg Config, w *Workload, name string, viaREST bool) (Row, error) {
 	row := NewRow(name, cfg.Profile, w.N)
 	dir, err := tempDir(cfg.Dir, "macro")
 	if err != nil {
@@ -33,7 +34,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string) (Row, e
 	var ca, cb message.Counters
 	base := node.Config{ListenAddress: "127.0.0.1", Relay: true, PubsubTopics: []string{cfg.PubsubTopic}, Logger: quietLogger}
 	acfg, bcfg := base, base
-	acfg.Counters = &ca
+	acfg.Counters, acfg.REST, acfg.RESTAddress = &ca, viaREST, "127.0.0.1"
 	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
 	a, err := node.New(acfg)
 	if err != nil {
@@ -61,15 +62,26 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string) (Row, e
 		return fmt.Sprintf("sender: %s; receiver: %s", dropSummary(a.Relay(), &archiveFailures{}), dropSummary(b.Relay(), &fails))
 	}
 	var p phase
-	publish := func(i int) ([]byte, error) {
+	publish := func(i int) (int64, error) {
 		payload := make([]byte, w.Size(i))
 		w.FillPayload(payload, i)
 		m := &message.Message{Payload: payload, ContentTopic: w.ContentTopic, Timestamp: time.Now().UnixNano()}
 		_, err := a.Publish(ctx, cfg.PubsubTopic, m)
-		return payload, err
+		return int64(cap(payload)), err
+	}
+	var rp *restPublisher
+	if viaREST {
+		rp = newRESTPublisher(a.HTTPAddrs()[0], cfg.PubsubTopic, w)
+		publish = rp.publish
 	}
 	stop := startProgress(cfg.Progress, name, t)
 	err = drive(ctx, cfg, w, t, &p, publish, losses, func() { p.begin(proc(), cb.Snapshot(), msgIDs()) })
+	if rp != nil {
+		rp.wait()
+		if err == nil {
+			err = rp.err()
+		}
+	}
 	p.end(proc(), cb.Snapshot(), msgIDs())
 	stop()
 	if err == nil {
@@ -85,9 +97,9 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string) (Row, e
 
 // drive publishes the workload with the window and pacing of cfg: the
 // warm-up, then begin, then the measured messages. publish returns the
-// buffer the harness allocated for message i.
+// bytes the harness allocated to make message i.
 func drive(ctx context.Context, cfg Config, w *Workload, t *tracker, p *phase,
-	publish func(i int) ([]byte, error), losses func() string, begin func()) error {
+	publish func(i int) (int64, error), losses func() string, begin func()) error {
 	run := func(from, to int, measured bool) error {
 		start := time.Now()
 		for i := from; i < to; i++ {
@@ -98,12 +110,12 @@ func drive(ctx context.Context, cfg Config, w *Workload, t *tracker, p *phase,
 				}
 			}
 			t.acquire(i)
-			buf, err := publish(i)
+			n, err := publish(i)
 			if err != nil {
 				return fmt.Errorf("bench: publish message %d: %w", i, err)
 			}
 			if measured {
-				p.harnessBytes += int64(cap(buf))
+				p.harnessBytes += n
 			}
 		}
 		return nil
@@ -217,9 +229,9 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 	}
 	var p phase
 	var none message.CounterSnapshot
-	publish := func(i int) ([]byte, error) {
+	publish := func(i int) (int64, error) {
 		wire := w.Wire(i, time.Now().UnixNano())
-		return wire, ta.Publish(ctx, wire)
+		return int64(cap(wire)), ta.Publish(ctx, wire)
 	}
 	stop := startProgress(cfg.Progress, name, t)
 	err = drive(ctx, cfg, w, t, &p, publish, func() string { return "gossipsub delivered too few" }, func() { p.begin(none, none, msgIDs.Load()) })

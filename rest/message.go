@@ -71,6 +71,14 @@ func NewMessage(m *message.Message) Message {
 // publish handlers do), so the hash of a parsed message is the hash of the
 // message as written. Errors wrap ErrInvalidBody or ErrBase64.
 func ParseMessage(data []byte) (*message.Message, error) {
+	if fields, ok := scanFlat(data); ok {
+		return messageFromFields(fields)
+	}
+	return parseGeneral(data)
+}
+
+// parseGeneral is ParseMessage over encoding/json, for any JSON text.
+func parseGeneral(data []byte) (*message.Message, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, err
@@ -100,7 +108,28 @@ func ParseMessage(data []byte) (*message.Message, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: data after the JSON object", ErrInvalidBody)
 	}
-	if !seen["payload"] || len(m.Payload) == 0 {
+	return checkRequired(m, seen["payload"])
+}
+
+// messageFromFields applies the members scanFlat found, as the general
+// parser does.
+func messageFromFields(fields []field) (*message.Message, error) {
+	m := new(message.Message)
+	seen := make(map[string]bool, 7)
+	for _, f := range fields {
+		if seen[f.key] {
+			return nil, fmt.Errorf("%w: Multiple `%s` fields found", ErrInvalidBody, f.key)
+		}
+		seen[f.key] = true
+		if err := setField(m, f.key, f.raw); err != nil {
+			return nil, err
+		}
+	}
+	return checkRequired(m, seen["payload"])
+}
+
+func checkRequired(m *message.Message, havePayload bool) (*message.Message, error) {
+	if !havePayload || len(m.Payload) == 0 {
 		return nil, fmt.Errorf("%w: Field `payload` is missing or empty", ErrInvalidBody)
 	}
 	if strings.TrimSpace(m.ContentTopic) == "" {
@@ -137,14 +166,7 @@ func setField(m *message.Message, key string, raw json.RawMessage) error {
 	var err error
 	switch key {
 	case "payload":
-		var s string
-		if s, err = stringField(key, raw); err != nil {
-			return err
-		}
-		if strings.TrimSpace(s) == "" {
-			return fmt.Errorf("%w: Field `payload` is missing or empty", ErrInvalidBody)
-		}
-		m.Payload, err = decodeBase64(key, s)
+		m.Payload, err = payloadField(key, raw)
 	case "contentTopic":
 		m.ContentTopic, err = stringField(key, raw)
 	case "version":
@@ -174,11 +196,36 @@ func setField(m *message.Message, key string, raw json.RawMessage) error {
 }
 
 func stringField(key string, raw json.RawMessage) (string, error) {
+	if s, end, ok := plainString(raw, 0); ok && end == len(raw) {
+		return string(s), nil
+	}
 	var s string
 	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		return "", fmt.Errorf("%w: Field `%s` is not a string", ErrInvalidBody, key)
 	}
 	return s, nil
+}
+
+// payloadField decodes the payload's base64 straight from the JSON text
+// when it has no escapes (the usual case), without a string copy.
+func payloadField(key string, raw json.RawMessage) ([]byte, error) {
+	s, end, ok := plainString(raw, 0)
+	if !ok || end != len(raw) {
+		str, err := stringField(key, raw)
+		if err != nil {
+			return nil, err
+		}
+		s = []byte(str)
+	}
+	if len(bytes.TrimSpace(s)) == 0 {
+		return nil, fmt.Errorf("%w: Field `payload` is missing or empty", ErrInvalidBody)
+	}
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+	n, err := base64.StdEncoding.Decode(out, s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Field `%s`: %v", ErrBase64, key, err)
+	}
+	return out[:n:n], nil
 }
 
 func base64Field(key string, raw json.RawMessage) ([]byte, error) {

@@ -188,7 +188,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, m
 // readBody reads the whole request body within Config.MaxBodyBytes. On
 // failure it has answered: 413 over the limit, 400 when empty or unreadable.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), r.ContentLength, s.cfg.MaxBodyBytes)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -315,4 +315,16 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)
+}
+
+// readAll reads rd to the end into one buffer sized from the request's
+// Content-Length (when it is known and within limit), so a large body is
+// not copied through growing buffers.
+func readAll(rd io.Reader, contentLength, limit int64) ([]byte, error) {
+	if contentLength <= 0 || contentLength > limit {
+		return io.ReadAll(rd)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, contentLength+1))
+	_, err := buf.ReadFrom(rd)
+	return buf.Bytes(), err
 }
