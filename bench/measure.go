@@ -122,7 +122,6 @@ func (t *tracker) sampleLocked() {
 	t.peakHeap = max(t.peakHeap, m.heapObjects)
 }
 
-
 // startMeasuring makes the tracker sample heap peaks from now on.
 func (t *tracker) startMeasuring() {
 	t.mu.Lock()
