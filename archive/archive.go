@@ -22,7 +22,8 @@ type Archive interface {
 	// Append returns ctx.Err() when ctx ends while it waits, ErrClosed after
 	// Close, and ErrBadEnvelope for a nil envelope or message or wire bytes
 	// over message.MaxSize; when Append returns an error, done is not called.
-	// done must not block: it runs on the writer goroutine.
+	// done must not block (nor call Append): it runs on the writer
+	// goroutine, and the next batch waits for it.
 	Append(ctx context.Context, env *message.Envelope, done func(error)) error
 	// Query answers a store v3 query. Errors wrap ErrBadQuery (invalid
 	// query; ErrUnknownCursor is one of them), ErrClosed, ErrCorrupt or come

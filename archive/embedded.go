@@ -64,7 +64,6 @@ type Embedded struct {
 	// queue
 	mu     sync.Mutex
 	items  []item
-	spare  []item
 	qbytes int64
 	qmsgs  int
 	closed bool
@@ -402,6 +401,7 @@ func (a *Embedded) writeLoop() {
 			e := err
 			if batch[i].env.Message().Ephemeral {
 				e = nil // never stored, so never failed
+				a.st.eph.Add(1)
 			} else if err != nil {
 				a.st.failed.Add(1)
 			}
@@ -438,7 +438,7 @@ func (a *Embedded) commit(batch []item) (err error) {
 	if _, err = a.wcon.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}
-	var inserts, dups, eph, bytes uint64
+	var inserts, dups, bytes uint64
 	var last int64 // id of the last row inserted
 	defer func() {
 		if err != nil {
@@ -449,7 +449,6 @@ func (a *Embedded) commit(batch []item) (err error) {
 		a.commitEnd = a.end
 		a.st.inserts.Add(inserts)
 		a.st.dups.Add(dups)
-		a.st.eph.Add(eph)
 		a.st.bytes.Add(bytes)
 	}()
 	if cap(a.hdrs) < recHeaderSize*len(batch) {
@@ -461,7 +460,6 @@ func (a *Embedded) commit(batch []item) (err error) {
 		env := batch[i].env
 		msg := env.Message()
 		if msg.Ephemeral {
-			eph++
 			continue
 		}
 		wire := env.Wire()
