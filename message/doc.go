@@ -8,9 +8,9 @@
 // and aliases them: the Payload, Meta and RateLimitProof slices and the
 // ContentTopic string of the returned Message point into the input. The
 // caller hands the input over to the Message and must not modify it
-// afterwards. NewEnvelope computes the deterministic message hash once and
-// binds message, pubsub topic, hash and wire bytes into one immutable value
-// that every consumer receives by pointer.
+// afterwards. NewEnvelope binds message, pubsub topic and wire bytes into
+// one immutable value that every consumer receives by pointer; its
+// deterministic message hash is computed at most once, on first use.
 //
 // # Counting
 //

@@ -1,27 +1,36 @@
 package message
 
+import "sync"
+
 // Envelope is one message as a node carries it: the decoded Message, the
 // pubsub topic it travels on, its deterministic hash and its encoded bytes.
-// An Envelope is immutable and is shared by pointer among all consumers; the
-// hash is computed once, when it is made.
+// An Envelope is immutable and is shared by pointer among all consumers.
+// The hash is computed at most once, on the first call of Hash, so a
+// publisher whose message nobody asks the hash of pays nothing for it.
 type Envelope struct {
 	msg         *Message
 	pubsubTopic string
-	hash        Hash
 	wire        []byte
+	counters    *Counters
+
+	once sync.Once
+	hash Hash
 }
 
-// NewEnvelope binds msg, pubsubTopic and wire and computes the deterministic
-// hash once (counted in c). wire must be the encoding msg was decoded from or
-// encoded to; msg aliases it, so neither may be modified afterwards.
+// NewEnvelope binds msg, pubsubTopic and wire; the deterministic hash is
+// computed (and counted in c) on the first call of Hash. wire must be the
+// encoding msg was decoded from or encoded to; msg may alias it, so neither
+// may be modified afterwards.
 func NewEnvelope(msg *Message, pubsubTopic string, wire []byte, c *Counters) *Envelope {
-	return &Envelope{msg: msg, pubsubTopic: pubsubTopic, hash: msg.Hash(pubsubTopic, c), wire: wire}
+	return &Envelope{msg: msg, pubsubTopic: pubsubTopic, wire: wire, counters: c}
 }
 
 // NewEnvelopeWithHash is NewEnvelope for a message whose hash is already
-// known, for example one read back from an archive. It does not hash.
+// known, for example one read back from an archive. It never hashes.
 func NewEnvelopeWithHash(msg *Message, pubsubTopic string, wire []byte, h Hash) *Envelope {
-	return &Envelope{msg: msg, pubsubTopic: pubsubTopic, hash: h, wire: wire}
+	e := &Envelope{msg: msg, pubsubTopic: pubsubTopic, wire: wire}
+	e.once.Do(func() { e.hash = h })
+	return e
 }
 
 // Message returns the decoded message. It must not be modified.
@@ -30,8 +39,12 @@ func (e *Envelope) Message() *Message { return e.msg }
 // PubsubTopic returns the pubsub topic the message travels on.
 func (e *Envelope) PubsubTopic() string { return e.pubsubTopic }
 
-// Hash returns the deterministic message hash.
-func (e *Envelope) Hash() Hash { return e.hash }
+// Hash returns the deterministic message hash, computing it on first use.
+// It is safe for concurrent use.
+func (e *Envelope) Hash() Hash {
+	e.once.Do(func() { e.hash = e.msg.Hash(e.pubsubTopic, e.counters) })
+	return e.hash
+}
 
 // Wire returns the encoded WakuMessage (at most MaxSize bytes). The slice is
 // shared with gossipsub's message cache and every consumer: read it, store

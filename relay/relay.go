@@ -124,7 +124,9 @@ func (r *Relay) validateBytes(pubsubTopic string, data []byte) (*message.Envelop
 		r.c.drop(DropTimestamp)
 		return nil, pubsub.ValidationIgnore
 	}
-	return message.NewEnvelope(m, pubsubTopic, data, r.cfg.Counters), pubsub.ValidationAccept
+	env := message.NewEnvelope(m, pubsubTopic, data, r.cfg.Counters)
+	env.Hash() // once, here: every consumer of a relayed message needs it
+	return env, pubsub.ValidationAccept
 }
 
 func (r *Relay) timestampOK(m *message.Message) bool {
@@ -239,11 +241,12 @@ func (r *Relay) Topics() []string {
 	return out
 }
 
-// Publish encodes msg once, hashes it once and publishes it on pubsubTopic,
+// Publish encodes msg once and publishes it on pubsubTopic,
 // joining the topic if needed. The returned envelope holds the encoding and
 // a copy of msg whose payload aliases it (message.EncodeShared), so that
 // gossipsub's message cache keeps the payload once; msg's meta and proof
-// slices are kept and must not be modified afterwards. Errors wrap ErrInvalid (over 153600 bytes encoded,
+// slices are kept and must not be modified afterwards. The deterministic
+// hash is computed when first asked for (env.Hash), at most once. Errors wrap ErrInvalid (over 153600 bytes encoded,
 // meta over 64 bytes) or ErrClosed, or come from gossipsub.
 func (r *Relay) Publish(ctx context.Context, pubsubTopic string, msg *message.Message) (*message.Envelope, error) {
 	if len(msg.Meta) > message.MaxMetaSize {
