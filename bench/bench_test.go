@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"context"
+	"testing"
+)
+
+func TestParseProfile(t *testing.T) {
+	p, err := ParseProfile(SeedProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWorkload(p, 42, 100, 1000, "/c/1/t/proto")
+	if got := w.MeasuredPayloadBytes(); got != 65_000_000 {
+		t.Fatalf("1000 measured messages carry %d payload bytes, want 65,000,000", got)
+	}
+	w2 := NewWorkload(p, 42, 100, 1000, "/c/1/t/proto")
+	for i := range w.Total() {
+		if w.Size(i) != w2.Size(i) {
+			t.Fatalf("size %d differs between two workloads of one seed", i)
+		}
+	}
+	for _, bad := range []string{"", "10kB@50", "10/20kB@50/40", "200kB", "10/xkB@50/50", "10/20kB"} {
+		if _, err := ParseProfile(bad); err == nil {
+			t.Errorf("ParseProfile(%q) accepted", bad)
+		}
+	}
+}
+
+func TestWireIndex(t *testing.T) {
+	p, _ := ParseProfile(SeedProfile)
+	w := NewWorkload(p, 1, 0, 8, "/c/1/t/proto")
+	for i := range 8 {
+		wire := w.Wire(i, 5)
+		if got := wireIndex(wire); got != i {
+			t.Fatalf("wireIndex = %d, want %d", got, i)
+		}
+	}
+}
+
+// runCounts runs one scenario and returns its row.
+func runCounts(t *testing.T, scenario string, n int) Row {
+	t.Helper()
+	rows, err := Run(context.Background(), Config{Scenarios: []string{scenario}, N: n, Warmup: 10, Profile: "10/50/150kB@25/50/25", Handlers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows[0]
+}
+
+// TestMicroCounts asserts the receive path's exact work per message: one
+// decode and one deterministic hash, nothing encoded, twice over.
+func TestMicroCounts(t *testing.T) {
+	for run := range 2 {
+		r := runCounts(t, "micro", 200)
+		if r.DecodesPerMsg != 1 || r.HashesPerMsg != 1 || r.EncodesPerMsg != 0 ||
+			r.RecvDecodesPerMsg != 1 || r.RecvHashesPerMsg != 1 {
+			t.Fatalf("run %d: decodes %v hashes %v encodes %v recv %v/%v, want 1/1/0 and 1/1",
+				run, r.DecodesPerMsg, r.HashesPerMsg, r.EncodesPerMsg, r.RecvDecodesPerMsg, r.RecvHashesPerMsg)
+		}
+		// 50 of each 200 messages are 10 kB, 100 are 50 kB, 50 are 150 kB; each
+		// hash covers pubsub topic, payload, content topic and 8 timestamp bytes.
+		wantHashed := float64(50*10_000+100*50_000+50*150_000+200*(len("/waku/2/rs/0/0")+len("/courier/1/bench/proto")+8)) / 1e6
+		if r.HashedMB != wantHashed {
+			t.Fatalf("hashed %v MB, want %v", r.HashedMB, wantHashed)
+		}
+	}
+}
+
+// TestMacroCounts asserts the two-node path: the receiver decodes and hashes
+// each message once; the sender encodes once and hashes nothing nobody asked
+// for; gossipsub hashes the wire bytes once per node for its message id.
+func TestMacroCounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two libp2p nodes")
+	}
+	r := runCounts(t, "macro", 100)
+	want := map[string][2]float64{
+		"recv_decodes": {r.RecvDecodesPerMsg, 1}, "recv_hashes": {r.RecvHashesPerMsg, 1},
+		"decodes": {r.DecodesPerMsg, 1}, "hashes": {r.HashesPerMsg, 1},
+		"encodes": {r.EncodesPerMsg, 1}, "msgid_hashes": {r.MsgIDHashesPerMsg, 2},
+	}
+	for name, v := range want {
+		if v[0] != v[1] {
+			t.Errorf("%s per message = %v, want %v", name, v[0], v[1])
+		}
+	}
+}
