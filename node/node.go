@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -157,7 +158,7 @@ func loadKey(hexKey, dataDir string) (crypto.PrivKey, error) {
 		return k, err
 	}
 	raw, err := hex.DecodeString(strings.TrimPrefix(hexKey, "0x"))
-	if err != nil || len(raw) != 32 {
+	if err != nil || len(raw) != 32 || bytes.Equal(raw, make([]byte, 32)) {
 		return nil, fmt.Errorf("%w: node key must be 32 bytes of hex (secp256k1)", ErrConfig)
 	}
 	k, err := crypto.UnmarshalSecp256k1PrivateKey(raw)

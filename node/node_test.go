@@ -1,0 +1,141 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/shard"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"bad listen address", func(c *Config) { c.ListenAddress = "localhost" }},
+		{"port range", func(c *Config) { c.TCPPort = 70000 }},
+		{"shard range", func(c *Config) { c.Shards = []uint16{1024} }},
+		{"shards in network", func(c *Config) { c.NumShardsInNetwork = 2000 }},
+		{"store without data dir", func(c *Config) { c.Store = true }},
+		{"unknown db url", func(c *Config) { c.DataDir = "x"; c.DBURL = "mysql://x" }},
+		{"backoff", func(c *Config) { c.StaticRedialMin, c.StaticRedialMax = time.Second, time.Millisecond }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tc.mod(&cfg)
+			cfg.setDefaults()
+			if err := cfg.validate(); !errors.Is(err, ErrConfig) {
+				t.Fatalf("validate = %v, want ErrConfig", err)
+			}
+		})
+	}
+	cfg := DefaultConfig()
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	if got := cfg.pubsubTopics(); len(got) != 1 || got[0] != "/waku/2/rs/0/0" {
+		t.Fatalf("default topics %v", got)
+	}
+}
+
+func TestNodeKeyKeptInDataDir(t *testing.T) {
+	dir := t.TempDir()
+	k1, err := loadKey("", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := loadKey("", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !k1.Equals(k2) {
+		t.Fatal("second start made a new key")
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "nodekey")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("nodekey file: %v %v", fi, err)
+	}
+	raw, _ := k1.Raw()
+	k3, err := loadKey("0x"+strings.ToUpper(hex.EncodeToString(raw)), "")
+	if err != nil || !k3.Equals(k1) {
+		t.Fatalf("hex key: %v", err)
+	}
+	for _, bad := range []string{"zz", "abcd", strings.Repeat("0", 64)} {
+		if _, err := loadKey(bad, ""); err == nil {
+			t.Errorf("loadKey(%q) accepted", bad)
+		}
+	}
+	if _, ok := k1.(*crypto.Secp256k1PrivateKey); !ok {
+		t.Fatalf("key type %T, want secp256k1", k1)
+	}
+}
+
+// TestTwoNodesArchive relays one message between two in-process nodes and
+// reads it back from the receiver's archive after Stop.
+func TestTwoNodesArchive(t *testing.T) {
+	base := Config{ListenAddress: "127.0.0.1", Relay: true}
+	a, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop(context.Background())
+	bcfg := base
+	bcfg.Store, bcfg.DataDir = true, t.TempDir()
+	archived := make(chan *message.Envelope, 1)
+	bcfg.OnArchived = func(env *message.Envelope, err error) {
+		if err == nil {
+			archived <- env
+		}
+	}
+	b, err := New(bcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Host().Connect(ctx, peer.AddrInfo{ID: b.Host().ID(), Addrs: b.Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	topic := shard.RelayShard{}.PubsubTopic()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(a.Relay().PubSub().ListPeers(topic)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no relay peer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	env, err := a.Publish(ctx, topic, &message.Message{Payload: []byte("hi"), ContentTopic: "/t/1/n/proto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Message().Timestamp == 0 {
+		t.Fatal("publish did not set the timestamp")
+	}
+	select {
+	case got := <-archived:
+		if got.Hash() != env.Hash() {
+			t.Fatalf("archived %s, published %s", got.Hash(), env.Hash())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not archived")
+	}
+	if err := b.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
