@@ -192,14 +192,14 @@ func (r *Relay) Subscribe(pubsubTopic string) error {
 	}
 	ts.sub = sub
 	r.wg.Add(1)
-	go r.subscriptionLoop(ts)
+	go r.subscriptionLoop(ts, sub)
 	return nil
 }
 
-func (r *Relay) subscriptionLoop(ts *topicState) {
+func (r *Relay) subscriptionLoop(ts *topicState, sub *pubsub.Subscription) {
 	defer r.wg.Done()
 	for {
-		msg, err := ts.sub.Next(r.ctx)
+		msg, err := sub.Next(r.ctx)
 		if err != nil {
 			return // subscription cancelled or relay closed
 		}
@@ -213,7 +213,8 @@ func (r *Relay) subscriptionLoop(ts *topicState) {
 	}
 }
 
-// Unsubscribe stops relaying pubsubTopic and leaves it.
+// Unsubscribe stops relaying pubsubTopic. The topic stays joined, with its
+// validator, so that Publish on it still works (through gossipsub's fanout).
 func (r *Relay) Unsubscribe(pubsubTopic string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -223,9 +224,7 @@ func (r *Relay) Unsubscribe(pubsubTopic string) error {
 	}
 	ts.sub.Cancel()
 	ts.sub = nil
-	delete(r.topics, pubsubTopic)
-	_ = r.ps.UnregisterTopicValidator(pubsubTopic)
-	return ts.topic.Close()
+	return nil
 }
 
 // Topics returns the pubsub topics the relay is subscribed to.

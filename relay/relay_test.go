@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -180,5 +181,37 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in 10 s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestSubscribeUnsubscribe(t *testing.T) {
+	r, err := relay.New(newHost(t), relay.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Unsubscribe(topic); !errors.Is(err, relay.ErrNotSubscribed) {
+		t.Fatalf("Unsubscribe before Subscribe = %v", err)
+	}
+	for range 2 {
+		if err := r.Subscribe(topic); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Topics(); len(got) != 1 || got[0] != topic {
+			t.Fatalf("Topics = %v", got)
+		}
+		if err := r.Unsubscribe(topic); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Topics(); len(got) != 0 {
+			t.Fatalf("Topics after Unsubscribe = %v", got)
+		}
+	}
+	if _, err := r.Publish(context.Background(), topic, &message.Message{Payload: []byte{1}, ContentTopic: "/a/1/b/c"}); err != nil {
+		t.Fatalf("publish after unsubscribe: %v", err)
+	}
+	r.Close()
+	if err := r.Subscribe(topic); !errors.Is(err, relay.ErrClosed) {
+		t.Fatalf("Subscribe after Close = %v", err)
 	}
 }
