@@ -124,6 +124,8 @@ var (
 	// ErrBadConfig is returned by Open for a Config with a negative or too
 	// small value.
 	ErrBadConfig = errors.New("archive: bad config")
+	// ErrLocked is returned by Open when another Open holds the directory.
+	ErrLocked = errors.New("archive: directory in use")
 	// ErrCorrupt marks a segment record that does not match its index row
 	// (length or CRC-32C), or an index that points past a segment's end.
 	ErrCorrupt = errors.New("archive: corrupt segment")

@@ -441,7 +441,7 @@ func hashesOf(ss []archive.Stored) []message.Hash {
 
 func TestErrorsHavePrefix(t *testing.T) {
 	for _, err := range []error{archive.ErrClosed, archive.ErrBadQuery, archive.ErrUnknownCursor,
-		archive.ErrBadEnvelope, archive.ErrBadConfig, archive.ErrCorrupt} {
+		archive.ErrBadEnvelope, archive.ErrBadConfig, archive.ErrLocked, archive.ErrCorrupt} {
 		if !strings.HasPrefix(err.Error(), "archive: ") {
 			t.Errorf("%q lacks the prefix", err)
 		}
@@ -570,5 +570,20 @@ func TestCloseReleasesBlockedAppend(t *testing.T) {
 	}
 	if got := len(res.Messages); got != 3 {
 		t.Fatalf("%d messages stored, want 3", got)
+	}
+}
+
+func TestOpenLocks(t *testing.T) {
+	dir := t.TempDir()
+	a := openT(t, dir, archive.Config{})
+	if b, err := archive.Open(dir, archive.Config{}); !errors.Is(err, archive.ErrLocked) || b != nil {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := openT(t, dir, archive.Config{})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -53,8 +53,9 @@ PRAGMA user_version = 1;
 // timestamp, topics, segment position) and the message bytes appended once
 // to segment files. See the package documentation for the design.
 type Embedded struct {
-	dir string
-	cfg Config
+	dir  string
+	cfg  Config
+	lock *os.File // flock on dir/LOCK, held until Close
 
 	wdb  *sql.DB // one connection: the writer's
 	rdb  *sql.DB // read-only connections for queries
@@ -114,13 +115,14 @@ type item struct {
 }
 
 // Open opens or creates the archive in dir (created with mode 0755 if
-// missing) and starts its writer and syncer goroutines.
+// missing) and starts its writer and syncer goroutines. It holds dir until
+// Close: a second Open of dir fails with ErrLocked.
 //
 // Open recovers from a crash: index rows appended after the last fsync
 // round whose segment bytes do not read back whole (length and CRC-32C)
 // are deleted, and segment bytes past the last index row are cut off. Then
-// it fsyncs. Errors wrap ErrBadConfig, ErrCorrupt or come from SQLite or the
-// file system.
+// it fsyncs. Errors wrap ErrBadConfig, ErrLocked, ErrCorrupt or come from
+// SQLite or the file system.
 func Open(dir string, cfg Config) (*Embedded, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -129,13 +131,18 @@ func Open(dir string, cfg Config) (*Embedded, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	a := &Embedded{
-		dir: dir, cfg: cfg,
+		dir: dir, cfg: cfg, lock: lock,
 		room: make(chan struct{}), wake: make(chan struct{}, 1), ckpt: make(chan chan struct{}),
 		quit: make(chan struct{}), writerDone: make(chan struct{}), syncerDone: make(chan struct{}),
 	}
 	if err := a.openIndex(); err != nil {
 		a.closeDBs()
+		lock.Close()
 		return nil, err
 	}
 	if err := a.recover(); err != nil {
@@ -143,6 +150,7 @@ func Open(dir string, cfg Config) (*Embedded, error) {
 			a.cur.Close()
 		}
 		a.closeDBs()
+		lock.Close()
 		return nil, err
 	}
 	go a.writeLoop()
@@ -671,6 +679,7 @@ func (a *Embedded) Close() error {
 		if e := a.closeDBs(); err == nil {
 			err = e
 		}
+		a.lock.Close() // releases the flock
 		a.closeErr = err
 	})
 	return a.closeErr
