@@ -573,8 +573,9 @@ func (a *Embedded) syncLoop() {
 }
 
 // syncOnce makes every committed row durable: it fsyncs the segments, then
-// the directory and the index (a checkpoint plus an fsync of the WAL), and
-// records the last row so covered in the watermark file.
+// the directory and the index's WAL, and records the last row so covered
+// in the watermark file. A segment whose fsync fails stays open for the
+// next round, and the watermark does not move.
 func (a *Embedded) syncOnce() error {
 	a.syncMu.Lock()
 	defer a.syncMu.Unlock()
@@ -586,13 +587,23 @@ func (a *Embedded) syncOnce() error {
 	cur := a.cur
 	a.segMu.Unlock()
 	var err error
+	var unsynced []*os.File
 	for _, f := range retired {
-		if e := f.Sync(); e != nil && err == nil {
-			err = e
+		if e := f.Sync(); e != nil {
+			if err == nil {
+				err = e
+			}
+			unsynced = append(unsynced, f) // the next round tries again
+			continue
 		}
 		if e := f.Close(); e != nil && err == nil {
 			err = e
 		}
+	}
+	if len(unsynced) > 0 {
+		a.segMu.Lock()
+		a.retired = append(unsynced, a.retired...)
+		a.segMu.Unlock()
 	}
 	if cur != nil {
 		if e := cur.Sync(); e != nil && err == nil {
