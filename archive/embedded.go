@@ -680,6 +680,10 @@ func (a *Embedded) Close() error {
 		a.readClosed = true
 		a.readMu.Unlock()
 		a.segMu.Lock()
+		for _, f := range a.retired { // left by a failed fsync, reported above
+			f.Close()
+		}
+		a.retired = nil
 		if a.cur != nil {
 			if e := a.cur.Close(); err == nil {
 				err = e
