@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"runtime"
 	"runtime/metrics"
@@ -23,7 +22,7 @@ import (
 type LibnetConfig struct {
 	N      int   // measured messages per row; 0 means 1000
 	Warmup int   // warm-up messages per row, not measured; 0 means none
-	Seed   int64 // seeds the payload pool and the mix order
+	Seed   int64 // seeds payload bytes and the mix order (see Workload)
 	Sign   bool  // sign both lanes (raw lane with Config.SignRaw)
 	// Sizes selects rows by payload size: "1kB", "10kB", "100kB", "mix"
 	// (the seed mix, 25/50/25 % of 10,000/50,000/150,000 bytes); nil = all.
@@ -33,10 +32,9 @@ type LibnetConfig struct {
 }
 
 const (
-	libnetWindow     = 32 // tells in flight (sent, handler not yet run)
-	libnetTellers    = 4  // goroutines calling Tell
-	libnetAskers     = 16 // goroutines calling Ask, one ask in flight each
-	libnetMixProfile = "10/50/150kB@25/50/25"
+	libnetWindow  = 32 // tells in flight (sent, handler not yet run)
+	libnetTellers = 4  // goroutines calling Tell
+	libnetAskers  = 16 // goroutines calling Ask, one ask in flight each
 )
 
 var libnetSizes = []string{"1kB", "10kB", "100kB", "mix"}
@@ -57,11 +55,10 @@ func RunLibnet(ctx context.Context, cfg LibnetConfig) ([]Row, error) {
 		sizes = libnetSizes
 	}
 	for _, s := range sizes {
-		if _, err := libnetSizeOf(s); err != nil {
+		if _, err := libnetProfile(s); err != nil {
 			return nil, err
 		}
 	}
-	pool := libnetPool(cfg.Seed)
 	total := 4*len(sizes) + 1
 	var rows []Row
 	for _, lane := range []libnet.Lane{libnet.LaneRaw, libnet.LaneLegacy} {
@@ -70,7 +67,7 @@ func RunLibnet(ctx context.Context, cfg LibnetConfig) ([]Row, error) {
 				if err := ctx.Err(); err != nil {
 					return rows, err
 				}
-				r, err := runLibnetRow(ctx, cfg, pool, lane, op, size)
+				r, err := runLibnetRow(ctx, cfg, lane, op, size)
 				if err != nil {
 					return rows, fmt.Errorf("libnet-%s-%s-%s: %w", lane, op, size, err)
 				}
@@ -81,7 +78,7 @@ func RunLibnet(ctx context.Context, cfg LibnetConfig) ([]Row, error) {
 			}
 		}
 	}
-	r, err := libnetTCPBaseline(cfg.N, pool)
+	r, err := libnetTCPBaseline(cfg.N, cfg.Seed)
 	if err != nil {
 		return rows, fmt.Errorf("tcp-baseline-100kB: %w", err)
 	}
@@ -92,63 +89,15 @@ func RunLibnet(ctx context.Context, cfg LibnetConfig) ([]Row, error) {
 	return rows, nil
 }
 
-func libnetSizeOf(name string) (int, error) {
+// libnetProfile returns the payload profile of a libnet size name.
+func libnetProfile(name string) (Profile, error) {
 	switch name {
-	case "1kB":
-		return 1000, nil
-	case "10kB":
-		return 10_000, nil
-	case "100kB":
-		return 100_000, nil
+	case "1kB", "10kB", "100kB":
+		return ParseProfile(name)
 	case "mix":
-		return 0, nil
+		return ParseProfile(SeedProfile)
 	}
-	return 0, fmt.Errorf("bench: unknown libnet size %q", name)
-}
-
-// libnetPool is one random pool that payloads are sliced from.
-func libnetPool(seed int64) []byte {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x11b))
-	pool := make([]byte, 300_000)
-	for i := 0; i+8 <= len(pool); i += 8 {
-		binary.LittleEndian.PutUint64(pool[i:], rng.Uint64())
-	}
-	return pool
-}
-
-// libnetWorkload returns the payload sizes of n messages: fixed, or the seed mix
-// (exactly 25/50/25 % of 10,000/50,000/150,000 bytes, shuffled by seed).
-func libnetWorkload(size string, n int, seed int64) ([]int, string) {
-	sizes := make([]int, n)
-	if fixed, _ := libnetSizeOf(size); fixed > 0 {
-		for i := range sizes {
-			sizes[i] = fixed
-		}
-		return sizes, size
-	}
-	for i := range sizes {
-		switch {
-		case i < n/4:
-			sizes[i] = 10_000
-		case i < n/4+n/2:
-			sizes[i] = 50_000
-		default:
-			sizes[i] = 150_000
-		}
-	}
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
-	rng.Shuffle(n, func(i, j int) { sizes[i], sizes[j] = sizes[j], sizes[i] })
-	return sizes, libnetMixProfile
-}
-
-// libnetFill writes message i's payload into scratch: an 8-byte index prefix
-// then bytes of the pool.
-func libnetFill(scratch, pool []byte, i, size int) []byte {
-	p := scratch[:size]
-	off := (i * 7919) % (len(pool) - size + 1)
-	copy(p, pool[off:off+size])
-	binary.BigEndian.PutUint64(p, uint64(i))
-	return p
+	return Profile{}, fmt.Errorf("bench: unknown libnet size %q (want 1kB, 10kB, 100kB or mix)", name)
 }
 
 func libnetPair(cfg LibnetConfig, lane libnet.Lane) (a, b *libnet.Endpoint, err error) {
@@ -175,8 +124,7 @@ func libnetPair(cfg LibnetConfig, lane libnet.Lane) (a, b *libnet.Endpoint, err 
 // libnetRun is the state of one row's phase.
 type libnetRun struct {
 	a, b   *libnet.Endpoint
-	pool   []byte
-	sizes  []int
+	w      *Workload
 	op     string
 	starts []atomic.Int64 // send time of message i, Unix ns
 	hist   *hdrhistogram.Histogram
@@ -188,22 +136,26 @@ type libnetRun struct {
 	end    int // index after the phase's last message
 }
 
-func runLibnetRow(ctx context.Context, cfg LibnetConfig, pool []byte, lane libnet.Lane, op, size string) (Row, error) {
+func runLibnetRow(ctx context.Context, cfg LibnetConfig, lane libnet.Lane, op, size string) (Row, error) {
 	n := cfg.N
-	sizes, profile := libnetWorkload(size, cfg.Warmup+n, cfg.Seed)
+	prof, err := libnetProfile(size)
+	if err != nil {
+		return Row{}, err
+	}
+	w := NewWorkload(prof, cfg.Seed, cfg.Warmup, n, "")
 	a, b, err := libnetPair(cfg, lane)
 	if err != nil {
 		return Row{}, err
 	}
 	defer b.Close()
 	defer a.Close()
-	run := &libnetRun{a: a, b: b, pool: pool, sizes: sizes, op: op, starts: make([]atomic.Int64, len(sizes))}
+	run := &libnetRun{a: a, b: b, w: w, op: op, starts: make([]atomic.Int64, w.Total())}
 	b.Handle("bench", run.handle, libnet.RouteOptions{})
 	if err := run.phase(ctx, 0, cfg.Warmup); err != nil {
 		return Row{}, err
 	}
 	sa0, sb0 := a.Stats(), b.Stats()
-	m0 := readLibnetMem()
+	m0 := readMem()
 	peak := libnetPeakSampler()
 	t0 := time.Now()
 	if err := run.phase(ctx, cfg.Warmup, n); err != nil {
@@ -211,15 +163,11 @@ func runLibnetRow(ctx context.Context, cfg LibnetConfig, pool []byte, lane libne
 	}
 	wall := time.Since(t0)
 	peakLive, peakAlloc := peak()
-	m1 := readLibnetMem()
+	m1 := readMem()
 	sa1, sb1 := a.Stats(), b.Stats()
 
-	row := NewRow(fmt.Sprintf("libnet-%s-%s-%s", lane, op, size), profile, n)
-	var payloadBytes int
-	for _, s := range sizes[cfg.Warmup:] {
-		payloadBytes += s
-	}
-	fillLibnetRow(&row, wall, run.hist, m0, m1, float64(payloadBytes)/float64(n))
+	row := NewRow(fmt.Sprintf("libnet-%s-%s-%s", lane, op, size), prof.Name, n)
+	fillLibnetRow(&row, wall, run.hist, m0, m1, float64(w.MeasuredPayloadBytes())/float64(n))
 	row.PeakHeapMB, row.PeakHeapAllocMB = peakLive/1e6, peakAlloc/1e6
 	fn := float64(n)
 	row.WireBytesPerMsg = float64(sa1.Sent.Bytes-sa0.Sent.Bytes) / fn
@@ -229,7 +177,7 @@ func runLibnetRow(ctx context.Context, cfg LibnetConfig, pool []byte, lane libne
 }
 
 // fillLibnetRow fills the timing and allocation cells of row.
-func fillLibnetRow(row *Row, wall time.Duration, h *hdrhistogram.Histogram, m0, m1 libnetMem, meanPayload float64) {
+func fillLibnetRow(row *Row, wall time.Duration, h *hdrhistogram.Histogram, m0, m1 memSample, meanPayload float64) {
 	fn := float64(row.Msgs)
 	row.WallMs = float64(wall) / float64(time.Millisecond)
 	row.MsgPerS = fn / wall.Seconds()
@@ -290,7 +238,8 @@ func (r *libnetRun) phase(ctx context.Context, first, count int) error {
 }
 
 func (r *libnetRun) send(ctx context.Context, scratch []byte, i int) error {
-	p := libnetFill(scratch, r.pool, i, r.sizes[i])
+	p := scratch[:r.w.Size(i)]
+	r.w.FillPayload(p, i)
 	m := libnet.Msg{Route: "bench", Payload: p}
 	peer := r.b.Addr()
 	if r.op == "tell" {
@@ -339,14 +288,6 @@ func (r *libnetRun) handle(h *libnet.Header, p []byte, respond libnet.Respond) {
 	r.finish()
 }
 
-type libnetMem struct{ allocBytes, allocObjects, gcCycles uint64 }
-
-func readLibnetMem() libnetMem {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/allocs:objects"}, {Name: "/gc/cycles/total:gc-cycles"}}
-	metrics.Read(s)
-	return libnetMem{s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()}
-}
-
 // libnetPeakSampler samples the live heap and the heap with garbage every
 // 5 ms until the returned function is called; it returns the peaks in bytes.
 func libnetPeakSampler() func() (live, alloc float64) {
@@ -377,8 +318,13 @@ func libnetPeakSampler() func() (live, alloc float64) {
 // libnetTCPBaseline streams n frames of a u32 length and 100 kB payload over one
 // loopback TCP connection; the reader reads each frame whole into one
 // reused buffer. It is the ceiling for the raw lane's tell.
-func libnetTCPBaseline(n int, pool []byte) (Row, error) {
+func libnetTCPBaseline(n int, seed int64) (Row, error) {
 	const size = 100_000
+	prof, err := ParseProfile("100kB")
+	if err != nil {
+		return Row{}, err
+	}
+	w := NewWorkload(prof, seed, 0, n, "")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return Row{}, err
@@ -410,11 +356,11 @@ func libnetTCPBaseline(n int, pool []byte) (Row, error) {
 	var lenb [4]byte
 	binary.BigEndian.PutUint32(lenb[:], size)
 	runtime.GC()
-	m0 := readLibnetMem()
+	m0 := readMem()
 	t0 := time.Now()
 	for i := range n {
-		p := libnetFill(scratch, pool, i, size)
-		bufs := net.Buffers{lenb[:], p}
+		w.FillPayload(scratch, i)
+		bufs := net.Buffers{lenb[:], scratch}
 		if _, err := bufs.WriteTo(c); err != nil {
 			return Row{}, err
 		}
@@ -424,7 +370,7 @@ func libnetTCPBaseline(n int, pool []byte) (Row, error) {
 	}
 	wall := time.Since(t0)
 	row := NewRow("tcp-baseline-100kB", "100kB", n)
-	fillLibnetRow(&row, wall, nil, m0, readLibnetMem(), size)
+	fillLibnetRow(&row, wall, nil, m0, readMem(), size)
 	row.WireBytesPerMsg = 4 + size
 	row.Base64OpsPerMsg, row.JSONOpsPerMsg = 0, 0
 	return row, nil

@@ -35,13 +35,14 @@ func TestRunLibnetRows(t *testing.T) {
 	}
 }
 
-func TestLibnetWorkloadMix(t *testing.T) {
-	sizes, profile := libnetWorkload("mix", 1000, 42)
-	total := 0
-	for _, s := range sizes {
-		total += s
+func TestLibnetProfile(t *testing.T) {
+	for name, want := range map[string]string{"1kB": "1kB", "100kB": "100kB", "mix": SeedProfile} {
+		p, err := libnetProfile(name)
+		if err != nil || p.Name != want {
+			t.Fatalf("libnetProfile(%q) = %v, %v", name, p.Name, err)
+		}
 	}
-	if total != 65_000_000 || profile != libnetMixProfile {
-		t.Fatalf("mix total %d profile %s", total, profile)
+	if _, err := libnetProfile("2kB"); err == nil {
+		t.Fatal("unknown size accepted")
 	}
 }
