@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // End-to-end tests of the built courier binary: nodes run as separate
@@ -314,7 +316,12 @@ type nodeProc struct {
 // addresses.
 func startNode(t *testing.T, bin, name string, extra ...string) *nodeProc {
 	t.Helper()
-	dir := t.TempDir()
+	return startNodeIn(t, bin, name, t.TempDir(), extra...)
+}
+
+// startNodeIn is startNode with the data directory dir.
+func startNodeIn(t *testing.T, bin, name, dir string, extra ...string) *nodeProc {
+	t.Helper()
 	args := append([]string{"node",
 		"--listen-address", "127.0.0.1", "--tcp-port", "0",
 		"--rest", "--rest-address", "127.0.0.1", "--rest-port", "0",
@@ -529,8 +536,8 @@ func testE2ERelayLine(t *testing.T, bin string) {
 		return true, ""
 	})
 	ps, _ := b.peers()
-	if p := ps[a.id]; p.Origin != "Static" || p.Agent != "courier v0.1.0" {
-		t.Errorf("B's view of its static node A: %+v, want origin Static and agent %q", p, "courier v0.1.0")
+	if p := ps[a.id]; p.Origin != "Static" || !strings.HasPrefix(p.Agent, "courier ") {
+		t.Errorf("B's view of its static node A: %+v, want origin Static and a courier agent", p)
 	}
 	step("line connected")
 
@@ -549,7 +556,8 @@ func testE2ERelayLine(t *testing.T, bin string) {
 			received[r.msg.hash()] = r
 		}
 	}
-	// published are the messages published on A that C must receive.
+	// published are the messages published on A (probes aside), in order:
+	// each node's archive must hold those published before it stopped.
 	var published []restMessage
 	publishOnA := func(m restMessage) {
 		t.Helper()
@@ -673,6 +681,17 @@ func testE2ERelayLine(t *testing.T, bin string) {
 	atB := len(published)
 	burst()
 	stop(a)
+
+	// C restarts on its data directory: same node key, its archive opens
+	// after the clean shutdown, and it stops cleanly again.
+	c2 := startNodeIn(t, bin, "C restarted", c.dataDir, "--store")
+	if c2.id != c.id {
+		t.Errorf("C restarted with peer id %s, was %s: node key not kept in --data-dir", c2.id, c.id)
+	}
+	if h := mustHTTP(t, http.MethodGet, c2.rest+"/health", nil); !bytes.Contains(h, []byte(`"nodeHealth":"READY"`)) {
+		t.Errorf("C restarted: GET /health: %s", h)
+	}
+	stop(c2)
 
 	// Every message C returned (probes, batch, CLI messages, burst 1), all
 	// published on A and relayed by B, is in C's, B's and A's archives,
