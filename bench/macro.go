@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -165,12 +164,14 @@ func contains(ids []peer.ID, id peer.ID) bool {
 func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Row, error) {
 	row := NewRow(name, cfg.Profile, w.N)
 	var msgIDs atomic.Uint64
-	mk := func() (host.Host, *pubsub.PubSub, error) {
-		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	// The same hosts as the nodes' (node.New with relay off: TCP, TLS or
+	// Noise, Yamux, identify, ping, metadata), with plain gossipsub on top.
+	mk := func() (*node.Node, *pubsub.PubSub, error) {
+		n, err := node.New(node.Config{ListenAddress: "127.0.0.1", Logger: quietLogger})
 		if err != nil {
 			return nil, nil, err
 		}
-		ps, err := pubsub.NewGossipSub(ctx, h,
+		ps, err := pubsub.NewGossipSub(ctx, n.Host(),
 			pubsub.WithGossipSubParams(relay.NwakuGossipSubParams()),
 			pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor(),
 			pubsub.WithMessageIdFn(func(m *pb.Message) string {
@@ -181,21 +182,21 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 			pubsub.WithValidateQueueSize(1024), pubsub.WithPeerOutboundQueueSize(1024),
 			pubsub.WithMaxMessageSize(message.MaxSize+64*1024))
 		if err != nil {
-			h.Close()
+			n.Stop(ctx)
 			return nil, nil, err
 		}
-		return h, ps, nil
+		return n, ps, nil
 	}
-	ha, psa, err := mk()
+	na, psa, err := mk()
 	if err != nil {
 		return row, err
 	}
-	defer ha.Close()
-	hb, psb, err := mk()
+	defer na.Stop(context.Background())
+	nb, psb, err := mk()
 	if err != nil {
 		return row, err
 	}
-	defer hb.Close()
+	defer nb.Stop(context.Background())
 	ta, err := psa.Join(cfg.PubsubTopic)
 	if err != nil {
 		return row, err
@@ -224,7 +225,7 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 		}
 	}()
 	defer sub.Cancel()
-	if err := connectMesh(ctx, ha, hb, psa, psb, cfg.PubsubTopic); err != nil {
+	if err := connectMesh(ctx, na.Host(), nb.Host(), psa, psb, cfg.PubsubTopic); err != nil {
 		return row, err
 	}
 	var p phase

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"syscall"
 	"time"
 
 	"github.com/couriernet/courier/message"
@@ -18,17 +19,20 @@ type phase struct {
 	msgID0       uint64
 	msgID1       uint64
 	harnessBytes int64 // bytes the harness allocated to make the measured input
+	cpu0, cpu1   time.Duration
 }
 
 func (p *phase) begin(proc, recv message.CounterSnapshot, msgID uint64) {
 	p.live0 = liveAfterGC()
 	p.proc0, p.recv0, p.msgID0 = proc, recv, msgID
 	p.mem0 = readMem()
+	p.cpu0 = processCPU()
 	p.start = time.Now()
 }
 
 func (p *phase) end(proc, recv message.CounterSnapshot, msgID uint64) {
 	p.wall = time.Since(p.start)
+	p.cpu1 = processCPU()
 	p.mem1 = readMem()
 	p.proc1, p.recv1, p.msgID1 = proc, recv, msgID
 	p.live1 = liveAfterGC()
@@ -38,6 +42,7 @@ func (p *phase) end(proc, recv message.CounterSnapshot, msgID uint64) {
 func (p *phase) fill(r *Row, w *Workload, t *tracker) {
 	n := float64(w.N)
 	r.WallMs = float64(p.wall) / 1e6
+	r.CPUNsPerMsg = float64(p.cpu1-p.cpu0) / n
 	r.MsgPerS = n / p.wall.Seconds()
 	proc, recv := p.proc1.Sub(p.proc0), p.recv1.Sub(p.recv0)
 	r.DecodesPerMsg = float64(proc.Decodes) / n
@@ -65,4 +70,13 @@ func (p *phase) fill(r *Row, w *Workload, t *tracker) {
 		r.InterarrivalP50Ns = float64(t.inter.ValueAtQuantile(50))
 		r.InterarrivalP99Ns = float64(t.inter.ValueAtQuantile(99))
 	}
+}
+
+// processCPU returns the user and system CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -43,6 +43,12 @@ type Row struct {
 	InterarrivalP50Ns, InterarrivalP99Ns float64
 	WireBytesPerMsg                      float64
 	Base64OpsPerMsg, JSONOpsPerMsg       float64
+
+	// CPUNsPerMsg is the process's user+system CPU time per measured
+	// message. It is not a CSV column (BENCHMARK.md fixes those); the
+	// notes under the table print it, because on a shared machine it is
+	// steadier than wall time.
+	CPUNsPerMsg float64
 }
 
 // NewRow returns a Row whose numeric cells are all "not applicable".
@@ -56,7 +62,7 @@ func NewRow(scenario, profile string, msgs int) Row {
 		AllocBytesPerMsg: na, AllocsPerMsg: na, PayloadCopiesPerMsg: na,
 		EncodesPerMsg: na, MsgIDHashesPerMsg: na, RecvDecodesPerMsg: na, RecvHashesPerMsg: na,
 		InterarrivalP50Ns: na, InterarrivalP99Ns: na, WireBytesPerMsg: na,
-		Base64OpsPerMsg: na, JSONOpsPerMsg: na,
+		Base64OpsPerMsg: na, JSONOpsPerMsg: na, CPUNsPerMsg: na,
 	}
 }
 

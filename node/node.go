@@ -22,6 +22,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 	noise "github.com/libp2p/go-libp2p/p2p/security/noise"
+	tls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
 	ma "github.com/multiformats/go-multiaddr"
@@ -113,6 +114,9 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	opts := []libp2p.Option{
 		libp2p.Identity(key),
 		libp2p.Transport(tcp.NewTCPTransport),
+		// TLS 1.3 first, then Noise: go-libp2p's defaults, which go-waku uses.
+		// nwaku speaks Noise only, and multistream-select settles on it.
+		libp2p.Security(tls.ID, tls.New),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ConnectionManager(cm),
@@ -231,23 +235,27 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
-// keepConnected dials pi now and again whenever it is not connected, with
-// a backoff doubling from StaticRedialMin to StaticRedialMax.
+// keepConnected dials pi now and again whenever it is not connected. Each
+// dial, failed or not, doubles the wait before the next check, from
+// StaticRedialMin up to StaticRedialMax; the wait starts over only once the
+// peer is found still connected, so a peer that drops us at once (another
+// cluster, say) is not re-dialled every second.
 func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
 	defer n.wg.Done()
 	backoff := n.cfg.StaticRedialMin
 	for {
-		if n.host.Network().Connectedness(pi.ID) != network.Connected {
+		if n.host.Network().Connectedness(pi.ID) == network.Connected {
+			backoff = n.cfg.StaticRedialMin
+		} else {
 			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := n.host.Connect(dctx, pi)
 			cancel()
 			if err != nil {
 				n.cfg.Logger.Debug("static node dial failed", "peer", pi.ID, "err", err, "retry_in", backoff)
-				backoff = min(backoff*2, n.cfg.StaticRedialMax)
 			} else {
 				n.cfg.Logger.Info("connected to static node", "peer", pi.ID)
-				backoff = n.cfg.StaticRedialMin
 			}
+			backoff = min(backoff*2, n.cfg.StaticRedialMax)
 		}
 		t := time.NewTimer(backoff)
 		select {

@@ -308,8 +308,11 @@ func (r *Relay) Stats() Stats {
 	return s
 }
 
-// Close stops the subscriptions, runs what the handlers have queued, and
-// stops gossipsub. The archive is not closed: its owner closes it after.
+// Close stops the subscriptions, dispatches what their buffers still hold,
+// runs what the handlers have queued, and stops gossipsub. The archive is
+// not closed: its owner closes it after. If the buffers do not drain within
+// drainTimeout, what is left is counted as DropUndeliverable by gossipsub's
+// tracer or never read.
 func (r *Relay) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -319,12 +322,23 @@ func (r *Relay) Close() error {
 	r.closed = true
 	for _, ts := range r.topics {
 		if ts.sub != nil {
-			ts.sub.Cancel()
+			ts.sub.Cancel() // the loop reads on until the channel is closed and empty
 		}
 	}
 	r.mu.Unlock()
+	drained := make(chan struct{})
+	go func() { r.wg.Wait(); close(drained) }()
+	t := time.NewTimer(drainTimeout)
+	select {
+	case <-drained:
+	case <-t.C:
+	}
+	t.Stop()
 	r.cancel()
-	r.wg.Wait()
+	<-drained
 	r.disp.close()
 	return nil
 }
+
+// drainTimeout bounds how long Close waits for subscription buffers.
+const drainTimeout = 10 * time.Second

@@ -117,8 +117,12 @@ func writeCSV(path string, rows []bench.Row) error {
 // printNotes prints the ratios the acceptance criteria read.
 func printNotes(rows []bench.Row, cfg bench.Config) {
 	byName := map[string]bench.Row{}
+	fmt.Println()
 	for _, r := range rows {
 		byName[r.Scenario] = r
+		if r.CPUNsPerMsg == r.CPUNsPerMsg { // not NaN
+			fmt.Printf("%s: %.0f µs of CPU per message (user+system, whole process)\n", r.Scenario, r.CPUNsPerMsg/1e3)
+		}
 	}
 	if m, ok := byName["macro"]; ok {
 		if bare, ok := byName["macro-bare"]; ok && bare.MsgPerS > 0 {

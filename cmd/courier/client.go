@@ -95,7 +95,7 @@ func runSubscribe(args []string) error {
 	base := fs.String("rest", "http://127.0.0.1:8645", "the node's REST API address")
 	topic := fs.String("pubsub-topic", "/waku/2/rs/0/0", "pubsub topic")
 	ct := fs.String("content-topic", "", "content topic (uses the auto endpoints instead of --pubsub-topic)")
-	count := fs.Int("count", 0, "exit after this many messages (0: run until interrupted)")
+	count := fs.Int("count", 0, "exit once this many messages are printed (0: run until interrupted); every message of the last poll is printed")
 	interval := fs.Duration("interval", 500*time.Millisecond, "how often to poll the node")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -122,10 +122,10 @@ func runSubscribe(args []string) error {
 			return fmt.Errorf("node answered %q: %w", body, err)
 		}
 		for _, m := range msgs {
-			fmt.Println(string(m))
-			if seen++; *count > 0 && seen >= *count {
-				return nil
-			}
+			fmt.Println(string(m)) // all of them: the node's cache is drained
+		}
+		if seen += len(msgs); *count > 0 && seen >= *count {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
