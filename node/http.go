@@ -110,21 +110,18 @@ func (b restBackend) RelayUnsubscribe(topics []string) error {
 	return nil
 }
 
-func (b restBackend) RelayPublish(ctx context.Context, topic string, msg *message.Message) (message.Hash, error) {
+func (b restBackend) RelayPublish(ctx context.Context, topic string, msg *message.Message) error {
 	if b.n.relay == nil {
-		return message.Hash{}, ErrNotRelaying
+		return ErrNotRelaying
 	}
 	if !slices.Contains(b.n.relay.Topics(), topic) {
-		return message.Hash{}, fmt.Errorf("%w: %s", rest.ErrNotSubscribed, topic)
+		return fmt.Errorf("%w: %s", rest.ErrNotSubscribed, topic)
 	}
-	env, err := b.n.Publish(ctx, topic, msg)
+	_, err := b.n.Publish(ctx, topic, msg)
 	if errors.Is(err, relay.ErrInvalid) {
-		return message.Hash{}, fmt.Errorf("%w: %w", rest.ErrInvalidMessage, err)
+		return fmt.Errorf("%w: %w", rest.ErrInvalidMessage, err)
 	}
-	if err != nil {
-		return message.Hash{}, err
-	}
-	return env.Hash(), nil
+	return err
 }
 
 func (b restBackend) ContentTopicShard(ct string) (string, error) {

@@ -169,7 +169,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, m
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.PublishTimeout)
 	defer cancel()
-	_, err := s.b.RelayPublish(ctx, topic, msg)
+	err := s.b.RelayPublish(ctx, topic, msg)
 	switch {
 	case err == nil:
 		writeOK(w)

@@ -66,12 +66,12 @@ type Backend interface {
 	// RelayUnsubscribe unsubscribes the relay from the pubsub topics.
 	// Unsubscribing a topic not subscribed succeeds.
 	RelayUnsubscribe(pubsubTopics []string) error
-	// RelayPublish validates msg and publishes it on pubsubTopic, returning
-	// its deterministic hash. msg is handed over: the backend may keep it
-	// and its slices, and the caller does not touch it afterwards. ctx
-	// carries the publish timeout. Errors may wrap ErrNotSubscribed or
-	// ErrInvalidMessage.
-	RelayPublish(ctx context.Context, pubsubTopic string, msg *message.Message) (message.Hash, error)
+	// RelayPublish validates msg and publishes it on pubsubTopic (the
+	// answer is "OK", as nwaku's, so no hash is asked for). msg is handed
+	// over: the backend may keep it and its slices, and the caller does not
+	// touch it afterwards. ctx carries the publish timeout. Errors may wrap
+	// ErrNotSubscribed or ErrInvalidMessage.
+	RelayPublish(ctx context.Context, pubsubTopic string, msg *message.Message) error
 	// ContentTopicShard returns the pubsub topic of contentTopic under the
 	// node's autosharding (shard.Autosharding.PubsubTopic).
 	ContentTopicShard(contentTopic string) (pubsubTopic string, err error)

@@ -61,22 +61,22 @@ func (f *fakeBackend) RelayUnsubscribe(topics []string) error {
 	return nil
 }
 
-func (f *fakeBackend) RelayPublish(ctx context.Context, topic string, m *message.Message) (message.Hash, error) {
+func (f *fakeBackend) RelayPublish(ctx context.Context, topic string, m *message.Message) error {
 	if f.block {
 		<-ctx.Done()
-		return message.Hash{}, ctx.Err()
+		return ctx.Err()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.publishErr != nil {
-		return message.Hash{}, f.publishErr
+		return f.publishErr
 	}
 	if !f.subscribed[topic] {
-		return message.Hash{}, fmt.Errorf("%w: %s", ErrNotSubscribed, topic)
+		return fmt.Errorf("%w: %s", ErrNotSubscribed, topic)
 	}
 	f.published = append(f.published, m)
 	f.publishedOn = append(f.publishedOn, topic)
-	return m.Hash(topic, nil), nil
+	return nil
 }
 
 func (f *fakeBackend) ContentTopicShard(ct string) (string, error) { return f.auto.PubsubTopic(ct) }
