@@ -97,17 +97,21 @@ func skipSpace(data []byte, i int) int {
 	return i
 }
 
-// hasControl reports whether s holds a byte below 0x20, eight bytes at a
+// hasControl reports whether s holds a byte below 0x20, 32 bytes at a
 // time: a byte b < 0x20 is the only one for which (b - 0x20) borrows into
-// its high bit while b's own high bit is clear.
+// its high bit while b's own high bit is clear. The test is exact for the
+// word as a whole, which is all this needs.
 func hasControl(s []byte) bool {
 	const lo, hi = 0x2020202020202020, 0x8080808080808080
-	for len(s) >= 8 {
-		x := binary.LittleEndian.Uint64(s)
-		if (x-lo)&^x&hi != 0 {
+	for len(s) >= 32 {
+		a := binary.LittleEndian.Uint64(s)
+		b := binary.LittleEndian.Uint64(s[8:])
+		c := binary.LittleEndian.Uint64(s[16:])
+		d := binary.LittleEndian.Uint64(s[24:32])
+		if ((a-lo)&^a|(b-lo)&^b|(c-lo)&^c|(d-lo)&^d)&hi != 0 {
 			return true
 		}
-		s = s[8:]
+		s = s[32:]
 	}
 	for _, c := range s {
 		if c < 0x20 {

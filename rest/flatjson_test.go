@@ -59,7 +59,7 @@ func TestScanFlat(t *testing.T) {
 }
 
 func TestHasControl(t *testing.T) {
-	for n := 0; n < 20; n++ {
+	for n := 0; n < 70; n++ {
 		for pos := -1; pos < n; pos++ {
 			for _, bad := range []byte{0x00, 0x1f} {
 				s := make([]byte, n)
@@ -73,6 +73,20 @@ func TestHasControl(t *testing.T) {
 					t.Fatalf("hasControl(%x) = %v", s, got)
 				}
 			}
+		}
+	}
+}
+
+func BenchmarkHasControl(b *testing.B) {
+	s := make([]byte, 87_000)
+	for i := range s {
+		s[i] = 'A' + byte(i%26)
+	}
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if hasControl(s) {
+			b.Fatal("control byte")
 		}
 	}
 }
