@@ -7,6 +7,7 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/message"
 )
@@ -117,7 +118,7 @@ func nwakuPeerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
 	params := &pubsub.PeerScoreParams{
 		Topics:                      map[string]*pubsub.TopicScoreParams{},
 		TopicScoreCap:               10,
-		AppSpecificScore:            func(peerID) float64 { return 0 },
+		AppSpecificScore:            func(peer.ID) float64 { return 0 },
 		IPColocationFactorWeight:    -50,
 		IPColocationFactorThreshold: 5,
 		BehaviourPenaltyWeight:      -10,

@@ -24,8 +24,6 @@ var (
 	ErrInvalid       = errors.New("relay: invalid message")
 )
 
-type peerID = peer.ID
-
 // Relay is a node's 11/WAKU2-RELAY service.
 type Relay struct {
 	cfg    Config
@@ -310,9 +308,9 @@ func (r *Relay) Stats() Stats {
 
 // Close stops the subscriptions, dispatches what their buffers still hold,
 // runs what the handlers have queued, and stops gossipsub. The archive is
-// not closed: its owner closes it after. If the buffers do not drain within
-// drainTimeout, what is left is counted as DropUndeliverable by gossipsub's
-// tracer or never read.
+// not closed: its owner closes it after. If the buffers have not drained
+// after drainTimeout (the archive pushing back that long), Close logs a
+// warning and abandons what is left in them.
 func (r *Relay) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -332,6 +330,7 @@ func (r *Relay) Close() error {
 	select {
 	case <-drained:
 	case <-t.C:
+		r.cfg.Logger.Warn("relay: subscription buffers not drained at close; abandoning them", "after", drainTimeout)
 	}
 	t.Stop()
 	r.cancel()
