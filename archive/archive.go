@@ -219,6 +219,7 @@ func (c Config) withDefaults() Config {
 
 // Stats is a snapshot of an archive's counters since Open.
 type Stats struct {
+	Messages   uint64 // messages in the archive: those found at Open plus Inserts
 	Inserts    uint64 // messages stored
 	Duplicates uint64 // messages acknowledged without storing: hash already stored
 	Ephemeral  uint64 // messages acknowledged without storing: ephemeral

@@ -109,15 +109,19 @@ func TestDuplicatesIgnored(t *testing.T) {
 	a = openT(t, dir, archive.Config{})
 	defer a.Close()
 	appendWait(t, a, env)
-	if st := a.Stats(); st.Inserts != 0 || st.Duplicates != 1 {
-		t.Fatalf("after reopen: stats %+v; want 0 inserts, 1 duplicate", st)
+	if st := a.Stats(); st.Inserts != 0 || st.Duplicates != 1 || st.Messages != 1 {
+		t.Fatalf("after reopen: stats %+v; want 0 inserts, 1 duplicate, 1 message", st)
+	}
+	appendWait(t, a, newEnv(t, "/waku/2/rs/1/0", "/app/1/chat/proto", 101, []byte("again")))
+	if st := a.Stats(); st.Messages != 2 {
+		t.Fatalf("after a new insert: %d messages, want 2", st.Messages)
 	}
 	res, err := a.Query(context.Background(), archive.Query{Forward: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Messages) != 1 {
-		t.Fatalf("stored %d messages, want 1", len(res.Messages))
+	if len(res.Messages) != 2 {
+		t.Fatalf("stored %d messages, want 2", len(res.Messages))
 	}
 }
 

@@ -94,6 +94,8 @@ type Embedded struct {
 	readMu     sync.RWMutex // queries hold it shared; Close exclusively
 	readClosed bool
 
+	stored0 uint64 // messages in the index at Open, after recovery
+
 	st struct {
 		inserts, dups, eph, failed, batches, bytes atomic.Uint64
 		syncs, syncErrors, ckpts, queries          atomic.Uint64
@@ -145,7 +147,13 @@ func Open(dir string, cfg Config) (*Embedded, error) {
 		lock.Close()
 		return nil, err
 	}
-	if err := a.recover(); err != nil {
+	err = a.recover()
+	if err == nil {
+		if err = a.wcon.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM messages").Scan(&a.stored0); err != nil {
+			err = fmt.Errorf("archive: index: %w", err)
+		}
+	}
+	if err != nil {
 		if a.cur != nil {
 			a.cur.Close()
 		}
@@ -728,7 +736,8 @@ func (a *Embedded) Stats() Stats {
 	qb, qm := a.qbytes, a.qmsgs
 	a.mu.Unlock()
 	return Stats{
-		Inserts: a.st.inserts.Load(), Duplicates: a.st.dups.Load(), Ephemeral: a.st.eph.Load(),
+		Messages: a.stored0 + a.st.inserts.Load(),
+		Inserts:  a.st.inserts.Load(), Duplicates: a.st.dups.Load(), Ephemeral: a.st.eph.Load(),
 		Failed: a.st.failed.Load(), Batches: a.st.batches.Load(), BytesAppended: a.st.bytes.Load(),
 		CommitTime: time.Duration(a.st.commitNs.Load()), MaxCommit: time.Duration(a.st.maxCommitNs.Load()),
 		Syncs: a.st.syncs.Load(), SyncErrors: a.st.syncErrors.Load(), SyncTime: time.Duration(a.st.syncNs.Load()),

@@ -30,8 +30,9 @@ type Config struct {
 	Seed int64
 	// Profile is the payload mix. Default SeedProfile.
 	Profile string
-	// Rate paces the publisher in msg/s; 0 sends as fast as the window of 32
-	// messages in flight allows.
+	// Rate paces the publisher of the macro scenarios in msg/s; 0 sends as
+	// fast as the window of 32 messages in flight allows. micro and libnet
+	// are not paced.
 	Rate float64
 	// Handlers is the number of application handlers on the receiving node
 	// (default 1); a message is done when all have run.
@@ -107,8 +108,9 @@ func baseScenario(s string) string {
 }
 
 // Run runs the configured scenarios in order and returns one row per
-// scenario (several for libnet). It stops at the first failing scenario and
-// returns the rows so far with the error; a run that lost any message fails.
+// scenario (several for libnet). It stops at the first failing scenario
+// (a lost message, an error, ctx ending) and returns the rows of the
+// scenarios that completed, with the error.
 func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -137,10 +139,10 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 		case "libnet":
 			r, err = RunLibnet(ctx, LibnetConfig{N: cfg.N, Warmup: cfg.Warmup, Seed: cfg.Seed, Sign: cfg.Sign, Progress: progressFunc(cfg.Progress, s)})
 		}
-		rows = append(rows, r...)
 		if err != nil {
-			return rows, fmt.Errorf("%s: %w", s, err)
+			return rows, fmt.Errorf("%s: %w", s, err) // a failed scenario's row is not a result
 		}
+		rows = append(rows, r...)
 	}
 	return rows, nil
 }
@@ -185,7 +187,11 @@ func startProgress(w io.Writer, name string, t *tracker) (stop func()) {
 			select {
 			case <-quit:
 				if time.Since(start) > time.Second {
-					report(int(t.done.Load()), int(t.total))
+					done, total := int(t.done.Load()), int(t.total)
+					report(done, total)
+					if done < total {
+						fmt.Fprintln(w) // end the unfinished bar's line
+					}
 				}
 				return
 			case <-tick.C:

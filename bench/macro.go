@@ -104,11 +104,13 @@ func drive(ctx context.Context, cfg Config, w *Workload, t *tracker, p *phase,
 		for i := from; i < to; i++ {
 			if cfg.Rate > 0 {
 				due := start.Add(time.Duration(float64(i-from) / cfg.Rate * float64(time.Second)))
-				if d := time.Until(due); d > 0 {
-					time.Sleep(d)
+				if err := sleepUntil(ctx, due); err != nil {
+					return err
 				}
 			}
-			t.acquire(i)
+			if err := t.acquire(ctx, i); err != nil {
+				return err
+			}
 			n, err := publish(i)
 			if err != nil {
 				return fmt.Errorf("bench: publish message %d: %w", i, err)
@@ -242,4 +244,20 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 	row.DecodesPerMsg, row.HashesPerMsg, row.EncodesPerMsg = 0, 0, 0
 	row.RecvDecodesPerMsg, row.RecvHashesPerMsg = 0, 0
 	return row, err
+}
+
+// sleepUntil waits until t or until ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -72,10 +72,16 @@ func newTracker(total, warmup, need, window int) *tracker {
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, int64(60*time.Second), 3) }
 
-// acquire waits for a window slot and stamps message i's start.
-func (t *tracker) acquire(i int) {
-	t.window <- struct{}{}
+// acquire waits for a window slot, or for ctx to end, and stamps message
+// i's start.
+func (t *tracker) acquire(ctx context.Context, i int) error {
+	select {
+	case t.window <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	t.start[i].Store(time.Now().UnixNano())
+	return nil
 }
 
 // event records one event of message i; the message is done at the last.

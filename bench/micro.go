@@ -75,7 +75,9 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string) (Row, e
 	var produceErr error
 	produce := func(from, to int, measured bool) {
 		for i := from; i < to && produceErr == nil; i++ {
-			t.acquire(i)
+			if produceErr = t.acquire(ctx, i); produceErr != nil {
+				return
+			}
 			wire := w.Wire(i, time.Now().UnixNano())
 			if measured {
 				p.harnessBytes += int64(cap(wire))

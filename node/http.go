@@ -30,6 +30,7 @@ func (n *Node) startHTTP() error {
 		if err != nil {
 			return err
 		}
+		n.rest = srv
 		if n.relay != nil {
 			n.removeREST = n.relay.AddHandler("rest-cache", srv.Deliver)
 		}
@@ -52,7 +53,7 @@ func (n *Node) serve(what, addr string, port int, h http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("node: %s: %w", what, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	n.servers = append(n.servers, srv)
 	n.httpAddrs = append(n.httpAddrs, ln.Addr().String())
 	n.cfg.Logger.Info("serving "+what, "addr", ln.Addr().String())

@@ -3,6 +3,8 @@ package node
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/couriernet/courier/rest"
 )
 
 // collector exports the node's counters at scrape time, so the message
@@ -13,7 +15,7 @@ type collector struct{ n *Node }
 
 var (
 	descNodeMessages = prometheus.NewDesc("waku_node_messages_total", "Relayed messages dispatched, by type.", []string{"type"}, nil)
-	descArchive      = prometheus.NewDesc("waku_archive_messages", "Messages in the archive, by type (stored; duplicate and ephemeral: acknowledged, not stored).", []string{"type"}, nil)
+	descArchive      = prometheus.NewDesc("waku_archive_messages", "Messages in the archive (type stored), and messages acknowledged without storing since start (duplicate, ephemeral).", []string{"type"}, nil)
 	descArchiveLat   = prometheus.NewDesc("waku_archive_insert_duration_seconds_total", "Total time of archive batch commits.", nil, nil)
 	descArchiveBat   = prometheus.NewDesc("waku_archive_batches_total", "Archive batch commits.", nil, nil)
 	descArchiveQueue = prometheus.NewDesc("courier_archive_queue_bytes", "Bytes queued for the archive writer.", nil, nil)
@@ -56,6 +58,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		for reason, v := range rs.Drops {
 			counter(descDrops, float64(v), reason)
 		}
+		if n.rest != nil {
+			counter(descDrops, float64(n.rest.Stats().DroppedOldest), rest.DropCacheFull)
+		}
 		for topic, ts := range rs.Topics {
 			counter(descTopicMsgs, float64(ts.Messages), topic)
 			counter(descTopicBytes, float64(ts.Bytes), topic)
@@ -63,7 +68,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if n.archive != nil {
 		as := n.archive.Stats()
-		gauge(descArchive, float64(as.Inserts), "stored")
+		gauge(descArchive, float64(as.Messages), "stored")
 		gauge(descArchive, float64(as.Duplicates), "duplicate")
 		gauge(descArchive, float64(as.Ephemeral), "ephemeral")
 		counter(descArchiveLat, as.CommitTime.Seconds())

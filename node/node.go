@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -28,9 +28,11 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/dirlock"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
 	"github.com/couriernet/courier/relay"
+	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/shard"
 )
 
@@ -53,6 +55,8 @@ type Node struct {
 	httpAddrs  []string
 	removeREST func()
 	static     map[peer.ID]bool
+	lock       *os.File // flock on DataDir/LOCK
+	rest       *rest.Server
 
 	mu    sync.Mutex
 	state string
@@ -79,6 +83,16 @@ func New(cfg Config) (*Node, error) {
 }
 
 func (n *Node) build() error {
+	if n.cfg.DataDir != "" {
+		if err := os.MkdirAll(n.cfg.DataDir, 0o700); err != nil {
+			return fmt.Errorf("node: data directory: %w", err)
+		}
+		lock, err := dirlock.Lock(n.cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("node: data directory %s: %w (is another node running on it?)", n.cfg.DataDir, err)
+		}
+		n.lock = lock
+	}
 	key, err := loadKey(n.cfg.NodeKey, n.cfg.DataDir)
 	if err != nil {
 		return err
@@ -145,12 +159,13 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 // loadKey parses hexKey, or else reads DataDir/nodekey, or else creates it
 // there (mode 0600), or else generates an ephemeral key.
 func loadKey(hexKey, dataDir string) (crypto.PrivKey, error) {
+	source := "--nodekey"
 	if hexKey == "" && dataDir != "" {
 		path := filepath.Join(dataDir, "nodekey")
 		b, err := os.ReadFile(path)
 		switch {
 		case err == nil:
-			hexKey = strings.TrimSpace(string(b))
+			hexKey, source = strings.TrimSpace(string(b)), path
 		case errors.Is(err, os.ErrNotExist):
 			return createKey(path)
 		default:
@@ -161,15 +176,25 @@ func loadKey(hexKey, dataDir string) (crypto.PrivKey, error) {
 		k, _, err := crypto.GenerateSecp256k1Key(nil)
 		return k, err
 	}
-	raw, err := hex.DecodeString(strings.TrimPrefix(hexKey, "0x"))
-	if err != nil || len(raw) != 32 || bytes.Equal(raw, make([]byte, 32)) {
-		return nil, fmt.Errorf("%w: node key must be 32 bytes of hex (secp256k1)", ErrConfig)
-	}
-	k, err := crypto.UnmarshalSecp256k1PrivateKey(raw)
+	k, err := parseKey(hexKey)
 	if err != nil {
-		return nil, fmt.Errorf("%w: node key: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: node key from %s: %w", ErrConfig, source, err)
 	}
 	return k, nil
+}
+
+// parseKey parses a secp256k1 private key given as 64 hex digits (an
+// optional 0x prefix); the scalar must be in 1..n-1, n the curve order.
+func parseKey(hexKey string) (crypto.PrivKey, error) {
+	raw, err := hex.DecodeString(strings.TrimPrefix(hexKey, "0x"))
+	if err != nil || len(raw) != 32 {
+		return nil, errors.New("want 32 bytes as 64 hex digits (secp256k1)")
+	}
+	var s secp256k1.ModNScalar
+	if overflow := s.SetByteSlice(raw); overflow || s.IsZero() {
+		return nil, errors.New("not a secp256k1 private key: zero or not below the curve order")
+	}
+	return crypto.UnmarshalSecp256k1PrivateKey(raw)
 }
 
 func createKey(path string) (crypto.PrivKey, error) {
@@ -309,6 +334,9 @@ func (n *Node) closeParts() error {
 	}
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
+	}
+	if n.lock != nil {
+		errs = append(errs, n.lock.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -71,7 +71,8 @@ func TestNodeKeyKeptInDataDir(t *testing.T) {
 	if err != nil || !k3.Equals(k1) {
 		t.Fatalf("hex key: %v", err)
 	}
-	for _, bad := range []string{"zz", "abcd", strings.Repeat("0", 64)} {
+	const order = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141" // secp256k1 n
+	for _, bad := range []string{"zz", "abcd", strings.Repeat("0", 64), order, order[:62] + "42"} {
 		if _, err := loadKey(bad, ""); err == nil {
 			t.Errorf("loadKey(%q) accepted", bad)
 		}
@@ -137,5 +138,39 @@ func TestTwoNodesArchive(t *testing.T) {
 	}
 	if err := b.Stop(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestDataDirHeldByOneNode(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{ListenAddress: "127.0.0.1", DataDir: dir}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second node on %s: %v", dir, err)
+	}
+	if err := a.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatalf("after the first stopped: %v", err)
+	}
+	if b.Host().ID() != a.Host().ID() {
+		t.Fatal("the node key was not kept")
+	}
+	b.Stop(context.Background())
+}
+
+func TestNodeKeyFileError(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "nodekey"), []byte("zz\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadKey("", dir)
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), filepath.Join(dir, "nodekey")) {
+		t.Fatalf("loadKey = %v; want ErrConfig naming the file", err)
 	}
 }

@@ -26,8 +26,11 @@ Scenarios (--scenario, a comma list; a -runN suffix is allowed):
               and runs the handlers; done as in micro, on B
   macro-bare  the same two nodes with gossipsub alone (no Waku validator,
               no decode, no consumers): the ceiling the libp2p stack sets
+  macro-rest  macro with A publishing through its REST API
+              (POST /relay/v1/messages, 32 requests in flight)
   libnet      two lib-net endpoints on 127.0.0.1: raw lane against legacy
-              lane, tell and ask, 1/10/100 kB and the seed mix
+              lane, tell and ask, 1/10/100 kB and the seed mix, and a plain
+              loopback TCP stream of 100 kB frames (tcp-baseline-100kB)
 
 Workload: seed 42, payloads of 10/50/150 kB at 25/50/25 % shuffled by the
 seed, each starting with its message index; 1000 measured messages after
@@ -36,11 +39,36 @@ embedded default, with its default durability, in a temporary directory.
 At start the harness prints this machine's SHA-256 speed and its append
 bound (the payload mix appended to a file, fsync every 64 messages).
 
-Columns are those of the seed reports followed by ours; per-message
-figures divide by the measured messages. payload_copies_per_msg is heap
-bytes allocated per message, minus what the harness allocates to make its
-input, over the mean payload. peak_heap_MB is the largest live heap
-sampled every 50 messages.
+Columns (the seed reports' first, then ours; "per message" divides by the
+measured messages; MB are 10^6 bytes; "-" or an empty CSV cell: does not
+apply to the scenario):
+  msgs, payload_profile, wall_ms     measured messages, mix, wall time
+  msg_per_s                          measured messages / wall time
+  ns_per_msg_p50, _p99               latency, entering the path to done
+                                     (micro: handed to the validator; macro:
+                                     A's publish call)
+  decodes_per_msg, hashes_per_msg,   WakuMessage decodes, deterministic
+  encodes_per_msg                    hashes and encodes in the whole process
+  recv_decodes_per_msg,              the same on the receiving node alone
+  recv_hashes_per_msg
+  msgid_hashes_per_msg               gossipsub message-id SHA-256 passes
+  hashed_MB, decoded_MB              bytes fed to the hash and to decode
+  occupied_mem_delta_MB              live heap after a forced GC, end - start
+  gc_collections                     GC cycles during the measured part
+  peak_heap_MB                       largest live heap (/gc/heap/live),
+                                     sampled every 50 messages
+  peak_heap_alloc_MB                 largest heap including garbage
+  alloc_bytes_per_msg, allocs_per_msg  heap bytes and objects allocated
+  payload_copies_per_msg             (alloc bytes - what the harness itself
+                                     allocates to make its input) / mean
+                                     payload: payload copies on the Go heap
+  interarrival_p50_ns, _p99_ns       gaps between deliveries at the receiver
+  wire_bytes_per_msg                 encoded bytes per message (libnet:
+                                     bytes the sender wrote)
+  base64_ops_per_msg, json_ops_per_msg  libnet: base64 and JSON operations
+The table shows the main columns; --csv writes all of them. Under the
+table: the CPU time per message of each scenario (user+system, whole
+process; steadier than wall time on a shared machine) and the ratios.
 
 Flags:
 `
@@ -54,7 +82,7 @@ func runBench(args []string) error {
 	fs.IntVar(&cfg.Warmup, "warmup", 100, "warm-up messages (0 for none)")
 	fs.Int64Var(&cfg.Seed, "seed", 42, "workload seed")
 	fs.StringVar(&cfg.Profile, "profile", bench.SeedProfile, "payload mix, e.g. 10/50/150kB@25/50/25 or 100kB")
-	fs.Float64Var(&cfg.Rate, "rate", 0, "publisher pace in msg/s (0: as fast as the window allows)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "macro scenarios: publisher pace in msg/s (0: as fast as the window allows)")
 	fs.IntVar(&cfg.Handlers, "handlers", 1, "application handlers on the receiving node")
 	fs.StringVar(&cfg.ContentTopic, "content-topic", "/courier/1/bench/proto", "content topic")
 	fs.StringVar(&cfg.PubsubTopic, "pubsub-topic", "/waku/2/rs/0/0", "pubsub topic")
@@ -68,8 +96,25 @@ func runBench(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	switch {
+	case cfg.N < 1:
+		return fmt.Errorf("-n %d: need at least one measured message", cfg.N)
+	case cfg.Warmup < 0:
+		return fmt.Errorf("--warmup %d must not be negative", cfg.Warmup)
+	case cfg.Handlers < 1:
+		return fmt.Errorf("--handlers %d: need at least one", cfg.Handlers)
+	}
 	if cfg.Warmup == 0 {
-		cfg.Warmup = -1
+		cfg.Warmup = -1 // bench.Config: zero means the default, negative none
+	}
+	var csvFile *os.File
+	if *csvPath != "" { // fail now, not after the run
+		f, err := os.Create(*csvPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		csvFile = f
 	}
 	cfg.Scenarios = strings.Split(*scenarios, ",")
 	cfg.Out, cfg.Progress = os.Stdout, os.Stderr
@@ -94,24 +139,15 @@ func runBench(args []string) error {
 		}
 		printNotes(rows, cfg)
 	}
-	if *csvPath != "" && len(rows) > 0 {
-		if werr := writeCSV(*csvPath, rows); werr != nil && err == nil {
+	if csvFile != nil {
+		if werr := bench.WriteCSV(csvFile, rows); werr != nil && err == nil {
 			err = werr
+		}
+		if cerr := csvFile.Close(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}
 	return err
-}
-
-func writeCSV(path string, rows []bench.Row) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := bench.WriteCSV(f, rows); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // printNotes prints the ratios the acceptance criteria read.

@@ -56,7 +56,7 @@ func restCall(method, base, path string, body any) ([]byte, error) {
 func runPublish(args []string) error {
 	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, "usage: courier publish [flags] PAYLOAD\n\nPublishes one message through a node's REST API and prints its message hash.\nWithout --pubsub-topic the node picks the shard by autosharding.\n\nFlags:\n")
+		fmt.Fprint(os.Stderr, "usage: courier publish [flags] PAYLOAD\n\nPublishes one message through a node's REST API. With --pubsub-topic it prints the\nmessage hash; without, the node picks the shard by autosharding and it prints OK.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	base := fs.String("rest", "http://127.0.0.1:8645", "the node's REST API address")
@@ -99,6 +99,12 @@ func runSubscribe(args []string) error {
 	interval := fs.Duration("interval", 500*time.Millisecond, "how often to poll the node")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *interval <= 0 {
+		return fmt.Errorf("--interval %v must be positive", *interval)
+	}
+	if *count < 0 {
+		return fmt.Errorf("--count %d must not be negative", *count)
 	}
 	subPath, getPath, list := "/relay/v1/subscriptions", "/relay/v1/messages/"+url.PathEscape(*topic), []string{*topic}
 	if *ct != "" {

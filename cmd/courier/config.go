@@ -21,9 +21,13 @@ func applyEnvAndFile(fs *flag.FlagSet, path string) error {
 	if err != nil {
 		return err
 	}
-	for key := range file {
-		if fs.Lookup(key) == nil {
+	for key, v := range file {
+		f := fs.Lookup(key)
+		if f == nil || key == "config-file" {
 			return fmt.Errorf("config file %s: unknown key %q", path, key)
+		}
+		if _, isList := v.([]any); isList && !repeatable(f) {
+			return fmt.Errorf("config file %s: %s takes one value, not a list", path, key)
 		}
 	}
 	var setErr error
@@ -55,11 +59,18 @@ func applyEnvAndFile(fs *flag.FlagSet, path string) error {
 
 // splitList splits a repeatable flag's environment value at commas.
 func splitList(f *flag.Flag, v string) []string {
-	switch f.Value.(type) {
-	case *stringList, *uintList:
+	if repeatable(f) {
 		return strings.Split(v, ",")
 	}
 	return []string{v}
+}
+
+func repeatable(f *flag.Flag) bool {
+	switch f.Value.(type) {
+	case *stringList, *uintList:
+		return true
+	}
+	return false
 }
 
 func fileValues(v any) []string {

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -33,13 +35,21 @@ func usage() {
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "help" || os.Args[1] == "-h" || os.Args[1] == "--help" {
+	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
 	}
+	if a := os.Args[1]; a == "help" || a == "-h" || a == "--help" {
+		usage()
+		return
+	}
 	for _, c := range commands {
 		if c.name == os.Args[1] {
-			if err := c.run(os.Args[2:]); err != nil {
+			err := c.run(os.Args[2:])
+			if errors.Is(err, flag.ErrHelp) {
+				return // --help printed the command's usage
+			}
+			if err != nil {
 				fmt.Fprintf(os.Stderr, "courier %s: %v\n", c.name, err)
 				os.Exit(1)
 			}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,11 +50,11 @@ type uintList []uint16
 
 func (s *uintList) String() string { return fmt.Sprint([]uint16(*s)) }
 func (s *uintList) Set(v string) error {
-	var x uint16
-	if _, err := fmt.Sscanf(v, "%d", &x); err != nil {
+	x, err := strconv.ParseUint(v, 10, 16)
+	if err != nil {
 		return fmt.Errorf("shard %q is not a number 0..1023", v)
 	}
-	*s = append(*s, x)
+	*s = append(*s, uint16(x))
 	return nil
 }
 
@@ -90,6 +91,9 @@ func runNode(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *configFile == "" {
+		*configFile = os.Getenv("COURIER_CONFIG_FILE")
 	}
 	if err := applyEnvAndFile(fs, *configFile); err != nil {
 		return err
