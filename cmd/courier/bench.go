@@ -162,7 +162,10 @@ func printNotes(rows []bench.Row, cfg bench.Config) {
 	}
 	if m, ok := byName["macro"]; ok {
 		if bare, ok := byName["macro-bare"]; ok && bare.MsgPerS > 0 {
-			fmt.Printf("\nmacro / macro-bare: %.2f\n", m.MsgPerS/bare.MsgPerS)
+			fmt.Printf("macro / macro-bare: %.2f\n", m.MsgPerS/bare.MsgPerS)
+		}
+		if r, ok := byName["macro-rest"]; ok && m.MsgPerS > 0 {
+			fmt.Printf("macro-rest / macro: %.2f\n", r.MsgPerS/m.MsgPerS)
 		}
 		// Each node's message cache keeps about 6 heartbeats (6 s) of
 		// traffic, or the whole run when it is shorter.
