@@ -37,6 +37,14 @@ const (
 	libnetAskers  = 16 // goroutines calling Ask, one ask in flight each
 )
 
+// libnetAskTimeout is the bench endpoints' Config.AskTimeout. The library
+// default (5 s, shardus-core's network timeout) suits live networks; here
+// 16 askers each keep a 150 kB legacy-lane ask in flight, and on a loaded
+// 2-core machine (or under -race) one can take longer than 5 s. The bench
+// measures that latency instead of failing on it; a context deadline given
+// to RunLibnet still applies.
+const libnetAskTimeout = 60 * time.Second
+
 var libnetSizes = []string{"1kB", "10kB", "100kB", "mix"}
 
 // RunLibnet runs lib-net's legacy lane against the raw lane, tell and ask
@@ -100,8 +108,10 @@ func libnetProfile(name string) (Profile, error) {
 	return Profile{}, fmt.Errorf("bench: unknown libnet size %q (want 1kB, 10kB, 100kB or mix)", name)
 }
 
-func libnetPair(cfg LibnetConfig, lane libnet.Lane) (a, b *libnet.Endpoint, err error) {
-	base := libnet.Config{ListenAddr: "127.0.0.1:0", Lane: lane, NoLearn: true, QueueLen: 1024}
+// libnetConfig is the configuration both endpoints of a row share.
+func libnetConfig(cfg LibnetConfig, lane libnet.Lane) libnet.Config {
+	base := libnet.Config{ListenAddr: "127.0.0.1:0", Lane: lane, NoLearn: true, QueueLen: 1024,
+		AskTimeout: libnetAskTimeout}
 	if cfg.Sign {
 		seed := make([]byte, ed25519.SeedSize)
 		binary.LittleEndian.PutUint64(seed, uint64(cfg.Seed))
@@ -109,6 +119,11 @@ func libnetPair(cfg LibnetConfig, lane libnet.Lane) (a, b *libnet.Endpoint, err 
 		base.SigningKey = ed25519.NewKeyFromSeed(seed)
 		base.SignRaw, base.RequireSigned = true, true
 	}
+	return base
+}
+
+func libnetPair(cfg LibnetConfig, lane libnet.Lane) (a, b *libnet.Endpoint, err error) {
+	base := libnetConfig(cfg, lane)
 	ca, cb := base, base
 	ca.SenderID, cb.SenderID = "bench-a", "bench-b"
 	if a, err = libnet.New(ca); err != nil {

@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/couriernet/courier/libnet"
 )
 
 func TestRunLibnetRows(t *testing.T) {
@@ -44,5 +47,19 @@ func TestLibnetProfile(t *testing.T) {
 	}
 	if _, err := libnetProfile("2kB"); err == nil {
 		t.Fatal("unknown size accepted")
+	}
+}
+
+// The bench's asks wait up to 60 s, not the library's 5 s default, on
+// both lanes and signed or not, so a loaded machine slows a row down
+// instead of failing it.
+func TestLibnetAskTimeout(t *testing.T) {
+	for _, lane := range []libnet.Lane{libnet.LaneRaw, libnet.LaneLegacy} {
+		for _, sign := range []bool{false, true} {
+			c := libnetConfig(LibnetConfig{Sign: sign}, lane)
+			if c.AskTimeout != 60*time.Second || c.Lane != lane {
+				t.Fatalf("lane %v sign %v: AskTimeout %v lane %v", lane, sign, c.AskTimeout, c.Lane)
+			}
+		}
 	}
 }

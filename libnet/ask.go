@@ -29,7 +29,8 @@ type call struct{ ch chan result } // capacity 1
 // deadline timer are removed on every exit: reply, deadline, cancel, write
 // error and Close (seed 004 section 3.1). Errors: ErrTimeout (wrapping
 // context.DeadlineExceeded), context.Canceled, ErrClosed, ErrNoListener
-// (legacy lane on a send-only endpoint), dial and write errors.
+// (legacy lane on a send-only endpoint), ErrTooLarge (wrapped, nothing
+// written), ErrRouteTooLong, dial and write errors.
 func (e *Endpoint) Ask(ctx context.Context, peer string, m Msg) (Reply, error) {
 	lane := e.LaneFor(peer)
 	ctx, done := e.askContext(ctx)

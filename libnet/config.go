@@ -46,7 +46,9 @@ type Config struct {
 
 	// HeaderLimit is the largest header in bytes; zero means 2048
 	// (lib-net NetConfig default). PayloadLimit is the largest data section
-	// and decompressed payload in bytes; zero means 2 MiB.
+	// and decompressed payload in bytes, received and sent: a message whose
+	// payload or encoded data section is larger is refused with ErrTooLarge
+	// before anything is written. Zero means 2 MiB.
 	HeaderLimit  int
 	PayloadLimit int
 
@@ -55,16 +57,29 @@ type Config struct {
 	AskTimeout time.Duration
 	// DialTimeout bounds a connect; zero means 3 s. WriteTimeout bounds one
 	// write of queued frames; zero means 10 s. IdleTimeout closes pooled
-	// connections unused that long; zero means 5 min, negative never.
+	// connections unused that long (checked every IdleTimeout/2), and
+	// accepted connections on which no frame begins for twice that long,
+	// counted in Stats.IdleClosed: a peer with the same IdleTimeout has
+	// closed its end by then, so no frame it sends is lost to the race of
+	// two closes. Zero means 5 min, negative never.
 	DialTimeout  time.Duration
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration
+	// FrameTimeout bounds the receipt of one frame on any connection: once
+	// its first byte has arrived, the rest must arrive within FrameTimeout
+	// or the connection is closed and the frame counted as
+	// DropFrameTimeout. Zero means 30 s, negative no limit.
+	FrameTimeout time.Duration
 
 	// MaxPeers bounds the pool of outbound connections (LRU); zero means
 	// 1024. QueueLen bounds each peer's send queue in messages; a full queue
 	// blocks the sender until its context ends. Zero means 256.
 	MaxPeers int
 	QueueLen int
+	// MaxInboundConns bounds the accepted connections open at once; a
+	// connection accepted beyond it is closed at once and counted in
+	// Stats.RefusedConns. Zero means 1024.
+	MaxInboundConns int
 
 	// DedupSize is the number of payload hashes remembered per endpoint for
 	// routes registered with RouteOptions.Dedup; zero means 16384.
@@ -94,11 +109,13 @@ func (c *Config) setDefaults() {
 	def(&c.PayloadLimit, 2<<20)
 	def(&c.MaxPeers, 1024)
 	def(&c.QueueLen, 256)
+	def(&c.MaxInboundConns, 1024)
 	def(&c.DedupSize, 16384)
 	defd(&c.AskTimeout, 5*time.Second)
 	defd(&c.DialTimeout, 3*time.Second)
 	defd(&c.WriteTimeout, 10*time.Second)
 	defd(&c.IdleTimeout, 5*time.Minute)
+	defd(&c.FrameTimeout, 30*time.Second)
 	if c.Compression == CompressDefault {
 		c.Compression = CompressNone
 	}
@@ -122,8 +139,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: RequireSigned without HashKey", ErrBadConfig)
 	case c.HeaderLimit < 64 || c.PayloadLimit < 1:
 		return fmt.Errorf("%w: limits header %d payload %d", ErrBadConfig, c.HeaderLimit, c.PayloadLimit)
-	case c.MaxPeers < 1 || c.QueueLen < 1 || c.DedupSize < 1:
-		return fmt.Errorf("%w: MaxPeers, QueueLen and DedupSize must be positive", ErrBadConfig)
+	case c.MaxPeers < 1 || c.QueueLen < 1 || c.DedupSize < 1 || c.MaxInboundConns < 1:
+		return fmt.Errorf("%w: MaxPeers, QueueLen, DedupSize and MaxInboundConns must be positive", ErrBadConfig)
 	}
 	for p, l := range c.PeerLanes {
 		if l > LaneRaw {

@@ -1,11 +1,9 @@
 package libnet
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
-	"io"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -17,9 +15,6 @@ import (
 	"github.com/couriernet/courier/libnet/internal/legacy"
 	"github.com/couriernet/courier/libnet/internal/wire"
 )
-
-// keepBuf is the largest read buffer a connection keeps between frames.
-const keepBuf = 1 << 20
 
 // conn is one TCP connection, inbound or dialled by a peer. Its read loop
 // parses frames and dispatches them; replies to raw-lane asks go back on it.
@@ -56,6 +51,12 @@ func (e *Endpoint) acceptLoop() {
 			e.mu.Unlock()
 			_ = nc.Close()
 			return
+		}
+		if len(e.inbound) >= e.cfg.MaxInboundConns {
+			e.mu.Unlock()
+			_ = nc.Close()
+			e.c.refusedConns.Add(1)
+			continue
 		}
 		c := e.startConnLocked(nc, nil)
 		e.inbound[c] = struct{}{}
@@ -117,43 +118,53 @@ func (c *conn) reply(f *frame) error {
 }
 
 // readLoop reads frames until the connection ends or a frame is rejected.
-// The read buffer is reused: a handler's payload aliases it until the
-// handler returns.
+// A handler's payload aliases the frame's buffer until the handler returns.
+// An inbound connection on which no frame begins within inboundIdle is
+// closed (Stats.IdleClosed); a frame whose bytes do not all arrive within
+// FrameTimeout of its first byte closes the connection (DropFrameTimeout).
 func (c *conn) readLoop() {
 	defer c.ep.wg.Done()
 	defer c.close()
-	br := bufio.NewReaderSize(c.nc, 64<<10)
-	maxFrame := c.ep.limits.MaxFrame()
-	var lenb [wire.OuterLen]byte
-	var buf []byte
+	var idle time.Duration
+	if c.peer == nil {
+		idle = inboundIdle(c.ep.cfg.IdleTimeout)
+	}
+	r := newFrameReader(c.nc, c.ep.limits.MaxFrame(), idle, max(c.ep.cfg.FrameTimeout, 0), &c.ep.c.readBuffers)
+	defer r.release()
 	for {
-		if _, err := io.ReadFull(br, lenb[:]); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				c.reject(ErrTruncated)
-			}
+		b, err := r.next()
+		if err != nil {
+			c.readErr(err)
 			return
 		}
-		n := int(binary.BigEndian.Uint32(lenb[:]))
-		if n == 0 || n > maxFrame {
-			c.reject(ErrPayloadTooLarge)
+		fatal := c.handle(b, len(b)+wire.OuterLen)
+		r.done()
+		if fatal {
 			return
 		}
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		b := buf[:n]
-		if _, err := io.ReadFull(br, b); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				c.reject(ErrTruncated)
-			}
-			return
-		}
-		if fatal := c.handle(b, n+wire.OuterLen); fatal {
-			return
-		}
-		if cap(buf) > keepBuf {
-			buf = nil
-		}
+	}
+}
+
+// inboundIdle returns how long an accepted connection may wait for a frame
+// to begin: twice idle, so that a peer evicting its pooled connection after
+// idle (checked every idle/2) closes first; 0 (no limit) for idle <= 0.
+func inboundIdle(idle time.Duration) time.Duration {
+	if idle <= 0 {
+		return 0
+	}
+	return idle + min(idle, math.MaxInt64-idle)
+}
+
+// readErr counts the error that ended a read loop. A clean end, a local
+// close and other socket errors are not counted.
+func (c *conn) readErr(err error) {
+	switch {
+	case errors.Is(err, errIdle):
+		c.ep.c.idleClosed.Add(1)
+	case errors.Is(err, ErrFrameTimeout):
+		c.ep.drop(DropFrameTimeout, &FrameError{Remote: c.remote, Err: err})
+	case errors.Is(err, ErrTruncated), errors.Is(err, ErrEmptyFrame), errors.Is(err, ErrPayloadTooLarge):
+		c.reject(err)
 	}
 }
 

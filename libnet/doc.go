@@ -45,6 +45,19 @@
 // answered on the connection it arrived on; a legacy ask is answered as
 // lib-net does, by a new frame to the sender's IP and augData PORT.
 //
+// # Receive limits
+//
+// A frame's outer length is checked against the limits before any of its
+// body is read. Each connection owns a 16 KiB read buffer, which holds most
+// small frames whole; a larger frame is read into 64 KiB steps as it
+// arrives, so a connection receiving it holds at most the bytes that have
+// arrived plus 128 KiB more (Stats.ReadBuffers). Once a frame's first byte
+// has arrived the rest must arrive within Config.FrameTimeout; an accepted
+// connection on which no frame begins within twice Config.IdleTimeout is
+// closed; at most Config.MaxInboundConns accepted connections are open at
+// once. A message over the sender's own Config.PayloadLimit is refused
+// with ErrTooLarge before anything is written.
+//
 // # Ownership and lifecycle
 //
 // A Msg's payload is only read, and not kept after Tell, Ask, MultiTell or

@@ -46,10 +46,30 @@ func (e *Endpoint) encode(lane Lane, dir Dir, id [16]byte, m *Msg, askTimeout ti
 	return e.encodeLegacy(dir, id, m, askTimeout, ri)
 }
 
+// checkSize refuses a message whose payload or encoded data section (lane
+// and codec applied) is over PayloadLimit: a receiver with the same limit
+// would drop it and close the connection. Errors wrap ErrTooLarge.
+func (e *Endpoint) checkSize(payload, data int) error {
+	switch limit := e.cfg.PayloadLimit; {
+	case payload > limit:
+		return fmt.Errorf("%w: payload of %d bytes, PayloadLimit %d", ErrTooLarge, payload, limit)
+	case data > limit:
+		return fmt.Errorf("%w: encoded data of %d bytes (payload %d), PayloadLimit %d", ErrTooLarge, data, payload, limit)
+	}
+	return nil
+}
+
 // encodeRaw lays out a raw-lane frame; the payload is referenced, not copied.
+// Errors: ErrTooLarge (wrapped), compression errors.
 func (e *Endpoint) encodeRaw(dir Dir, id [16]byte, m *Msg) (frame, error) {
+	if err := e.checkSize(len(m.Payload), 0); err != nil {
+		return frame{}, err
+	}
 	comp := e.pickCompression(m.Compression, LaneRaw, len(m.Payload))
 	data, err := e.codecs.compress(comp, m.Payload)
+	if err == nil {
+		err = e.checkSize(len(m.Payload), len(data))
+	}
 	if err != nil {
 		return frame{}, err
 	}
@@ -67,8 +87,13 @@ func (e *Endpoint) encodeRaw(dir Dir, id [16]byte, m *Msg) (frame, error) {
 }
 
 // encodeLegacy lays out a header-version-1 frame whose data is augData
-// JSON with the payload base64 (specs/libnet.md sections 1, 4, 5).
+// JSON with the payload base64 (specs/libnet.md sections 1, 4, 5). Errors:
+// ErrTooLarge (wrapped; base64 makes the data a third larger than the
+// payload unless compressed), compression errors.
 func (e *Endpoint) encodeLegacy(dir Dir, id [16]byte, m *Msg, askTimeout time.Duration, ri *respInfo) (frame, error) {
+	if err := e.checkSize(len(m.Payload), 0); err != nil {
+		return frame{}, err
+	}
 	a := legacy.Aug{UUID: uuidText(id), Port: e.listenPort, Address: e.listenHost,
 		SendTime: time.Now().UnixMilli(), MsgDir: dir.String(), Route: m.Route, Payload: m.Payload}
 	if dir == DirResp {
@@ -82,6 +107,9 @@ func (e *Endpoint) encodeLegacy(dir Dir, id [16]byte, m *Msg, askTimeout time.Du
 	e.c.base64Ops.Add(uint64(ops.Base64))
 	comp := e.pickCompression(m.Compression, LaneLegacy, len(js))
 	data, err := e.codecs.compress(comp, js)
+	if err == nil {
+		err = e.checkSize(len(m.Payload), len(data))
+	}
 	if err != nil {
 		return frame{}, err
 	}

@@ -263,7 +263,8 @@ func (e *Endpoint) sendFrame(ctx context.Context, addr string, f *frame) error {
 // Tell sends m to peer ("ip:port") one-way on the peer's lane and returns
 // once the frame is written to the socket (or fails). ctx bounds the wait
 // for queue space and the write. Errors: ErrClosed, ErrRouteTooLong,
-// context errors, dial and write errors.
+// ErrTooLarge (wrapped, nothing written), context errors, dial and write
+// errors.
 func (e *Endpoint) Tell(ctx context.Context, peer string, m Msg) error {
 	f, err := e.encode(e.LaneFor(peer), DirTell, e.newID(), &m, 0, nil)
 	if err != nil {
@@ -274,7 +275,9 @@ func (e *Endpoint) Tell(ctx context.Context, peer string, m Msg) error {
 
 // MultiTell frames m once per lane and writes the same buffers to every
 // peer, concurrently. errs[i] is peers[i]'s result (nil on success); a slow
-// or dead peer delays only its own entry, up to ctx.
+// or dead peer delays only its own entry, up to ctx. A message that cannot
+// be encoded (ErrTooLarge, ErrRouteTooLong) is sent to no peer and every
+// entry holds that error.
 func (e *Endpoint) MultiTell(ctx context.Context, peers []string, m Msg) []error {
 	errs := make([]error, len(peers))
 	var frames [2]*frame
@@ -310,9 +313,10 @@ func (e *Endpoint) Stats() Stats {
 	s := Stats{
 		OutstandingSends: c.outSends.Load(), OutstandingReceives: c.outRecvs.Load(),
 		PendingAsks: pending, ArmedTimers: c.armedTimers.Load(),
-		Peers: c.peers.Load(), InboundConns: c.inbound.Load(),
+		Peers: c.peers.Load(), InboundConns: c.inbound.Load(), ReadBuffers: c.readBuffers.Load(),
 		Sent: c.sent.snapshot(), Received: c.recv.snapshot(),
-		SendErrors: c.sendErrors.Load(), Base64Ops: c.base64Ops.Load(), JSONOps: c.jsonOps.Load(),
+		SendErrors: c.sendErrors.Load(), RefusedConns: c.refusedConns.Load(), IdleClosed: c.idleClosed.Load(),
+		Base64Ops: c.base64Ops.Load(), JSONOps: c.jsonOps.Load(),
 		AskLatency: c.askLat.summary(), WriteLatency: c.writeLat.summary(),
 	}
 	for i := range s.Drops {

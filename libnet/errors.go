@@ -13,6 +13,7 @@ import (
 // connections carry on.
 var (
 	ErrTruncated       = wire.ErrTruncated       // a field runs past the frame
+	ErrEmptyFrame      = wire.ErrEmptyFrame      // outer length 0
 	ErrUnknownVersion  = wire.ErrUnknownVersion  // header version not 1 or 2
 	ErrUnknownLane     = wire.ErrUnknownLane     // first byte neither 0x01 nor '{'
 	ErrHeaderTooLarge  = wire.ErrHeaderTooLarge  // header over Config.HeaderLimit
@@ -32,6 +33,14 @@ var (
 	ErrUnsigned     = errors.New("libnet: unsigned message on a network that requires signatures")
 	ErrRouteTooLong = errors.New("libnet: route or sender id over 255 bytes")
 	ErrBadConfig    = errors.New("libnet: bad config")
+	// ErrTooLarge refuses a message to send (or a reply) whose payload or
+	// encoded data section is over Config.PayloadLimit; nothing is written.
+	// The wrapping error names the size and the limit in bytes.
+	ErrTooLarge = errors.New("libnet: message too large to send")
+	// ErrFrameTimeout ends a connection on which a frame's bytes did not
+	// all arrive within Config.FrameTimeout of its first byte; it reaches
+	// OnError wrapped in a *FrameError.
+	ErrFrameTimeout = errors.New("libnet: frame not received in time")
 )
 
 // SignatureError reports a signed frame whose signature does not verify
@@ -52,7 +61,8 @@ func (e *SignatureError) Error() string {
 func (e *SignatureError) Is(target error) bool { return target == ErrBadSignature }
 
 // FrameError reports a received frame that was rejected, with the remote
-// address; it wraps one of the parse sentinels above or a *SignatureError.
+// address; it wraps one of the parse sentinels above, ErrUnsigned,
+// ErrFrameTimeout or a *SignatureError.
 type FrameError struct {
 	Remote string
 	Err    error

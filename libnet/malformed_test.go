@@ -50,7 +50,7 @@ func TestMalformedFrames(t *testing.T) {
 		want  error
 	}{
 		{"lying outer length", binary.BigEndian.AppendUint32(nil, 0xffffffff), ErrPayloadTooLarge},
-		{"zero outer length", outer(nil), ErrPayloadTooLarge},
+		{"zero outer length", outer(nil), ErrEmptyFrame},
 		{"truncated frame", binary.BigEndian.AppendUint32(nil, 100), ErrTruncated},
 		{"unknown lane", outer([]byte{7, 1, 2}), ErrUnknownLane},
 		{"unknown version", outer(container(9, 0, nil, 0, nil, 0, nil)), ErrUnknownVersion},
@@ -84,6 +84,9 @@ func TestMalformedFrames(t *testing.T) {
 			var fe *FrameError
 			if !errors.As(err, &fe) || !errors.Is(err, tc.want) {
 				t.Fatalf("error %v, want %v", err, tc.want)
+			}
+			if tc.want != ErrPayloadTooLarge && errors.Is(err, ErrPayloadTooLarge) {
+				t.Fatalf("error %v also reports payload too large", err)
 			}
 			if _, err := io.ReadAll(c); err != nil { // closed cleanly by the endpoint
 				t.Fatalf("read after reject: %v", err)

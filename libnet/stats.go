@@ -19,11 +19,12 @@ const (
 	DropDuplicate                      // dedup: payload seen before on a Dedup route
 	DropLateReply                      // resp with no pending ask (timed out or unknown)
 	DropNoHandler                      // no handler for the route
+	DropFrameTimeout                   // frame not received whole within Config.FrameTimeout
 	dropReasons
 )
 
 func (r DropReason) String() string {
-	return [...]string{"bad_frame", "bad_signature", "unsigned", "duplicate", "late_reply", "no_handler"}[r]
+	return [...]string{"bad_frame", "bad_signature", "unsigned", "duplicate", "late_reply", "no_handler", "frame_timeout"}[r]
 }
 
 // Direction counts traffic one way.
@@ -48,10 +49,16 @@ type Stats struct {
 	ArmedTimers         int64 // ask deadlines armed and not yet stopped
 	Peers               int64 // pooled outbound connections
 	InboundConns        int64 // accepted connections open
+	// ReadBuffers is the bytes of read buffers connections hold: 16 KiB per
+	// connection, and while a frame that does not fit those is received, at
+	// most the bytes of it that have arrived plus 128 KiB more.
+	ReadBuffers int64
 
 	Sent, Received Direction
 	Drops          [dropReasons]uint64 // indexed by DropReason
 	SendErrors     uint64              // messages whose write failed
+	RefusedConns   uint64              // accepted connections closed over Config.MaxInboundConns
+	IdleClosed     uint64              // accepted connections closed with no frame for 2 x Config.IdleTimeout
 
 	// Base64Ops and JSONOps count base64 passes and JSON encode/parse
 	// passes over message data; the raw lane does none.
@@ -106,11 +113,11 @@ func (h *histogram) summary() Latency {
 }
 
 type counters struct {
-	outSends, outRecvs, armedTimers, peers, inbound atomic.Int64
-	sent, recv                                      direction
-	drops                                           [dropReasons]atomic.Uint64
-	sendErrors, base64Ops, jsonOps                  atomic.Uint64
-	askLat, writeLat                                *histogram
+	outSends, outRecvs, armedTimers, peers, inbound, readBuffers atomic.Int64
+	sent, recv                                                   direction
+	drops                                                        [dropReasons]atomic.Uint64
+	sendErrors, base64Ops, jsonOps, refusedConns, idleClosed     atomic.Uint64
+	askLat, writeLat                                             *histogram
 }
 
 func newCounters() *counters {

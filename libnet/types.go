@@ -149,7 +149,9 @@ type Reply struct {
 // Respond answers an ask with payload, which is read before Respond returns
 // and not kept. Raw-lane asks are answered on the connection they arrived
 // on; legacy asks go to the sender's listen port, as lib-net's respond()
-// does (src/index.ts). Responding to a tell or resp returns ErrNotAsk.
+// does (src/index.ts). Responding to a tell or resp returns ErrNotAsk; a
+// payload over Config.PayloadLimit returns ErrTooLarge (wrapped) and
+// nothing is written.
 type Respond func(payload []byte) error
 
 // Handler handles one received tell or ask. payload is valid only until

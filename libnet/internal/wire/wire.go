@@ -27,6 +27,7 @@ const (
 // Sentinel errors of the parsers. The libnet package re-exports them.
 var (
 	ErrTruncated       = errors.New("libnet: truncated frame")
+	ErrEmptyFrame      = errors.New("libnet: empty frame")
 	ErrUnknownVersion  = errors.New("libnet: unknown header version")
 	ErrUnknownLane     = errors.New("libnet: unknown lane marker")
 	ErrHeaderTooLarge  = errors.New("libnet: header too large")
