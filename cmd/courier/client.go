@@ -71,15 +71,14 @@ func runPublish(args []string) error {
 	}
 	msg := &message.Message{Payload: []byte(fs.Arg(0)), ContentTopic: *ct, Timestamp: time.Now().UnixNano()}
 	path := "/relay/v1/auto/messages"
-	hashTopic := *topic
 	if *topic != "" {
 		path = "/relay/v1/messages/" + url.PathEscape(*topic)
 	}
 	if _, err := restCall(http.MethodPost, *base, path, rest.NewMessage(msg)); err != nil {
 		return err
 	}
-	if hashTopic != "" {
-		fmt.Println(msg.Hash(hashTopic, nil))
+	if *topic != "" {
+		fmt.Println(msg.Hash(*topic, nil))
 	} else {
 		fmt.Println("OK")
 	}
