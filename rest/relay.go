@@ -20,51 +20,32 @@ import (
 var now = time.Now
 
 func (s *Server) postSubscriptions(w http.ResponseWriter, r *http.Request) {
-	topics, ok := s.readTopics(w, r)
-	if !ok || !validPubsubTopics(w, topics) {
-		return
-	}
-	s.subMu.Lock()
-	defer s.subMu.Unlock()
-	if err := s.subscribe(dedupe(topics)); err != nil {
-		writeText(w, http.StatusInternalServerError, "Failed to subscribe: "+err.Error())
-		return
-	}
-	s.cache.addPubsub(topics)
-	writeOK(w)
+	s.changeSubscriptions(w, r, false, func(topics, _ []string) error {
+		if err := s.subscribe(dedupe(topics)); err != nil {
+			return fmt.Errorf("Failed to subscribe: %w", err)
+		}
+		s.cache.addPubsub(topics)
+		return nil
+	})
 }
 
 func (s *Server) deleteSubscriptions(w http.ResponseWriter, r *http.Request) {
-	topics, ok := s.readTopics(w, r)
-	if !ok || !validPubsubTopics(w, topics) {
-		return
-	}
-	s.subMu.Lock()
-	defer s.subMu.Unlock()
-	if err := s.unsubscribe(s.cache.removePubsub(topics)); err != nil {
-		writeText(w, http.StatusInternalServerError, "Failed to unsubscribe: "+err.Error())
-		return
-	}
-	writeOK(w)
+	s.changeSubscriptions(w, r, false, func(topics, _ []string) error {
+		if err := s.unsubscribe(s.cache.removePubsub(topics)); err != nil {
+			return fmt.Errorf("Failed to unsubscribe: %w", err)
+		}
+		return nil
+	})
 }
 
 func (s *Server) postAutoSubscriptions(w http.ResponseWriter, r *http.Request) {
-	contentTopics, ok := s.readTopics(w, r)
-	if !ok {
-		return
-	}
-	shards, ok := s.shardsOf(w, contentTopics)
-	if !ok {
-		return
-	}
-	s.subMu.Lock()
-	defer s.subMu.Unlock()
-	if err := s.subscribe(dedupe(shards)); err != nil {
-		writeText(w, http.StatusInternalServerError, "Failed to subscribe: "+err.Error())
-		return
-	}
-	s.cache.addContent(contentTopics, shards)
-	writeOK(w)
+	s.changeSubscriptions(w, r, true, func(contentTopics, shards []string) error {
+		if err := s.subscribe(dedupe(shards)); err != nil {
+			return fmt.Errorf("Failed to subscribe: %w", err)
+		}
+		s.cache.addContent(contentTopics, shards)
+		return nil
+	})
 }
 
 // deleteAutoSubscriptions stops caching the content topics and leaves a
@@ -72,18 +53,34 @@ func (s *Server) postAutoSubscriptions(w http.ResponseWriter, r *http.Request) {
 // leaves the shard of every listed content topic, which also stops the other
 // content topics on it (logos-delivery#4456); this package does not.
 func (s *Server) deleteAutoSubscriptions(w http.ResponseWriter, r *http.Request) {
-	contentTopics, ok := s.readTopics(w, r)
+	s.changeSubscriptions(w, r, true, func(contentTopics, shards []string) error {
+		if err := s.unsubscribe(s.cache.removeContent(contentTopics, shards)); err != nil {
+			return fmt.Errorf("Failed to unsubscribe: %w", err)
+		}
+		return nil
+	})
+}
+
+// changeSubscriptions reads and checks the body's topics (content topics
+// when auto, with their shards), then runs apply under the subscription
+// lock; an error from apply is answered 500 with its text.
+func (s *Server) changeSubscriptions(w http.ResponseWriter, r *http.Request, auto bool, apply func(topics, shards []string) error) {
+	topics, ok := s.readTopics(w, r)
 	if !ok {
 		return
 	}
-	shards, ok := s.shardsOf(w, contentTopics)
-	if !ok {
+	var shards []string
+	if auto {
+		if shards, ok = s.shardsOf(w, topics); !ok {
+			return
+		}
+	} else if !validPubsubTopics(w, topics) {
 		return
 	}
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
-	if err := s.unsubscribe(s.cache.removeContent(contentTopics, shards)); err != nil {
-		writeText(w, http.StatusInternalServerError, "Failed to unsubscribe: "+err.Error())
+	if err := apply(topics, shards); err != nil {
+		writeText(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	writeOK(w)
