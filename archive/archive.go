@@ -35,27 +35,42 @@ type Archive interface {
 	Close() error
 }
 
-// Query is a store v3 query (13/WAKU2-STORE, StoreQueryRequest). Either
-// Hashes is set (a lookup by hash), or the content filter: PubsubTopic,
-// ContentTopics, StartTime and EndTime. The two never mix. An empty query
-// selects every stored message.
+// Query is a store v3 query (13/WAKU2-STORE, StoreQueryRequest) with the
+// semantics of nwaku v0.38.1's archive drivers (waku_archive/archive.nim and
+// waku_archive/driver/{sqlite,postgres}_driver): every filter that is set is
+// ANDed with the others, hashes included. Every implementation of Archive
+// answers exactly these rules:
+//
+//   - PubsubTopic: "" selects every pubsub topic.
+//   - ContentTopics: a message matches when its content topic is one of
+//     them; empty selects every content topic. They need no PubsubTopic.
+//   - StartTime <= timestamp <= EndTime, both inclusive, Unix nanoseconds;
+//     nil is unbounded. The spec (rfc-index 13/store.md) makes the end
+//     exclusive; nwaku's drivers compare timestamp <= endTime, and interop
+//     with nwaku wins.
+//   - Hashes: a message matches when its hash is one of them; hashes not
+//     stored are left out. Hashes are ANDed with the other filters as nwaku
+//     does (js-waku sends a pubsub topic along with the hashes).
+//   - Cursor: the page starts strictly after (Forward) or ends strictly
+//     before (backward) the cursor's (timestamp, hash), in every query form,
+//     hash lookups included.
+//
+// The order is (timestamp, hash), both ascending. With a Cursor, more than
+// MaxContentTopics content topics is ErrTooManyContentTopics; without one
+// any number is accepted, as nwaku checks the count only when a cursor is
+// present. An empty query selects every stored message.
 type Query struct {
-	// PubsubTopic selects messages of one pubsub topic; "" selects all. It
-	// must be set when ContentTopics is.
-	PubsubTopic string
-	// ContentTopics selects messages whose content topic is one of these (at
-	// most MaxContentTopics); empty selects all of PubsubTopic.
+	PubsubTopic   string
 	ContentTopics []string
-	// StartTime and EndTime bound the message timestamp in Unix nanoseconds:
-	// StartTime inclusive, EndTime exclusive; nil means unbounded.
+	// StartTime and EndTime bound the message timestamp in Unix nanoseconds,
+	// both inclusive; nil means unbounded.
 	StartTime, EndTime *int64
 	// Hashes selects the messages with these hashes (at most MaxQueryHashes).
-	// Hashes not stored are left out of the result.
 	Hashes []message.Hash
 	// Cursor is the hash of the message the page starts after (Forward) or
 	// ends before (backward), exclusive; nil starts at the first (Forward) or
-	// last message. An all-zero cursor is invalid; a cursor not stored gives
-	// ErrUnknownCursor.
+	// last message. An all-zero cursor is ErrZeroCursor; a cursor not stored
+	// is ErrUnknownCursor.
 	Cursor *message.Hash
 	// Forward pages from old to new; false (the store v3 default) pages from
 	// new to old. Results are always in forward order.
@@ -63,9 +78,8 @@ type Query struct {
 	// Limit is the page size: 0 means DefaultPageSize, more than MaxPageSize
 	// means MaxPageSize, negative is invalid.
 	Limit int
-	// IncludeData reads each message's bytes from the segments and fills
-	// Stored.Message and Stored.Wire; false returns hashes, topics and
-	// timestamps only (a presence query).
+	// IncludeData reads each message's stored bytes into Stored.Wire; false
+	// returns hashes, topics and timestamps only (a presence query).
 	IncludeData bool
 }
 
@@ -83,13 +97,11 @@ type Result struct {
 type Stored struct {
 	Hash        message.Hash
 	PubsubTopic string
-	// Message is the decoded message, nil unless Query.IncludeData. It
-	// aliases Wire.
-	Message *message.Message
 	// Wire is the encoded WakuMessage exactly as it was appended (at most
-	// message.MaxSize bytes), nil unless Query.IncludeData. It is a fresh
-	// buffer that the caller owns; Message aliases it, so modifying it
-	// modifies Message.
+	// message.MaxSize bytes), nil unless Query.IncludeData. It is not
+	// decoded: the archive checks its length and CRC-32C only, so a store
+	// server can write it into a response as it is. It is a fresh buffer
+	// that the caller owns.
 	Wire []byte
 	// Timestamp orders the archive, in Unix nanoseconds: the message's
 	// timestamp field when it is positive, otherwise the time the archive
@@ -103,7 +115,8 @@ const (
 	DefaultPageSize = 20
 	// MaxPageSize is the largest page a query returns.
 	MaxPageSize = 100
-	// MaxContentTopics is the most content topics a query may name.
+	// MaxContentTopics is the most content topics a query with a cursor may
+	// name.
 	MaxContentTopics = 10
 	// MaxQueryHashes is the most hashes a hash lookup may name.
 	MaxQueryHashes = 1000
@@ -118,6 +131,12 @@ var (
 	// ErrUnknownCursor is a query whose cursor is not stored; it wraps
 	// ErrBadQuery.
 	ErrUnknownCursor = badQuery("cursor not stored")
+	// ErrZeroCursor is a query whose cursor is all zero bytes; it wraps
+	// ErrBadQuery.
+	ErrZeroCursor = badQuery("all-zero cursor")
+	// ErrTooManyContentTopics is a query with a cursor and more than
+	// MaxContentTopics content topics; it wraps ErrBadQuery.
+	ErrTooManyContentTopics = badQuery("too many content topics")
 	// ErrBadEnvelope is returned by Append for a nil envelope or message, or
 	// wire bytes over message.MaxSize.
 	ErrBadEnvelope = errors.New("archive: bad envelope")
@@ -170,10 +189,6 @@ type Config struct {
 	// writer commits whatever is queued, up to MaxBatch, never waiting for
 	// more. 0 means DefaultMaxBatch (1024); negative is invalid.
 	MaxBatch int
-	// Counters receives the decodes of messages read back by Query. nil
-	// means a private Counters, so reads never count as the node's receive
-	// work.
-	Counters *message.Counters
 	// Now gives the receive time stored for messages without a positive
 	// timestamp. nil means time.Now.
 	Now func() time.Time
@@ -207,9 +222,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = DefaultMaxBatch
-	}
-	if c.Counters == nil {
-		c.Counters = new(message.Counters)
 	}
 	if c.Now == nil {
 		c.Now = time.Now

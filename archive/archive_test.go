@@ -31,8 +31,7 @@ func TestAppendQueryRoundTrip(t *testing.T) {
 		envs = append(envs, env)
 		appendWait(t, a, env)
 	}
-	var c message.Counters
-	b := openT(t, t.TempDir(), archive.Config{Counters: &c})
+	b := openT(t, t.TempDir(), archive.Config{})
 	defer b.Close()
 	appendWait(t, b, envs[0])
 	for _, arch := range []*archive.Embedded{a, b} {
@@ -55,16 +54,13 @@ func TestAppendQueryRoundTrip(t *testing.T) {
 			if s.Hash != env.Hash() || s.PubsubTopic != env.PubsubTopic() || s.Timestamp != env.Message().Timestamp {
 				t.Fatalf("got %x %q %d, want %x %q %d", s.Hash, s.PubsubTopic, s.Timestamp, env.Hash(), env.PubsubTopic(), env.Message().Timestamp)
 			}
-			if !bytes.Equal(s.Wire, env.Wire()) || !s.Message.Equal(env.Message()) {
+			if !bytes.Equal(s.Wire, env.Wire()) {
 				t.Fatalf("message %x does not read back identical", env.Hash())
 			}
 		}
 		if d := message.Default.Snapshot().Sub(before).Decodes; d != 0 {
-			t.Fatalf("archive reads counted %d decodes in message.Default", d)
+			t.Fatalf("archive reads decoded %d messages; the stored bytes are returned as they are", d)
 		}
-	}
-	if got := c.Snapshot().Decodes; got != 1 {
-		t.Fatalf("Config.Counters counted %d decodes, want 1", got)
 	}
 	st := a.Stats()
 	var want uint64
@@ -161,8 +157,8 @@ func TestNoTimestampUsesReceiveTime(t *testing.T) {
 	if len(res.Messages) != 1 || res.Messages[0].Timestamp != recv.UnixNano() {
 		t.Fatalf("got %+v, want timestamp %d", res.Messages, recv.UnixNano())
 	}
-	if got := res.Messages[0].Message.Timestamp; got != 0 || !bytes.Equal(res.Messages[0].Wire, env.Wire()) {
-		t.Fatalf("stored message changed: timestamp %d", got)
+	if !bytes.Equal(res.Messages[0].Wire, env.Wire()) {
+		t.Fatal("stored message changed")
 	}
 }
 

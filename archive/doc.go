@@ -13,7 +13,7 @@
 // record's segment and offset, with a unique index on the hash and indexes
 // on (timestamp, hash), (pubsub topic, timestamp, hash) and (pubsub topic,
 // content topic, timestamp, hash) for the store v3 orders. Reads pread the
-// record into a fresh buffer, check it and decode it.
+// record into a fresh buffer and check it; they never decode it.
 //
 // Why: as a B-tree value (SQLite blobs, 16 KiB pages) a 65 kB payload is
 // written twice, to the WAL and then at the checkpoint, and capped near
@@ -87,9 +87,11 @@
 // the message's timestamp field when positive; a message without one is
 // stored with the time the archive received it (Config.Now), as nwaku
 // does, while its wire bytes keep the original. Cursors are exclusive
-// message hashes; pages come back in forward order. A query on several
-// content topics reads one ordered index range per topic, each at most one
-// page long, and merges them, so its cost does not grow with the archive.
+// message hashes; pages come back in forward order; filters are ANDed and
+// the time range includes both ends, as in nwaku (see Query). A query on a
+// pubsub topic and up to MaxContentTopics content topics reads one ordered
+// index range per topic, each at most one page long, and merges them, so
+// its cost does not grow with the archive.
 //
 // # Files
 //

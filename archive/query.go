@@ -33,21 +33,18 @@ func cmpRows(x, y row) int {
 	return bytes.Compare(x.hash[:], y.hash[:])
 }
 
-// check validates q and returns its page size.
+// check validates q and returns its page size. The order of the checks
+// follows nwaku's findMessages (waku_archive/archive.nim).
 func (q *Query) check() (int, error) {
 	switch {
 	case q.Limit < 0:
 		return 0, badQuery(fmt.Sprintf("negative limit %d", q.Limit))
-	case len(q.Hashes) > 0 && (q.PubsubTopic != "" || len(q.ContentTopics) > 0 || q.StartTime != nil || q.EndTime != nil):
-		return 0, badQuery("hash lookup mixed with a content filter")
 	case len(q.Hashes) > MaxQueryHashes:
 		return 0, badQuery(fmt.Sprintf("%d hashes, over %d", len(q.Hashes), MaxQueryHashes))
-	case len(q.ContentTopics) > 0 && q.PubsubTopic == "":
-		return 0, badQuery("content topics without a pubsub topic")
-	case len(q.ContentTopics) > MaxContentTopics:
-		return 0, badQuery(fmt.Sprintf("%d content topics, over %d", len(q.ContentTopics), MaxContentTopics))
 	case q.Cursor != nil && *q.Cursor == (message.Hash{}):
-		return 0, badQuery("all-zero cursor")
+		return 0, ErrZeroCursor
+	case q.Cursor != nil && len(q.ContentTopics) > MaxContentTopics:
+		return 0, ErrTooManyContentTopics
 	}
 	switch {
 	case q.Limit == 0:
@@ -59,8 +56,8 @@ func (q *Query) check() (int, error) {
 }
 
 // Query implements Archive. With IncludeData it reads each message's record
-// from its segment into a fresh buffer, checks its length and CRC-32C and
-// decodes it, counting in Config.Counters.
+// from its segment into a fresh buffer and checks its length and CRC-32C;
+// it does not decode it.
 func (a *Embedded) Query(ctx context.Context, q Query) (*Result, error) {
 	a.st.queries.Add(1)
 	limit, err := q.check()
@@ -83,28 +80,28 @@ func (a *Embedded) Query(ctx context.Context, q Query) (*Result, error) {
 			return nil, fmt.Errorf("archive: index: %w", err)
 		}
 	}
+	topics := slices.Clone(q.ContentTopics)
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
 	var rows []row
 	switch {
 	case len(q.Hashes) > 0:
-		rows, err = a.byHashes(ctx, &q, cur, limit)
-	case len(q.ContentTopics) > 0:
+		rows, err = a.byHashes(ctx, &q, topics, cur, limit)
+	case q.PubsubTopic != "" && len(topics) > 1 && len(topics) <= MaxContentTopics:
 		// One ordered index range per content topic, merged: each range
 		// reads at most limit+1 rows however large the archive is.
-		topics := slices.Clone(q.ContentTopics)
-		slices.Sort(topics)
-		topics = slices.Compact(topics)
 		for i := range topics {
 			var r []row
-			if r, err = a.byFilter(ctx, &q, &topics[i], cur, limit+1); err != nil {
+			if r, err = a.byFilter(ctx, &q, topics[i:i+1], cur, limit+1); err != nil {
 				break
 			}
 			rows = append(rows, r...)
 		}
-		if err == nil && len(topics) > 1 {
+		if err == nil {
 			rows = ordered(rows, q.Forward, limit+1)
 		}
 	default:
-		rows, err = a.byFilter(ctx, &q, nil, cur, limit+1)
+		rows, err = a.byFilter(ctx, &q, topics, cur, limit+1)
 	}
 	if err != nil {
 		return nil, err
@@ -145,16 +142,43 @@ func ordered(rows []row, forward bool, n int) []row {
 
 const selectRow = "SELECT hash, ts, pubsub_topic, seg, off, len FROM messages"
 
-func (a *Embedded) byHashes(ctx context.Context, q *Query, cur *row, limit int) ([]row, error) {
+// filterConds returns the SQL conditions and arguments of q's pubsub topic,
+// content topics and time range (both ends inclusive).
+func filterConds(q *Query, contents []string) (conds []string, args []any) {
+	if q.PubsubTopic != "" {
+		conds, args = append(conds, "pubsub_topic = ?"), append(args, q.PubsubTopic)
+	}
+	switch len(contents) {
+	case 0:
+	case 1:
+		conds, args = append(conds, "content_topic = ?"), append(args, contents[0])
+	default:
+		conds = append(conds, "content_topic IN (?"+strings.Repeat(",?", len(contents)-1)+")")
+		for _, c := range contents {
+			args = append(args, c)
+		}
+	}
+	if q.StartTime != nil {
+		conds, args = append(conds, "ts >= ?"), append(args, *q.StartTime)
+	}
+	if q.EndTime != nil {
+		conds, args = append(conds, "ts <= ?"), append(args, *q.EndTime)
+	}
+	return conds, args
+}
+
+// byHashes selects the stored messages among q.Hashes that pass q's other
+// filters and the cursor, up to limit+1 in query direction.
+func (a *Embedded) byHashes(ctx context.Context, q *Query, contents []string, cur *row, limit int) ([]row, error) {
 	hashes := slices.Clone(q.Hashes)
 	slices.SortFunc(hashes, func(x, y message.Hash) int { return bytes.Compare(x[:], y[:]) })
 	hashes = slices.Compact(hashes)
-	args := make([]any, len(hashes))
+	conds, args := filterConds(q, contents)
+	conds = append(conds, "hash IN (?"+strings.Repeat(",?", len(hashes)-1)+")")
 	for i := range hashes {
-		args[i] = hashes[i][:]
+		args = append(args, hashes[i][:])
 	}
-	stmt := selectRow + " WHERE hash IN (?" + strings.Repeat(",?", len(hashes)-1) + ")"
-	rows, err := a.scan(ctx, stmt, args)
+	rows, err := a.scan(ctx, selectRow+" INDEXED BY messages_hash WHERE "+strings.Join(conds, " AND "), args)
 	if err != nil {
 		return nil, err
 	}
@@ -168,33 +192,19 @@ func (a *Embedded) byHashes(ctx context.Context, q *Query, cur *row, limit int) 
 }
 
 // byFilter selects up to n rows in query direction from one index range:
-// pubsub topic and content topic (when content is not nil), time bounds and
-// cursor.
-func (a *Embedded) byFilter(ctx context.Context, q *Query, content *string, cur *row, n int) ([]row, error) {
+// pubsub topic, content topics (any of them), time bounds and cursor.
+func (a *Embedded) byFilter(ctx context.Context, q *Query, contents []string, cur *row, n int) ([]row, error) {
 	var sb strings.Builder
 	sb.WriteString(selectRow)
 	switch {
-	case content != nil:
+	case q.PubsubTopic != "" && len(contents) == 1:
 		sb.WriteString(" INDEXED BY messages_content")
 	case q.PubsubTopic != "":
 		sb.WriteString(" INDEXED BY messages_pubsub")
 	default:
 		sb.WriteString(" INDEXED BY messages_time")
 	}
-	var conds []string
-	var args []any
-	if q.PubsubTopic != "" {
-		conds, args = append(conds, "pubsub_topic = ?"), append(args, q.PubsubTopic)
-	}
-	if content != nil {
-		conds, args = append(conds, "content_topic = ?"), append(args, *content)
-	}
-	if q.StartTime != nil {
-		conds, args = append(conds, "ts >= ?"), append(args, *q.StartTime)
-	}
-	if q.EndTime != nil {
-		conds, args = append(conds, "ts < ?"), append(args, *q.EndTime)
-	}
+	conds, args := filterConds(q, contents)
 	if cur != nil {
 		op := "<"
 		if q.Forward {
@@ -240,7 +250,7 @@ func (a *Embedded) scan(ctx context.Context, stmt string, args []any) ([]row, er
 	return out, nil
 }
 
-// readData fills the Message and Wire of out from the segments.
+// readData fills the Wire of out from the segments.
 func (a *Embedded) readData(ctx context.Context, rows []row, out []Stored) error {
 	files := segFiles{dir: a.dir}
 	defer files.close()
@@ -252,15 +262,9 @@ func (a *Embedded) readData(ctx context.Context, rows []row, out []Stored) error
 		if err != nil {
 			return err
 		}
-		wire, err := readRecord(f, r.off, r.length)
-		if err != nil {
+		if out[i].Wire, err = readRecord(f, r.off, r.length); err != nil {
 			return err
 		}
-		msg, err := message.Decode(wire, a.cfg.Counters)
-		if err != nil {
-			return fmt.Errorf("%w: message %s: %v", ErrCorrupt, r.hash, err)
-		}
-		out[i].Message, out[i].Wire = msg, wire
 	}
 	return nil
 }

@@ -102,18 +102,24 @@ func TestQuery(t *testing.T) {
 		{"topic backward cursor between ties", archive.Query{PubsubTopic: "A", Limit: 2, Cursor: f.hash("tHi")}, "a2 tLo | a2"},
 		{"topic backward exact fit", archive.Query{PubsubTopic: "A", Limit: 6}, "a1 a2 tLo tHi a5 a6 | -"},
 		{"start inclusive", archive.Query{PubsubTopic: "A", Forward: true, StartTime: i64(30)}, "tLo tHi a5 a6 | -"},
-		{"end exclusive", archive.Query{PubsubTopic: "A", Forward: true, EndTime: i64(30)}, "a1 a2 | -"},
-		{"range", archive.Query{PubsubTopic: "A", Forward: true, StartTime: i64(20), EndTime: i64(41)}, "a2 tLo tHi a5 | -"},
-		{"empty range", archive.Query{PubsubTopic: "A", Forward: true, StartTime: i64(31), EndTime: i64(31)}, " | -"},
-		{"range backward paged", archive.Query{PubsubTopic: "A", StartTime: i64(20), EndTime: i64(50), Limit: 2}, "tHi a5 | tHi"},
-		{"range all topics", archive.Query{StartTime: i64(25), EndTime: i64(36), Forward: true}, "b1 tLo tHi b2 | -"},
+		{"end inclusive", archive.Query{PubsubTopic: "A", Forward: true, EndTime: i64(30)}, "a1 a2 tLo tHi | -"},
+		{"range", archive.Query{PubsubTopic: "A", Forward: true, StartTime: i64(20), EndTime: i64(40)}, "a2 tLo tHi a5 | -"},
+		{"one instant", archive.Query{PubsubTopic: "A", Forward: true, StartTime: i64(30), EndTime: i64(30)}, "tLo tHi | -"},
+		{"empty range", archive.Query{PubsubTopic: "A", Forward: true, StartTime: i64(31), EndTime: i64(39)}, " | -"},
+		{"reversed range", archive.Query{PubsubTopic: "A", Forward: true, StartTime: i64(40), EndTime: i64(30)}, " | -"},
+		{"range backward paged", archive.Query{PubsubTopic: "A", StartTime: i64(20), EndTime: i64(49), Limit: 2}, "tHi a5 | tHi"},
+		{"range all topics", archive.Query{StartTime: i64(25), EndTime: i64(35), Forward: true}, "b1 tLo tHi b2 | -"},
 		{"content x", archive.Query{PubsubTopic: "A", ContentTopics: ct("x"), Forward: true}, "a1 tLo tHi a6 | -"},
 		{"content x other pubsub", archive.Query{PubsubTopic: "B", ContentTopics: ct("x"), Forward: true}, "b1 | -"},
 		{"content x y", archive.Query{PubsubTopic: "A", ContentTopics: ct("y", "x"), Forward: true}, "a1 a2 tLo tHi a6 | -"},
 		{"content x y paged", archive.Query{PubsubTopic: "A", ContentTopics: ct("x", "y", "x"), Forward: true, Limit: 2, Cursor: f.hash("a2")}, "tLo tHi | tHi"},
 		{"content x z backward", archive.Query{PubsubTopic: "A", ContentTopics: ct("x", "z"), Limit: 3}, "tHi a5 a6 | tHi"},
 		{"content x z backward page 2", archive.Query{PubsubTopic: "A", ContentTopics: ct("x", "z"), Limit: 3, Cursor: f.hash("tHi")}, "a1 tLo | -"},
-		{"content with range", archive.Query{PubsubTopic: "A", ContentTopics: ct("x"), StartTime: i64(11), EndTime: i64(50), Forward: true}, "tLo tHi | -"},
+		{"content with range", archive.Query{PubsubTopic: "A", ContentTopics: ct("x"), StartTime: i64(11), EndTime: i64(49), Forward: true}, "tLo tHi | -"},
+		{"content without pubsub", archive.Query{ContentTopics: ct("x"), Forward: true}, "a1 b1 tLo tHi a6 | -"},
+		{"content x y without pubsub backward", archive.Query{ContentTopics: ct("x", "y"), Limit: 3}, "tHi b2 a6 | tHi"},
+		{"content x y without pubsub page 2", archive.Query{ContentTopics: ct("x", "y"), Limit: 3, Cursor: f.hash("tHi")}, "a2 b1 tLo | a2"},
+		{"eleven content topics without cursor", archive.Query{PubsubTopic: "A", ContentTopics: ct("x", "y", "c", "d", "e", "f", "g", "h", "i", "j", "k"), Forward: true, Limit: 3}, "a1 a2 tLo | tLo"},
 		{"content unknown", archive.Query{PubsubTopic: "A", ContentTopics: ct("w"), Forward: true}, " | -"},
 		{"hashes", archive.Query{Hashes: []message.Hash{*f.hash("a6"), *f.hash("b1"), *f.hash("a1"), {1}}, Forward: true}, "a1 b1 a6 | -"},
 		{"hashes paged forward", archive.Query{Hashes: []message.Hash{*f.hash("a6"), *f.hash("b1"), *f.hash("a1")}, Forward: true, Limit: 2}, "a1 b1 | b1"},
@@ -121,6 +127,10 @@ func TestQuery(t *testing.T) {
 		{"hashes backward", archive.Query{Hashes: []message.Hash{*f.hash("a6"), *f.hash("b1"), *f.hash("a1")}, Limit: 2}, "b1 a6 | b1"},
 		{"hashes backward page 2", archive.Query{Hashes: []message.Hash{*f.hash("a6"), *f.hash("b1"), *f.hash("a1")}, Limit: 2, Cursor: f.hash("b1")}, "a1 | -"},
 		{"hashes repeated", archive.Query{Hashes: []message.Hash{*f.hash("a2"), *f.hash("a2")}}, "a2 | -"},
+		{"hashes and pubsub topic", archive.Query{Hashes: []message.Hash{*f.hash("a6"), *f.hash("b1"), *f.hash("a1")}, PubsubTopic: "A", Forward: true}, "a1 a6 | -"},
+		{"hashes and content topic", archive.Query{Hashes: []message.Hash{*f.hash("a2"), *f.hash("b2"), *f.hash("a1")}, ContentTopics: ct("y"), Forward: true}, "a2 b2 | -"},
+		{"hashes and time", archive.Query{Hashes: []message.Hash{*f.hash("a6"), *f.hash("tLo"), *f.hash("a1")}, StartTime: i64(10), EndTime: i64(30), Forward: true}, "a1 tLo | -"},
+		{"hashes and other pubsub topic", archive.Query{Hashes: []message.Hash{*f.hash("a6")}, PubsubTopic: "B"}, " | -"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,10 +149,10 @@ func TestQuery(t *testing.T) {
 					if m.PubsubTopic != env.PubsubTopic() || m.Timestamp != env.Message().Timestamp {
 						t.Fatalf("%s: topic %q time %d", f.names[m.Hash], m.PubsubTopic, m.Timestamp)
 					}
-					if data != (m.Message != nil) || data != (m.Wire != nil) {
-						t.Fatalf("IncludeData %v but Message %v", data, m.Message != nil)
+					if data != (m.Wire != nil) {
+						t.Fatalf("IncludeData %v but Wire %v", data, m.Wire != nil)
 					}
-					if data && (!bytes.Equal(m.Wire, env.Wire()) || !m.Message.Equal(env.Message())) {
+					if data && !bytes.Equal(m.Wire, env.Wire()) {
 						t.Fatalf("%s does not read back", f.names[m.Hash])
 					}
 				}
@@ -212,12 +222,10 @@ func TestQueryBad(t *testing.T) {
 		want error
 	}{
 		{"negative limit", archive.Query{Limit: -1}, archive.ErrBadQuery},
-		{"hashes with topic", archive.Query{Hashes: []message.Hash{{1}}, PubsubTopic: "A"}, archive.ErrBadQuery},
-		{"hashes with time", archive.Query{Hashes: []message.Hash{{1}}, StartTime: i64(1)}, archive.ErrBadQuery},
 		{"too many hashes", archive.Query{Hashes: make([]message.Hash, archive.MaxQueryHashes+1)}, archive.ErrBadQuery},
-		{"content without pubsub", archive.Query{ContentTopics: []string{"x"}}, archive.ErrBadQuery},
-		{"too many content topics", archive.Query{PubsubTopic: "A", ContentTopics: tooMany}, archive.ErrBadQuery},
-		{"zero cursor", archive.Query{Cursor: &zero}, archive.ErrBadQuery},
+		{"too many content topics with a cursor", archive.Query{PubsubTopic: "A", ContentTopics: tooMany, Cursor: f.hash("a1")}, archive.ErrTooManyContentTopics},
+		{"zero cursor", archive.Query{Cursor: &zero}, archive.ErrZeroCursor},
+		{"zero cursor before too many content topics", archive.Query{ContentTopics: tooMany, Cursor: &zero}, archive.ErrZeroCursor},
 		{"unknown cursor", archive.Query{Cursor: &unknown}, archive.ErrUnknownCursor},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
