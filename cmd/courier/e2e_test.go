@@ -961,14 +961,15 @@ func checkArchive(t *testing.T, n *nodeProc, want map[message.Hash]restMessage, 
 			continue
 		}
 		wm := m.message()
-		if s.PubsubTopic != e2eTopic || s.Message == nil || !bytes.Equal(s.Message.Payload, m.Payload) ||
-			s.Message.ContentTopic != m.ContentTopic || s.Message.Timestamp != m.Timestamp ||
-			!bytes.Equal(s.Message.Meta, m.Meta) || s.Message.Version != m.Version || s.Timestamp != m.Timestamp {
-			t.Errorf("%s's archive has %s as %+v on %q, want %+v", n.name, h, s.Message, s.PubsubTopic, wm)
+		sm, err := message.Decode(s.Wire, nil)
+		if err != nil || sm.Hash(e2eTopic, nil) != h {
+			t.Errorf("%s's archive: wire bytes of %s do not decode to it (%v)", n.name, h, err)
 			continue
 		}
-		if dm, err := message.Decode(s.Wire, nil); err != nil || dm.Hash(e2eTopic, nil) != h {
-			t.Errorf("%s's archive: wire bytes of %s do not decode to it (%v)", n.name, h, err)
+		if s.PubsubTopic != e2eTopic || !bytes.Equal(sm.Payload, m.Payload) ||
+			sm.ContentTopic != m.ContentTopic || sm.Timestamp != m.Timestamp ||
+			!bytes.Equal(sm.Meta, m.Meta) || sm.Version != m.Version || s.Timestamp != m.Timestamp {
+			t.Errorf("%s's archive has %s as %+v on %q, want %+v", n.name, h, sm, s.PubsubTopic, wm)
 		}
 	}
 	if lost == 0 && len(got) != len(want) {
