@@ -1,0 +1,128 @@
+package storesync
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/message"
+)
+
+// Protocol ids (waku-org/specs standards/core/sync.md; nwaku codecs.nim).
+const (
+	ReconciliationID = "/vac/waku/reconciliation/1.0.0"
+	TransferID       = "/vac/waku/transfer/1.0.0"
+)
+
+// Defaults, nwaku v0.38.1's (waku_store_sync/common.nim,
+// reconciliation.nim, storage/seq_storage.nim) unless said otherwise.
+const (
+	DefaultInterval         = 300 * time.Second
+	DefaultRange            = time.Hour
+	DefaultRelayJitter      = 20 * time.Second
+	DefaultStorageCapacity  = 50_000
+	DefaultItemSetThreshold = 100
+	DefaultPartitions       = 8
+	// DefaultMaxPayloadSize bounds one reconciliation frame in bytes (nwaku
+	// reads any length). A full storage's items fit in about 2.1 MB.
+	DefaultMaxPayloadSize = 8 << 20
+	// DefaultMaxRoundTrips bounds the payloads one session may exchange.
+	DefaultMaxRoundTrips = 64
+	// DefaultIOTimeout bounds each read or write of a session.
+	DefaultIOTimeout = 30 * time.Second
+	// DefaultExpectTTL is how long after its last use what a session found
+	// missing is still accepted over transfer.
+	DefaultExpectTTL = 2 * time.Minute
+	// DefaultMaxInboundSessions bounds the sessions served at once.
+	DefaultMaxInboundSessions = 4
+)
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("storesync: invalid configuration")
+
+// Config tunes a Service. A zero field means its default.
+type Config struct {
+	// PubsubTopics and ContentTopics are the topics synced; empty means all.
+	// nwaku syncs the pubsub topics of its relayed shards and its
+	// --content-topic list.
+	PubsubTopics, ContentTopics []string
+	// Interval is the time between two sync rounds (--store-sync-interval).
+	// Default 300 s; negative: only the round right after Start.
+	Interval time.Duration
+	// Range is how far back a round reaches (--store-sync-range). Default
+	// 1 h.
+	Range time.Duration
+	// RelayJitter is how far before now a round stops, so that messages
+	// still travelling through relay are not fetched twice
+	// (--store-sync-relay-jitter). Default 20 s.
+	RelayJitter time.Duration
+	// StorageCapacity bounds the index in items. Default 50,000.
+	StorageCapacity int
+	// ItemSetThreshold and Partitions: ranges of at most ItemSetThreshold
+	// items are sent as item sets, larger differing ones split into
+	// Partitions parts. Defaults 100 and 8.
+	ItemSetThreshold, Partitions int
+	// MaxPayloadSize bounds a received reconciliation frame, in bytes.
+	MaxPayloadSize int
+	// MaxRoundTrips bounds the payloads of one session. Default 64.
+	MaxRoundTrips int
+	// IOTimeout bounds each read and write. Default 30 s.
+	IOTimeout time.Duration
+	// ExpectTTL: see DefaultExpectTTL.
+	ExpectTTL time.Duration
+	// MaxInboundSessions bounds the sessions served at once; more are reset.
+	MaxInboundSessions int
+	// Peers returns the peers a round may pick from at random. Nil means
+	// the connected peers that announced ReconciliationID.
+	Peers func() []peer.ID
+	// Counters receives the decode and hash counts of transferred
+	// messages. Nil means a new set.
+	Counters *message.Counters
+	// Logger receives the service's logs. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.Interval, DefaultInterval)
+	def(&c.Range, DefaultRange)
+	def(&c.RelayJitter, DefaultRelayJitter)
+	def(&c.IOTimeout, DefaultIOTimeout)
+	def(&c.ExpectTTL, DefaultExpectTTL)
+	defInt := func(d *int, v int) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	defInt(&c.StorageCapacity, DefaultStorageCapacity)
+	defInt(&c.ItemSetThreshold, DefaultItemSetThreshold)
+	defInt(&c.Partitions, DefaultPartitions)
+	defInt(&c.MaxPayloadSize, DefaultMaxPayloadSize)
+	defInt(&c.MaxRoundTrips, DefaultMaxRoundTrips)
+	defInt(&c.MaxInboundSessions, DefaultMaxInboundSessions)
+	if c.Counters == nil {
+		c.Counters = new(message.Counters)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Range < 0, c.RelayJitter < 0, c.IOTimeout < 0, c.ExpectTTL < 0:
+		return fmt.Errorf("%w: negative duration", ErrConfig)
+	case c.StorageCapacity < 0, c.ItemSetThreshold < 0, c.MaxPayloadSize < 0, c.MaxRoundTrips < 0, c.MaxInboundSessions < 0:
+		return fmt.Errorf("%w: negative size", ErrConfig)
+	case c.Partitions < 2:
+		return fmt.Errorf("%w: partitions %d, want at least 2", ErrConfig, c.Partitions)
+	}
+	return nil
+}

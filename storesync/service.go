@@ -1,0 +1,450 @@
+package storesync
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/message"
+)
+
+// Service errors.
+var (
+	// ErrNoPeer is returned by a round when no peer serves store-sync.
+	ErrNoPeer = errors.New("storesync: no peer serves store-sync")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("storesync: closed")
+	// ErrTooManyRoundTrips ends a session that does not converge.
+	ErrTooManyRoundTrips = errors.New("storesync: too many round trips")
+)
+
+// Archive is what the service needs of an archive: archive.Archive
+// satisfies it.
+type Archive interface {
+	Append(ctx context.Context, env *message.Envelope, done func(error)) error
+	Query(ctx context.Context, q archive.Query) (*archive.Result, error)
+}
+
+// Service runs store-sync for one node: it keeps the Storage index, serves
+// both protocols, and syncs with a random peer once right after Start and
+// then every Config.Interval.
+type Service struct {
+	cfg     Config
+	host    host.Host
+	archive Archive
+	storage *Storage
+	st      counters
+	sem     chan struct{} // inbound sessions in progress
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	expect map[peer.ID]*expectation
+	closed bool
+}
+
+// New returns a service over h and a; Start mounts it.
+func New(h host.Host, a Archive, cfg Config) (*Service, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Service{
+		cfg: cfg, host: h, archive: a,
+		storage: NewStorage(cfg.StorageCapacity, cfg.ItemSetThreshold, cfg.Partitions),
+		sem:     make(chan struct{}, cfg.MaxInboundSessions),
+		ctx:     ctx, cancel: cancel,
+		expect: map[peer.ID]*expectation{},
+	}, nil
+}
+
+// Storage returns the service's index.
+func (s *Service) Storage() *Storage { return s.storage }
+
+// Start fills the index with what the archive holds in the sync window,
+// mounts both protocols and starts the rounds. ctx bounds the fill only.
+func (s *Service) Start(ctx context.Context) error {
+	n, err := s.fill(ctx)
+	if err != nil {
+		return fmt.Errorf("storesync: load index from archive: %w", err)
+	}
+	s.cfg.Logger.Info("store-sync started", "items", n, "interval", s.cfg.Interval, "range", s.cfg.Range, "relay_jitter", s.cfg.RelayJitter)
+	s.host.SetStreamHandler(ReconciliationID, s.handleReconciliation)
+	s.host.SetStreamHandler(TransferID, s.handleTransfer)
+	s.wg.Add(1)
+	go s.loop()
+	return nil
+}
+
+// Close stops the rounds, unmounts the protocols and waits for the
+// sessions in progress to end. Calling it again returns nil.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.host.RemoveStreamHandler(ReconciliationID)
+	s.host.RemoveStreamHandler(TransferID)
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// Ingest indexes a relayed or archived envelope; ephemeral messages are
+// not. It reuses the envelope's hash (no second hash). It runs as a relay
+// handler.
+func (s *Service) Ingest(env *message.Envelope) {
+	m := env.Message()
+	if m.Ephemeral {
+		return
+	}
+	s.storage.Insert(SyncID{Time: syncTime(m), Hash: env.Hash()}, env.PubsubTopic(), m.ContentTopic)
+}
+
+// syncTime is the time a message is indexed under: its timestamp, or now
+// for a message without one (as archives order it).
+func syncTime(m *message.Message) int64 {
+	if m.Timestamp > 0 {
+		return m.Timestamp
+	}
+	return time.Now().UnixNano()
+}
+
+// window returns the bounds a round reconciles: from now - jitter - range
+// to now - jitter (nwaku's calculateTimeRange).
+func (s *Service) window(now time.Time) Bounds {
+	end := now.Add(-s.cfg.RelayJitter).UnixNano()
+	return Bounds{Lower: SyncID{Time: end - int64(s.cfg.Range)}, Upper: SyncID{Time: end, Hash: fullHash}}
+}
+
+// fill loads the archive's messages of the sync window into the index, in
+// pages of archive.MaxPageSize, as nwaku's initFillStorage does.
+func (s *Service) fill(ctx context.Context) (int, error) {
+	if s.archive == nil {
+		return 0, nil
+	}
+	w := s.window(time.Now())
+	start, end := w.Lower.Time, time.Now().UnixNano()
+	q := archive.Query{StartTime: &start, EndTime: &end, Forward: true, Limit: archive.MaxPageSize, IncludeData: true}
+	n := 0
+	for {
+		res, err := s.archive.Query(ctx, q)
+		if err != nil {
+			return n, err
+		}
+		for _, m := range res.Messages {
+			if m.Message != nil && s.storage.Insert(SyncID{Time: m.Timestamp, Hash: m.Hash}, m.PubsubTopic, m.Message.ContentTopic) {
+				n++
+			}
+		}
+		if res.Cursor == nil {
+			return n, nil
+		}
+		q.Cursor = res.Cursor
+	}
+}
+
+func (s *Service) loop() {
+	defer s.wg.Done()
+	// The first round runs as soon as a peer serves store-sync, so a node
+	// that restarts catches up at once; it retries every few seconds until
+	// one does, for at most an interval.
+	first := time.Now()
+	retry := time.NewTicker(2 * time.Second)
+	defer retry.Stop()
+	for {
+		_, err := s.Round(s.ctx)
+		if err == nil || !errors.Is(err, ErrNoPeer) || time.Since(first) > max(s.cfg.Interval, 0) {
+			break
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-retry.C:
+		}
+	}
+	retry.Stop()
+	if s.cfg.Interval < 0 {
+		<-s.ctx.Done()
+		return
+	}
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.prune()
+		_, _ = s.Round(s.ctx)
+	}
+}
+
+// prune drops index items older than the window and expectations past
+// their time.
+func (s *Service) prune() {
+	n := s.storage.Prune(s.window(time.Now()).Lower.Time)
+	s.cfg.Logger.Debug("store-sync pruned", "items", n, "left", s.storage.Len())
+	s.mu.Lock()
+	for p, e := range s.expect {
+		if e.sessions == 0 && time.Now().After(e.until) {
+			delete(s.expect, p)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// Round syncs with one peer picked at random among Config.Peers and
+// returns what the session found. Errors: ErrNoPeer, ErrClosed, stream and
+// codec errors.
+func (s *Service) Round(ctx context.Context) (Result, error) {
+	peers := s.peers()
+	if len(peers) == 0 {
+		return Result{}, ErrNoPeer
+	}
+	return s.SyncWith(ctx, peers[rand.IntN(len(peers))])
+}
+
+func (s *Service) peers() []peer.ID {
+	if s.cfg.Peers != nil {
+		return s.cfg.Peers()
+	}
+	var out []peer.ID
+	for _, p := range s.host.Network().Peers() {
+		if ps, err := s.host.Peerstore().SupportsProtocols(p, ReconciliationID); err == nil && len(ps) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Result sums up one session.
+type Result struct {
+	Peer       peer.ID
+	RoundTrips int           // payloads received
+	Sent       int           // messages pushed to the peer
+	Missing    int           // messages the peer was found to hold and this side not
+	Elapsed    time.Duration // reconciliation and transfer
+}
+
+// SyncWith runs one session with p as initiator, over the window ending
+// RelayJitter before now, then pushes what p lacks.
+func (s *Service) SyncWith(ctx context.Context, p peer.ID) (Result, error) {
+	if s.ctx.Err() != nil {
+		return Result{}, ErrClosed
+	}
+	start := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	s.st.rounds.Add(1)
+	str, err := s.host.NewStream(ctx, p, ReconciliationID)
+	if err != nil {
+		s.st.roundsFailed.Add(1)
+		return Result{Peer: p}, fmt.Errorf("storesync: open stream to %s: %w", p, err)
+	}
+	w := s.window(time.Now())
+	first := &Payload{PubsubTopics: s.cfg.PubsubTopics, ContentTopics: s.cfg.ContentTopics,
+		Ranges: []Range{{Bounds: w, Type: FingerprintRange, Fingerprint: s.storage.Fingerprint(w, s.cfg.PubsubTopics, s.cfg.ContentTopics)}}}
+	res, err := s.session(ctx, str, first)
+	res.Elapsed = time.Since(start)
+	if err != nil {
+		s.st.roundsFailed.Add(1)
+		s.cfg.Logger.Warn("store-sync round failed", "peer", p, "err", err)
+		return res, err
+	}
+	s.cfg.Logger.Info("store-sync round done", "peer", p, "round_trips", res.RoundTrips, "sent", res.Sent, "missing", res.Missing, "elapsed", res.Elapsed)
+	return res, nil
+}
+
+func (s *Service) handleReconciliation(str network.Stream) {
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		s.st.sessionsRefused.Add(1)
+		_ = str.Reset()
+		return
+	}
+	s.wg.Add(1)
+	defer func() { <-s.sem; s.wg.Done() }()
+	s.st.served.Add(1)
+	if _, err := s.session(s.ctx, str, nil); err != nil {
+		s.cfg.Logger.Debug("store-sync session failed", "peer", str.Conn().RemotePeer(), "err", err)
+	}
+}
+
+// session runs the exchange on str: as initiator when first is not nil
+// (it is sent first), else as responder. Then it pushes what the peer
+// lacks over the transfer protocol.
+func (s *Service) session(ctx context.Context, str network.Stream, first *Payload) (Result, error) {
+	p := str.Conn().RemotePeer()
+	res := Result{Peer: p}
+	exp := s.beginExpect(p)
+	defer s.endExpect(p, exp)
+	r := bufio.NewReader(str)
+	var toSend []message.Hash
+	err := func() error {
+		defer str.Close()
+		if first != nil {
+			if err := s.write(str, AppendPayload(nil, first)); err != nil {
+				return err
+			}
+		}
+		for {
+			if res.RoundTrips >= s.cfg.MaxRoundTrips {
+				return ErrTooManyRoundTrips
+			}
+			in, err := s.read(str, r)
+			if err != nil {
+				return err
+			}
+			res.RoundTrips++
+			s.st.roundTrips.Add(1)
+			s.st.ranges.Add(uint64(len(in.Ranges)))
+			if in.done() {
+				return nil
+			}
+			if !s.scope(in) {
+				// No topic in common: an empty frame, as nwaku answers.
+				return s.write(str, nil)
+			}
+			out, d := s.storage.Process(in)
+			exp.add(d, in.PubsubTopics, in.ContentTopics)
+			toSend = append(toSend, d.ToSend...)
+			res.Missing += len(d.ToRecv)
+			s.st.differences.Add(uint64(len(d.ToSend) + len(d.ToRecv)))
+			out.PubsubTopics, out.ContentTopics = s.cfg.PubsubTopics, s.cfg.ContentTopics
+			if err := s.write(str, AppendPayload(nil, out)); err != nil {
+				return err
+			}
+			if out.done() {
+				return nil
+			}
+		}
+	}()
+	if err != nil {
+		_ = str.Reset()
+		return res, err
+	}
+	res.Sent, err = s.push(ctx, p, toSend)
+	return res, err
+}
+
+// scope narrows in's topics to those both sides sync, as nwaku's
+// preProcessPayload does; false when they share none.
+func (s *Service) scope(in *Payload) bool {
+	var ok bool
+	if in.PubsubTopics, ok = intersect(in.PubsubTopics, s.cfg.PubsubTopics); !ok {
+		return false
+	}
+	in.ContentTopics, ok = intersect(in.ContentTopics, s.cfg.ContentTopics)
+	return ok
+}
+
+// intersect returns the topics both lists allow (an empty list allows
+// all), and false when two non-empty lists share none.
+func intersect(theirs, ours []string) ([]string, bool) {
+	switch {
+	case len(ours) == 0:
+		return theirs, true
+	case len(theirs) == 0:
+		return ours, true
+	}
+	var out []string
+	for _, t := range theirs {
+		for _, o := range ours {
+			if t == o {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out, len(out) > 0
+}
+
+// write sends one length-prefixed frame on a reconciliation stream.
+func (s *Service) write(str network.Stream, b []byte) error {
+	return s.writeFrame(str, b, &s.st.reconBytesSent)
+}
+
+// writeFrame sends one length-prefixed frame and counts its bytes in sent.
+func (s *Service) writeFrame(str network.Stream, b []byte, sent *atomic.Uint64) error {
+	_ = str.SetWriteDeadline(time.Now().Add(s.cfg.IOTimeout))
+	frame := protowire.AppendVarint(make([]byte, 0, len(b)+binaryVarintLen), uint64(len(b)))
+	if _, err := str.Write(append(frame, b...)); err != nil {
+		return fmt.Errorf("storesync: write: %w", err)
+	}
+	sent.Add(uint64(len(frame) + len(b)))
+	return nil
+}
+
+const binaryVarintLen = 10
+
+// read receives and decodes one payload.
+func (s *Service) read(str network.Stream, r *bufio.Reader) (*Payload, error) {
+	_ = str.SetReadDeadline(time.Now().Add(s.cfg.IOTimeout))
+	b, err := readFrame(r, s.cfg.MaxPayloadSize)
+	if err != nil {
+		return nil, err
+	}
+	s.st.reconBytesReceived.Add(uint64(len(b)))
+	return DecodePayload(b)
+}
+
+// ErrFrameTooLarge is returned for a frame over its bound.
+var ErrFrameTooLarge = errors.New("storesync: frame too large")
+
+// readFrame reads one unsigned-varint length-prefixed frame of at most max
+// bytes into a fresh buffer the caller owns.
+func readFrame(r *bufio.Reader, max int) ([]byte, error) {
+	n, err := readUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(max) {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrFrameTooLarge, n, max)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("storesync: truncated frame: %w", err)
+	}
+	return b, nil
+}
+
+func readUvarint(r *bufio.Reader) (uint64, error) {
+	var v uint64
+	for i := 0; i < binaryVarintLen; i++ {
+		c, err := r.ReadByte()
+		if err != nil {
+			if i > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: frame length varint too long", ErrMalformed)
+}
