@@ -136,7 +136,8 @@ func (s *Service) window(now time.Time) Bounds {
 }
 
 // fill loads the archive's messages of the sync window into the index, in
-// pages of archive.MaxPageSize, as nwaku's initFillStorage does.
+// pages of archive.MaxPageSize, as nwaku's initFillStorage does. It reads
+// every message's bytes (the content topic is in them).
 func (s *Service) fill(ctx context.Context) (int, error) {
 	if s.archive == nil {
 		return 0, nil
@@ -151,7 +152,13 @@ func (s *Service) fill(ctx context.Context) (int, error) {
 			return n, err
 		}
 		for _, m := range res.Messages {
-			if m.Message != nil && s.storage.Insert(SyncID{Time: m.Timestamp, Hash: m.Hash}, m.PubsubTopic, m.Message.ContentTopic) {
+			// The content topic is in the stored bytes only: one decode per
+			// message, at start.
+			msg, err := message.Decode(m.Wire, s.cfg.Counters)
+			if err != nil {
+				return n, fmt.Errorf("stored message %s: %w", m.Hash, err)
+			}
+			if s.storage.Insert(SyncID{Time: m.Timestamp, Hash: m.Hash}, m.PubsubTopic, msg.ContentTopic) {
 				n++
 			}
 		}
