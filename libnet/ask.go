@@ -29,8 +29,8 @@ type call struct{ ch chan result } // capacity 1
 // deadline timer are removed on every exit: reply, deadline, cancel, write
 // error and Close (seed 004 section 3.1). Errors: ErrTimeout (wrapping
 // context.DeadlineExceeded), context.Canceled, ErrClosed, ErrNoListener
-// (legacy lane on a send-only endpoint), ErrTooLarge (wrapped, nothing
-// written), ErrRouteTooLong, dial and write errors.
+// (legacy lane on a send-only endpoint), ErrTooLarge and ErrBadMsg
+// (wrapped, nothing written), ErrRouteTooLong, dial and write errors.
 func (e *Endpoint) Ask(ctx context.Context, peer string, m Msg) (Reply, error) {
 	lane := e.LaneFor(peer)
 	ctx, done := e.askContext(ctx)
@@ -187,13 +187,24 @@ func (e *Endpoint) deliver(c *conn, h *Header, payload []byte, aliased bool) {
 		return
 	}
 	if aliased {
-		payload = append(make([]byte, 0, len(payload)), payload...)
+		payload = exactCopy(payload)
 	}
 	r := result{reply: Reply{Header: *h, Payload: payload}}
-	r.reply.Header.Owner = append([]byte(nil), h.Owner...)
+	r.reply.Header.Owner = exactCopy(h.Owner)
 	select {
 	case pc.ch <- r:
 	default:
 		e.drop(DropLateReply, nil) // a second reply to the same ask
 	}
+}
+
+// exactCopy returns a copy of b whose capacity is its length (nil for nil),
+// so that an append by its owner never reaches memory it shares.
+func exactCopy(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	c := make([]byte, len(b))
+	copy(c, b)
+	return c
 }

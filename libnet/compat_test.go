@@ -155,7 +155,7 @@ func TestHeaderV1HandBuiltFrames(t *testing.T) {
 			if _, err := c.Write(handV1Frame(t, tc.data, tc.code, uuid, "lib-net-node")); err != nil {
 				t.Fatal(err)
 			}
-			if p := <-got; !bytes.Equal(p, payload) {
+			if p := recv(t, got); !bytes.Equal(p, payload) {
 				t.Fatalf("payload %x", p)
 			}
 			if rc == nil {

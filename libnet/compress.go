@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/andybalholm/brotli"
@@ -89,7 +90,8 @@ func (c *codecs) compress(comp Compression, src []byte) ([]byte, error) {
 }
 
 // decompress returns src decompressed into a new slice of at most c.limit
-// bytes; sizeHint preallocates. CompressNone returns src itself.
+// bytes whose capacity is its length; sizeHint preallocates. CompressNone
+// returns src itself.
 func (c *codecs) decompress(comp Compression, src []byte, sizeHint int) ([]byte, error) {
 	var r io.Reader
 	switch comp {
@@ -114,7 +116,7 @@ func (c *codecs) decompress(comp Compression, src []byte, sizeHint int) ([]byte,
 		if len(out) > c.limit {
 			return nil, ErrPayloadTooLarge
 		}
-		return out, nil
+		return slices.Clip(out), nil
 	default:
 		return nil, fmt.Errorf("%w: compression %d", ErrMalformed, comp)
 	}
@@ -126,5 +128,5 @@ func (c *codecs) decompress(comp Compression, src []byte, sizeHint int) ([]byte,
 	if n > int64(c.limit) {
 		return nil, ErrPayloadTooLarge
 	}
-	return buf.Bytes(), nil
+	return slices.Clip(buf.Bytes()), nil
 }

@@ -88,8 +88,8 @@ type Config struct {
 	// Handler receives tells and asks on routes without their own handler;
 	// nil drops them (counted as DropNoHandler).
 	Handler Handler
-	// OnError, if set, is called with every rejected frame (*FrameError)
-	// and failed reply. It must not block.
+	// OnError, if set, is called with every rejected frame (*FrameError),
+	// failed reply and failed accept (*AcceptError). It must not block.
 	OnError func(err error)
 }
 

@@ -29,20 +29,42 @@ type conn struct {
 	dead       atomic.Bool // the read loop has ended
 }
 
+// Backoff between failed accepts: doubled from acceptBackoffMin on each
+// consecutive failure up to acceptBackoffMax.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// acceptLoop accepts connections until the listener is closed. An accept
+// that fails for any other reason (too many open files, a connection
+// aborted before it was accepted) is counted in Stats.AcceptErrors,
+// reported to OnError as an *AcceptError and retried after a backoff, so
+// the endpoint does not go deaf while the listener is open.
 func (e *Endpoint) acceptLoop() {
 	defer e.wg.Done()
+	var backoff time.Duration
 	for {
 		nc, err := e.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			e.c.acceptErrors.Add(1)
+			if e.cfg.OnError != nil {
+				e.cfg.OnError(&AcceptError{Err: err, Retry: backoff})
 			}
-			return
+			t := time.NewTimer(backoff)
+			select {
+			case <-e.quit:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
 		}
+		backoff = 0
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
@@ -215,7 +237,7 @@ func (c *conn) verify(f *wire.Frame, h *Header) (DropReason, error) {
 		return 0, nil
 	}
 	if reason := c.ep.signer.verify(f.Owner, f.Sig, f.Signed); reason != "" {
-		return DropBadSignature, &SignatureError{Owner: append([]byte(nil), f.Owner...), Reason: reason}
+		return DropBadSignature, &SignatureError{Owner: exactCopy(f.Owner), Reason: reason}
 	}
 	h.Owner = f.Owner
 	return 0, nil

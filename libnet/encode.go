@@ -36,9 +36,22 @@ func (e *Endpoint) pickCompression(c Compression, lane Lane, n int) Compression 
 	return c
 }
 
+// checkMsg refuses what a caller put in m that cannot be sent: a route
+// over 255 bytes (ErrRouteTooLong) or a Compression that is not one of the
+// constants (ErrBadMsg, wrapped).
+func checkMsg(m *Msg) error {
+	switch {
+	case len(m.Route) > 255:
+		return ErrRouteTooLong
+	case m.Compression > CompressZstd:
+		return fmt.Errorf("%w: compression %d", ErrBadMsg, m.Compression)
+	}
+	return nil
+}
+
 func (e *Endpoint) encode(lane Lane, dir Dir, id [16]byte, m *Msg, askTimeout time.Duration, ri *respInfo) (frame, error) {
-	if len(m.Route) > 255 {
-		return frame{}, ErrRouteTooLong
+	if err := checkMsg(m); err != nil {
+		return frame{}, err
 	}
 	if lane == LaneRaw {
 		return e.encodeRaw(dir, id, m)

@@ -128,11 +128,17 @@ func (e *Endpoint) Handle(name string, h Handler, opts RouteOptions) {
 }
 
 // SetPeerLane makes peer ("ip:port") receive lane l, overriding
-// Config.Lane and what was learned.
-func (e *Endpoint) SetPeerLane(peer string, l Lane) {
+// Config.Lane and what was learned. A lane that cannot be sent (LaneJSON or
+// a value that is not a Lane constant) is refused with ErrBadConfig
+// (wrapped) and changes nothing.
+func (e *Endpoint) SetPeerLane(peer string, l Lane) error {
+	if l != LaneLegacy && l != LaneRaw {
+		return fmt.Errorf("%w: lane %d cannot be sent", ErrBadConfig, l)
+	}
 	e.mu.Lock()
 	e.lanes[peer] = l
 	e.mu.Unlock()
+	return nil
 }
 
 // LaneFor returns the lane a message to peer is sent on.
@@ -242,29 +248,37 @@ func (e *Endpoint) peer(addr string) (*peer, error) {
 	return p, nil
 }
 
-// sendFrame queues f to addr and waits until it is written. A peer that
-// was evicted between lookup and enqueue is looked up once more.
+// sendFrame queues f to addr and waits until it is written. A message
+// that a peer's writer never took because the peer stopped (evicted while
+// the message was queued) goes out through a fresh peer, on a new
+// connection; only a closed endpoint returns ErrClosed.
 func (e *Endpoint) sendFrame(ctx context.Context, addr string, f *frame) error {
-	for attempt := 0; ; attempt++ {
+	for {
 		p, err := e.peer(addr)
 		if err != nil {
 			return err
 		}
-		err = p.send(ctx, f)
-		if !errors.Is(err, errPeerStopped) || attempt > 0 {
-			if errors.Is(err, errPeerStopped) {
-				err = ErrClosed
-			}
+		if err = p.send(ctx, f); !errors.Is(err, errPeerStopped) {
 			return err
 		}
+		e.forget(addr, p)
 	}
+}
+
+// forget removes p from the pool if it is still addr's peer.
+func (e *Endpoint) forget(addr string, p *peer) {
+	e.mu.Lock()
+	if q, ok := e.pool.Peek(addr); ok && q == p {
+		e.pool.Remove(addr)
+	}
+	e.mu.Unlock()
 }
 
 // Tell sends m to peer ("ip:port") one-way on the peer's lane and returns
 // once the frame is written to the socket (or fails). ctx bounds the wait
 // for queue space and the write. Errors: ErrClosed, ErrRouteTooLong,
-// ErrTooLarge (wrapped, nothing written), context errors, dial and write
-// errors.
+// ErrBadMsg and ErrTooLarge (wrapped, nothing written), context errors,
+// dial and write errors.
 func (e *Endpoint) Tell(ctx context.Context, peer string, m Msg) error {
 	f, err := e.encode(e.LaneFor(peer), DirTell, e.newID(), &m, 0, nil)
 	if err != nil {
@@ -276,7 +290,7 @@ func (e *Endpoint) Tell(ctx context.Context, peer string, m Msg) error {
 // MultiTell frames m once per lane and writes the same buffers to every
 // peer, concurrently. errs[i] is peers[i]'s result (nil on success); a slow
 // or dead peer delays only its own entry, up to ctx. A message that cannot
-// be encoded (ErrTooLarge, ErrRouteTooLong) is sent to no peer and every
+// be encoded (ErrTooLarge, ErrBadMsg, ErrRouteTooLong) is sent to no peer and every
 // entry holds that error.
 func (e *Endpoint) MultiTell(ctx context.Context, peers []string, m Msg) []error {
 	errs := make([]error, len(peers))
@@ -316,7 +330,8 @@ func (e *Endpoint) Stats() Stats {
 		Peers: c.peers.Load(), InboundConns: c.inbound.Load(), ReadBuffers: c.readBuffers.Load(),
 		Sent: c.sent.snapshot(), Received: c.recv.snapshot(),
 		SendErrors: c.sendErrors.Load(), RefusedConns: c.refusedConns.Load(), IdleClosed: c.idleClosed.Load(),
-		Base64Ops: c.base64Ops.Load(), JSONOps: c.jsonOps.Load(),
+		AcceptErrors: c.acceptErrors.Load(),
+		Base64Ops:    c.base64Ops.Load(), JSONOps: c.jsonOps.Load(),
 		AskLatency: c.askLat.summary(), WriteLatency: c.writeLat.summary(),
 	}
 	for i := range s.Drops {

@@ -3,6 +3,7 @@ package libnet
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/couriernet/courier/libnet/internal/legacy"
 	"github.com/couriernet/courier/libnet/internal/wire"
@@ -33,6 +34,9 @@ var (
 	ErrUnsigned     = errors.New("libnet: unsigned message on a network that requires signatures")
 	ErrRouteTooLong = errors.New("libnet: route or sender id over 255 bytes")
 	ErrBadConfig    = errors.New("libnet: bad config")
+	// ErrBadMsg refuses a Msg whose Compression is not one of the
+	// Compression constants; nothing is written.
+	ErrBadMsg = errors.New("libnet: bad message")
 	// ErrTooLarge refuses a message to send (or a reply) whose payload or
 	// encoded data section is over Config.PayloadLimit; nothing is written.
 	// The wrapping error names the size and the limit in bytes.
@@ -72,3 +76,18 @@ func (e *FrameError) Error() string { return "libnet: frame from " + e.Remote + 
 
 // Unwrap returns the underlying error.
 func (e *FrameError) Unwrap() error { return e.Err }
+
+// AcceptError reports a failed accept on the listener (for example too
+// many open files); the endpoint retries after Retry. It unwraps to the
+// listener's error.
+type AcceptError struct {
+	Err   error
+	Retry time.Duration
+}
+
+func (e *AcceptError) Error() string {
+	return fmt.Sprintf("libnet: accept: %v (retrying in %v)", e.Err, e.Retry)
+}
+
+// Unwrap returns the listener's error.
+func (e *AcceptError) Unwrap() error { return e.Err }

@@ -102,7 +102,7 @@ func TestRoundTripLanes(t *testing.T) {
 			if err := a.Tell(ctx, b.Addr(), Msg{Route: "echo", Payload: payload}); err != nil {
 				t.Fatal(err)
 			}
-			if s := <-got; s != "node-a/echo/"+string(payload) {
+			if s := recv(t, got); s != "node-a/echo/"+string(payload) {
 				t.Fatalf("tell delivered %.40q", s)
 			}
 			r, err := a.Ask(ctx, b.Addr(), Msg{Route: "echo", Payload: payload})
@@ -172,7 +172,7 @@ func TestDedup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if x, y := <-got, <-got; x != "one" || y != "two" {
+	if x, y := recv(t, got), recv(t, got); x != "one" || y != "two" {
 		t.Fatalf("got %q %q", x, y)
 	}
 	if d := b.Stats().Drops[DropDuplicate]; d != 1 {

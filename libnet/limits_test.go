@@ -29,6 +29,20 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// recv returns the next value from ch; the 30 s bound only keeps a broken
+// build from hanging and is not a timing assertion.
+func recv[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing received within 30 s")
+	}
+	var zero T
+	return zero
+}
+
 // dialRaw opens a plain TCP connection to addr and writes b on it.
 func dialRaw(t testing.TB, addr string, b []byte) net.Conn {
 	t.Helper()
@@ -216,7 +230,7 @@ func TestMaxInboundConns(t *testing.T) {
 	if err := a.Tell(context.Background(), b.Addr(), Msg{Route: "r", Payload: []byte("in")}); err != nil {
 		t.Fatal(err)
 	}
-	if p := <-got; p != "in" {
+	if p := recv(t, got); p != "in" {
 		t.Fatalf("handler got %q", p)
 	}
 	if s := b.Stats(); s.RefusedConns != 1 || s.InboundConns != 2 {
@@ -245,7 +259,7 @@ func TestLargeFramesRoundTrip(t *testing.T) {
 		if err := a.Tell(context.Background(), b.Addr(), Msg{Route: "big", Payload: p}); err != nil {
 			t.Fatalf("%d bytes: %v", size, err)
 		}
-		if q := <-got; !bytes.Equal(q, p) {
+		if q := recv(t, got); !bytes.Equal(q, p) {
 			t.Fatalf("%d bytes: payload differs (got %d bytes)", size, len(q))
 		}
 	}
@@ -318,11 +332,11 @@ func TestRespondOverPayloadLimitRefused(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { _, err := a.Ask(ctx, b.Addr(), Msg{Route: "r"}); done <- err }()
-			if err := <-res; !errors.Is(err, ErrTooLarge) {
+			if err := recv(t, res); !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("respond: %v, want ErrTooLarge", err)
 			}
 			cancel()
-			if err := <-done; !errors.Is(err, context.Canceled) {
+			if err := recv(t, done); !errors.Is(err, context.Canceled) {
 				t.Fatalf("ask: %v", err)
 			}
 			if s := b.Stats(); s.Sent.Msgs != 0 || s.SendErrors != 0 {
@@ -342,7 +356,7 @@ func TestEmptyFrameError(t *testing.T) {
 	}
 	defer b.Close()
 	c := dialRaw(t, b.Addr(), []byte{0, 0, 0, 0})
-	err = <-errs
+	err = recv(t, errs)
 	var fe *FrameError
 	if !errors.As(err, &fe) || !errors.Is(err, ErrEmptyFrame) || errors.Is(err, ErrPayloadTooLarge) ||
 		!strings.HasSuffix(err.Error(), "empty frame") {

@@ -80,7 +80,7 @@ func TestMalformedFrames(t *testing.T) {
 			defer c.Close()
 			c.Write(tc.bytes)
 			c.(*net.TCPConn).CloseWrite()
-			err = <-errs
+			err = recv(t, errs)
 			var fe *FrameError
 			if !errors.As(err, &fe) || !errors.Is(err, tc.want) {
 				t.Fatalf("error %v, want %v", err, tc.want)
@@ -130,7 +130,7 @@ func TestBadSignatureIsRejectedAndCounted(t *testing.T) {
 	if _, err := good.Ask(context.Background(), b.Addr(), Msg{Route: "ping"}); err != nil {
 		t.Fatal(err)
 	}
-	<-done
+	recv(t, done)
 	for b.Stats().Drops[DropBadSignature] != 1 {
 		time.Sleep(time.Millisecond)
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// errPeerStopped reports a peer that stopped (evicted or closed) before the
-// message was queued; sendFrame retries once with a fresh peer.
+// errPeerStopped reports a peer that stopped (evicted or closed) before its
+// writer took the message; sendFrame sends it again through a fresh peer.
 var errPeerStopped = errors.New("libnet: peer stopped")
 
 const maxBatch = 64 // frames per writev
@@ -76,8 +76,8 @@ func (p *peer) send(ctx context.Context, f *frame) error {
 		return err
 	case <-ctx.Done():
 		return p.cancel(r, ctx.Err())
-	case <-p.stopped:
-		return p.cancel(r, ErrClosed)
+	case <-p.stopped: // queued after the writer's last drain: never taken
+		return p.cancel(r, errPeerStopped)
 	}
 }
 

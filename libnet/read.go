@@ -185,7 +185,7 @@ func (r *frameReader) body(n int) ([]byte, error) {
 			return nil, r.midFrame(err)
 		}
 		r.peeked = n
-		return b, nil
+		return b[:n:n], nil
 	}
 	for got := 0; got < n; {
 		s := stepPool.Get().(*[readStep]byte)
@@ -299,5 +299,5 @@ func (r *frameReader) getBig(n int) []byte {
 	}
 	r.big = bp
 	r.gauge.Add(int64(cap(*bp)))
-	return (*bp)[:n]
+	return (*bp)[:n:n]
 }

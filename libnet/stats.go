@@ -23,8 +23,13 @@ const (
 	dropReasons
 )
 
+var dropNames = [dropReasons]string{"bad_frame", "bad_signature", "unsigned", "duplicate", "late_reply", "no_handler", "frame_timeout"}
+
 func (r DropReason) String() string {
-	return [...]string{"bad_frame", "bad_signature", "unsigned", "duplicate", "late_reply", "no_handler", "frame_timeout"}[r]
+	if r >= dropReasons {
+		return "unknown"
+	}
+	return dropNames[r]
 }
 
 // Direction counts traffic one way.
@@ -59,6 +64,7 @@ type Stats struct {
 	SendErrors     uint64              // messages whose write failed
 	RefusedConns   uint64              // accepted connections closed over Config.MaxInboundConns
 	IdleClosed     uint64              // accepted connections closed with no frame for 2 x Config.IdleTimeout
+	AcceptErrors   uint64              // failed accepts on the listener, each retried (*AcceptError)
 
 	// Base64Ops and JSONOps count base64 passes and JSON encode/parse
 	// passes over message data; the raw lane does none.
@@ -117,6 +123,7 @@ type counters struct {
 	sent, recv                                                   direction
 	drops                                                        [dropReasons]atomic.Uint64
 	sendErrors, base64Ops, jsonOps, refusedConns, idleClosed     atomic.Uint64
+	acceptErrors                                                 atomic.Uint64
 	askLat, writeLat                                             *histogram
 }
 

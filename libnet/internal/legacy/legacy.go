@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -34,8 +35,8 @@ type Aug struct {
 	MsgDir            string
 	Route             string
 	// Payload is the binary payload. On parse it is freshly allocated, or
-	// nil when data is not a binary route envelope (then Data holds the raw
-	// JSON of data, aliasing the parsed input).
+	// nil when data is not a binary route envelope (then Data holds a copy
+	// of the raw JSON of data). Both have capacity equal to their length.
 	Payload []byte
 	Binary  bool
 	Data    []byte
@@ -138,7 +139,7 @@ func Parse(b []byte) (Aug, Ops, error) {
 	}
 	a := Aug{UUID: w.UUID, Port: w.Port, Address: w.Address, SendTime: w.SendTime,
 		ReceivedTime: w.ReceivedTime, ReplyTime: w.ReplyTime, ReplyReceivedTime: w.ReplyReceivedTime,
-		MsgDir: w.MsgDir, Data: w.Data}
+		MsgDir: w.MsgDir, Data: slices.Clip(w.Data)}
 	if w.Timeout != nil {
 		a.Timeout, a.HasTimeout = *w.Timeout, true
 	}
@@ -156,6 +157,6 @@ func Parse(b []byte) (Aug, Ops, error) {
 	if err != nil {
 		return Aug{}, ops, fmt.Errorf("%w: payload: %w", ErrBadEnvelope, err)
 	}
-	a.Payload, a.Binary, a.Route, a.Data = p, true, env.Route, nil
+	a.Payload, a.Binary, a.Route, a.Data = slices.Clip(p), true, env.Route, nil
 	return a, ops, nil
 }

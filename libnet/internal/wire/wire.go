@@ -147,7 +147,7 @@ func ParseFrame(b []byte, lim Limits) (Frame, error) {
 	if r.off != len(b) {
 		return Frame{}, fmt.Errorf("%w: %d trailing bytes", ErrLengthMismatch, len(b)-r.off)
 	}
-	f.Signed = b[1:dataEnd]
+	f.Signed = b[1:dataEnd:dataEnd]
 	return f, nil
 }
 
