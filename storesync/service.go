@@ -247,10 +247,13 @@ func (s *Service) peers() []peer.ID {
 // Result sums up one session.
 type Result struct {
 	Peer       peer.ID
-	RoundTrips int           // payloads received
-	Sent       int           // messages pushed to the peer
-	Missing    int           // messages the peer was found to hold and this side not
-	Elapsed    time.Duration // reconciliation and transfer
+	RoundTrips int // payloads received
+	Sent       int // messages pushed to the peer
+	// Missing counts the hashes found held by the peer and not here, by
+	// name; what the peer holds in ranges where this side holds nothing
+	// arrives without being named, and is not counted.
+	Missing int
+	Elapsed time.Duration // reconciliation and transfer
 }
 
 // SyncWith runs one session with p as initiator, over the window ending
