@@ -29,6 +29,10 @@ type Archive interface {
 	// query; ErrUnknownCursor is one of them), ErrClosed, ErrCorrupt or come
 	// from the index or the file system.
 	Query(ctx context.Context, q Query) (*Result, error)
+	// Stats returns a snapshot of the archive's counters since it was
+	// opened. A driver fills the fields that apply to it and leaves the
+	// others zero (a database without segment files appends no bytes).
+	Stats() Stats
 	// Close flushes and commits everything queued, fsyncs, stops the writer
 	// goroutine and releases the files. Appends waiting for room return
 	// ErrClosed. Calling Close again returns nil.

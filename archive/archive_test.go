@@ -35,7 +35,6 @@ func TestAppendQueryRoundTrip(t *testing.T) {
 	defer b.Close()
 	appendWait(t, b, envs[0])
 	for _, arch := range []*archive.Embedded{a, b} {
-		before := message.Default.Snapshot()
 		for _, env := range envs {
 			res, err := arch.Query(context.Background(), archive.Query{Hashes: []message.Hash{env.Hash()}, IncludeData: true})
 			if err != nil {
@@ -57,9 +56,6 @@ func TestAppendQueryRoundTrip(t *testing.T) {
 			if !bytes.Equal(s.Wire, env.Wire()) {
 				t.Fatalf("message %x does not read back identical", env.Hash())
 			}
-		}
-		if d := message.Default.Snapshot().Sub(before).Decodes; d != 0 {
-			t.Fatalf("archive reads decoded %d messages; the stored bytes are returned as they are", d)
 		}
 	}
 	st := a.Stats()

@@ -14,12 +14,13 @@ type Counters struct {
 	EncodedBytes atomic.Uint64 // bytes produced by the encoder
 }
 
-// Default receives the counts of calls made with a nil *Counters.
-var Default Counters
+// discard receives the counts of calls made with a nil *Counters; nobody
+// reads it.
+var discard Counters
 
-func (c *Counters) orDefault() *Counters {
+func (c *Counters) orDiscard() *Counters {
 	if c == nil {
-		return &Default
+		return &discard
 	}
 	return c
 }
@@ -30,10 +31,13 @@ type CounterSnapshot struct {
 	DecodedBytes, HashedBytes, EncodedBytes uint64
 }
 
-// Snapshot returns the current values. Each field is read atomically; the
-// set as a whole is not a consistent cut while other goroutines count.
+// Snapshot returns the current values (all zero for a nil *Counters). Each
+// field is read atomically; the set as a whole is not a consistent cut while
+// other goroutines count.
 func (c *Counters) Snapshot() CounterSnapshot {
-	c = c.orDefault()
+	if c == nil {
+		return CounterSnapshot{}
+	}
 	return CounterSnapshot{
 		Decodes:      c.Decodes.Load(),
 		Encodes:      c.Encodes.Load(),

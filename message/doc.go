@@ -16,7 +16,7 @@
 //
 // Every call of Decode, Encode and the hash adds to a Counters value, so the
 // counts the benchmark and the metrics report are the calls that happened.
-// Each node owns one Counters; a nil *Counters counts into Default.
+// Each node owns one Counters; a nil *Counters counts nothing.
 //
 // # Limits
 //

@@ -33,9 +33,9 @@ var hasherPool = sync.Pool{New: func() any { return &hasher{h: sha256.New()} }}
 // meaning 8 zero bytes, as nwaku (waku_core/message/digest.nim) and go-waku
 // (pb/utils.go) compute it; the spec text would leave it out. version,
 // ephemeral and rate_limit_proof are not hashed. Hash counts one hash and the
-// bytes it fed in c (nil: Default).
+// bytes it fed in c (nil: not counted).
 func (m *Message) Hash(pubsubTopic string, c *Counters) Hash {
-	c = c.orDefault()
+	c = c.orDiscard()
 	s := hasherPool.Get().(*hasher)
 	s.h.Reset()
 	s.h.Write(aliasBytes(pubsubTopic))

@@ -86,12 +86,12 @@ type Message struct {
 // The returned Message aliases data (no byte of the payload is copied): the
 // caller gives up data and must never modify it afterwards. Unknown fields
 // are skipped; a repeated known field takes the last value, as protobuf does.
-// Decode counts one decode and len(data) decoded bytes in c (nil: Default).
+// Decode counts one decode and len(data) decoded bytes in c (nil: not counted).
 //
 // Errors wrap ErrTooLarge, ErrTruncated, ErrWireType, ErrMetaTooLong,
 // ErrMissingPayload or ErrMissingContentTopic.
 func Decode(data []byte, c *Counters) (*Message, error) {
-	c = c.orDefault()
+	c = c.orDiscard()
 	c.Decodes.Add(1)
 	c.DecodedBytes.Add(uint64(len(data)))
 	m := new(Message)
@@ -222,7 +222,7 @@ func (m *Message) Size() int {
 // The timestamp is a zigzag varint (sint64). Append counts one encode in c.
 // It does not check the limits: Decode and the relay validator do.
 func (m *Message) Append(dst []byte, c *Counters) []byte {
-	c = c.orDefault()
+	c = c.orDiscard()
 	c.Encodes.Add(1)
 	start := len(dst)
 	dst = protowire.AppendTag(dst, fieldPayload, protowire.BytesType)

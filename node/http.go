@@ -19,8 +19,9 @@ import (
 	"github.com/couriernet/courier/rest"
 )
 
-// Version is the node's version string, served at /debug/v1/version.
-var Version = "courier v0.1.0"
+// Version is the node's version string, served at /debug/v1/version and
+// sent as the libp2p user agent.
+const Version = "courier v0.1.0"
 
 // startHTTP starts the REST API and the metrics server as configured. The
 // listeners are bound before it returns, so a port in use is an error here.

@@ -44,7 +44,7 @@ type Node struct {
 	cfg      Config
 	host     host.Host
 	relay    *relay.Relay
-	archive  *archive.Embedded
+	archive  archive.Archive // nil when store is off
 	metadata *metadata.Service
 	ping     *ping.PingService
 	auto     shard.Autosharding
@@ -99,9 +99,11 @@ func (n *Node) build() error {
 	}
 	if n.cfg.Store {
 		dir := filepath.Join(n.cfg.DataDir, "archive")
-		if n.archive, err = archive.Open(dir, n.cfg.ArchiveConfig); err != nil {
+		a, err := archive.Open(dir, n.cfg.ArchiveConfig)
+		if err != nil {
 			return fmt.Errorf("node: open archive in %s: %w", dir, err)
 		}
+		n.archive = a
 	}
 	if n.host, err = n.newHost(key); err != nil {
 		return err
@@ -366,7 +368,7 @@ func (n *Node) Host() host.Host { return n.host }
 func (n *Node) Relay() *relay.Relay { return n.relay }
 
 // Archive returns the archive, nil when store is off.
-func (n *Node) Archive() *archive.Embedded { return n.archive }
+func (n *Node) Archive() archive.Archive { return n.archive }
 
 // Counters returns the node's codec and hash counters.
 func (n *Node) Counters() *message.Counters { return n.cfg.Counters }

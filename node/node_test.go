@@ -115,7 +115,7 @@ func TestTwoNodesArchive(t *testing.T) {
 	}
 	topic := shard.RelayShard{}.PubsubTopic()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(a.Relay().PubSub().ListPeers(topic)) == 0 {
+	for len(a.Relay().TopicPeers(topic)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no relay peer")
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 
+	"github.com/couriernet/courier/internal/harness"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
 )
@@ -31,7 +32,7 @@ func BenchmarkInject(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(wire)))
 			for b.Loop() {
-				if _, err := r.Inject(topic, wire); err != nil {
+				if _, err := r.Inject(harness.Key{}, topic, wire); err != nil {
 					b.Fatal(err)
 				}
 				<-done

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/couriernet/courier/internal/harness"
 	"github.com/couriernet/courier/message"
 )
 
@@ -107,8 +108,9 @@ func (r *Relay) messageID(m *pb.Message) string {
 // Counters returns the node's decode and hash counters.
 func (r *Relay) Counters() *message.Counters { return r.cfg.Counters }
 
-// PubSub returns the underlying gossipsub instance, for inspection only.
-func (r *Relay) PubSub() *pubsub.PubSub { return r.ps }
+// TopicPeers returns the peers gossipsub knows to be subscribed to
+// pubsubTopic (mesh or not), in no particular order; nil when there are none.
+func (r *Relay) TopicPeers(pubsubTopic string) []peer.ID { return r.ps.ListPeers(pubsubTopic) }
 
 // validateBytes is the topic validator's work on one received message:
 // decode once, apply the Reject and Ignore rules, hash once.
@@ -268,10 +270,11 @@ func (r *Relay) Publish(ctx context.Context, pubsubTopic string, msg *message.Me
 
 // Inject runs data through the topic validator and the dispatcher exactly
 // as if gossipsub had received it on pubsubTopic, without the network: the
-// micro benchmark's entry point. data is handed over (the envelope aliases
-// it). It returns the envelope, or an error wrapping ErrInvalid when the
-// validator would Reject or Ignore it.
-func (r *Relay) Inject(pubsubTopic string, data []byte) (*message.Envelope, error) {
+// micro benchmark's entry point. Only this module's harness and tests can
+// call it (see package internal/harness). data is handed over (the
+// envelope aliases it). It returns the envelope, or an error wrapping
+// ErrInvalid when the validator would Reject or Ignore it.
+func (r *Relay) Inject(_ harness.Key, pubsubTopic string, data []byte) (*message.Envelope, error) {
 	env, res := r.validateBytes(pubsubTopic, data)
 	if res != pubsub.ValidationAccept {
 		return nil, fmt.Errorf("%w: validator result %v", ErrInvalid, res)

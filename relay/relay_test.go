@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/internal/harness"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
 )
@@ -76,7 +77,7 @@ func TestRelayDecodeOnce(t *testing.T) {
 	if err := ha.Connect(context.Background(), peer.AddrInfo{ID: hb.ID(), Addrs: hb.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(rb.PubSub().ListPeers(topic)) > 0 && len(ra.PubSub().ListPeers(topic)) > 0 })
+	waitFor(t, func() bool { return len(rb.TopicPeers(topic)) > 0 && len(ra.TopicPeers(topic)) > 0 })
 	sent := map[message.Hash]bool{}
 	for i := range n {
 		m := &message.Message{Payload: []byte(fmt.Sprintf("payload %d", i)), ContentTopic: "/test/1/relay/proto", Timestamp: int64(i + 1)}
@@ -118,7 +119,7 @@ func TestInjectRejects(t *testing.T) {
 	}
 	defer r.Close()
 	for _, bad := range [][]byte{{0x0a, 0x05}, {0x12, 0x00}, (&message.Message{Payload: []byte{1}, ContentTopic: "/a/1/b/c", Meta: make([]byte, 65)}).Encode(nil)} {
-		if _, err := r.Inject(topic, bad); err == nil {
+		if _, err := r.Inject(harness.Key{}, topic, bad); err == nil {
 			t.Fatalf("Inject(%x) accepted", bad)
 		}
 	}
@@ -146,12 +147,12 @@ func TestHandlerQueueFullCounted(t *testing.T) {
 		<-block
 	})
 	wire := func() []byte { return (&message.Message{Payload: []byte{1}, ContentTopic: "/a/1/b/c"}).Encode(nil) }
-	if _, err := r.Inject(topic, wire()); err != nil {
+	if _, err := r.Inject(harness.Key{}, topic, wire()); err != nil {
 		t.Fatal(err)
 	}
 	<-started // the handler holds the first envelope; the queue has room for one
 	for range 3 {
-		if _, err := r.Inject(topic, wire()); err != nil {
+		if _, err := r.Inject(harness.Key{}, topic, wire()); err != nil {
 			t.Fatal(err)
 		}
 	}

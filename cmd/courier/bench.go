@@ -9,7 +9,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"github.com/couriernet/courier/bench"
+	"github.com/couriernet/courier/internal/bench"
 )
 
 const benchHelp = `usage: courier bench [flags]

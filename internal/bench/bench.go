@@ -15,13 +15,13 @@ import (
 	"time"
 )
 
-// Scenarios are the scenario names, in the order they run.
+// scenarios are the scenario names, in the order they run.
 // macro-rest is macro with A publishing through its REST API.
-var Scenarios = []string{"micro", "macro", "macro-bare", "macro-rest", "libnet"}
+var scenarios = []string{"micro", "macro", "macro-bare", "macro-rest", "libnet"}
 
 // Config configures a run. Zero values take the documented defaults.
 type Config struct {
-	// Scenarios to run, a subset of Scenarios. Default micro, macro, macro-bare.
+	// Scenarios to run, a subset of scenarios. Default micro, macro, macro-bare.
 	Scenarios []string
 	// N is the number of measured messages (default 1000) and Warmup the
 	// warm-up messages before them (default 100; negative means none).
@@ -54,8 +54,8 @@ func (c *Config) setDefaults() error {
 		c.Scenarios = []string{"micro", "macro", "macro-bare"}
 	}
 	for _, s := range c.Scenarios {
-		if !slices.Contains(Scenarios, baseScenario(s)) {
-			return fmt.Errorf("bench: unknown scenario %q (want %s, optionally with a -runN suffix)", s, strings.Join(Scenarios, ", "))
+		if !slices.Contains(scenarios, baseScenario(s)) {
+			return fmt.Errorf("bench: unknown scenario %q (want %s, optionally with a -runN suffix)", s, strings.Join(scenarios, ", "))
 		}
 	}
 	if c.N == 0 {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/couriernet/courier/internal/harness"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node"
 	"github.com/couriernet/courier/relay"
@@ -82,7 +83,7 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string) (Row, e
 			if measured {
 				p.harnessBytes += int64(cap(wire))
 			}
-			if _, err := n.Relay().Inject(cfg.PubsubTopic, wire); err != nil {
+			if _, err := n.Relay().Inject(harness.Key{}, cfg.PubsubTopic, wire); err != nil {
 				produceErr = err
 			}
 		}

@@ -9,9 +9,9 @@ import (
 	"text/tabwriter"
 )
 
-// Columns are the CSV columns of every row, in order: the seed reports'
+// columns are the CSV columns of every row, in order: the seed reports'
 // columns first, then ours (BENCHMARK.md, "CSV columns").
-var Columns = []string{
+var columns = []string{
 	"scenario", "msgs", "payload_profile", "wall_ms", "msg_per_s", "ns_per_msg_p50", "ns_per_msg_p99",
 	"decodes_per_msg", "hashes_per_msg", "hashed_MB", "decoded_MB", "occupied_mem_delta_MB", "gc_collections",
 	"peak_heap_MB", "peak_heap_alloc_MB", "alloc_bytes_per_msg", "allocs_per_msg", "payload_copies_per_msg",
@@ -84,10 +84,10 @@ func (r Row) cells() []string {
 	}
 }
 
-// WriteCSV writes the header and rows in the column order of Columns.
+// WriteCSV writes the header and rows in the column order of columns.
 func WriteCSV(w io.Writer, rows []Row) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(Columns); err != nil {
+	if err := cw.Write(columns); err != nil {
 		return err
 	}
 	for _, r := range rows {
@@ -99,7 +99,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	return cw.Error()
 }
 
-// tableColumns are the columns a person reads first, by index into Columns.
+// tableColumns are the columns a person reads first, by index into columns.
 var tableColumns = []int{0, 1, 4, 5, 6, 7, 8, 18, 19, 20, 21, 13, 15, 17, 24, 25, 26}
 
 // WriteTable writes rows as an aligned text table of the main columns.
@@ -109,7 +109,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if i > 0 {
 			fmt.Fprint(tw, "\t")
 		}
-		fmt.Fprint(tw, Columns[c])
+		fmt.Fprint(tw, columns[c])
 	}
 	fmt.Fprintln(tw, "\t")
 	for _, r := range rows {

@@ -52,7 +52,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, viaREST
 			return row, err
 		}
 	}
-	if err := connectMesh(ctx, a.Host(), b.Host(), a.Relay().PubSub(), b.Relay().PubSub(), cfg.PubsubTopic); err != nil {
+	if err := connectMesh(ctx, a.Host(), b.Host(), a.Relay().TopicPeers, b.Relay().TopicPeers, cfg.PubsubTopic); err != nil {
 		return row, err
 	}
 	msgIDs := func() uint64 { return a.Relay().Stats().MsgIDHashes + b.Relay().Stats().MsgIDHashes }
@@ -136,13 +136,14 @@ func drive(ctx context.Context, cfg Config, w *Workload, t *tracker, p *phase,
 }
 
 // connectMesh connects a to b and waits until each sees the other on topic
-// and a heartbeat has had time to graft the mesh.
-func connectMesh(ctx context.Context, a, b host.Host, psa, psb *pubsub.PubSub, topic string) error {
+// (peersA and peersB list the peers each side knows on a topic) and a
+// heartbeat has had time to graft the mesh.
+func connectMesh(ctx context.Context, a, b host.Host, peersA, peersB func(topic string) []peer.ID, topic string) error {
 	if err := a.Connect(ctx, peer.AddrInfo{ID: b.ID(), Addrs: b.Addrs()}); err != nil {
 		return fmt.Errorf("bench: connect nodes: %w", err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for !(contains(psa.ListPeers(topic), b.ID()) && contains(psb.ListPeers(topic), a.ID())) {
+	for !(contains(peersA(topic), b.ID()) && contains(peersB(topic), a.ID())) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("bench: nodes did not see each other on %s within 15 s", topic)
 		}
@@ -227,7 +228,7 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 		}
 	}()
 	defer sub.Cancel()
-	if err := connectMesh(ctx, na.Host(), nb.Host(), psa, psb, cfg.PubsubTopic); err != nil {
+	if err := connectMesh(ctx, na.Host(), nb.Host(), psa.ListPeers, psb.ListPeers, cfg.PubsubTopic); err != nil {
 		return row, err
 	}
 	var p phase
