@@ -3,6 +3,7 @@ package archive
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/couriernet/courier/message"
@@ -152,6 +153,13 @@ var (
 	// ErrCorrupt marks a segment record that does not match its index row
 	// (length or CRC-32C), or an index that points past a segment's end.
 	ErrCorrupt = errors.New("archive: corrupt segment")
+	// ErrSchema is returned by Open and OpenPostgres when the database's
+	// schema version is newer than this build's, or older with
+	// Config.NoMigration, or a migration fails.
+	ErrSchema = errors.New("archive: database schema")
+	// ErrNwakuDatabase is returned by Open and OpenPostgres for a database
+	// that nwaku wrote. It is detected by its schema and never modified.
+	ErrNwakuDatabase = errors.New("archive: database written by nwaku")
 )
 
 type queryError struct{ msg string }
@@ -194,8 +202,36 @@ type Config struct {
 	// more. 0 means DefaultMaxBatch (1024); negative is invalid.
 	MaxBatch int
 	// Now gives the receive time stored for messages without a positive
-	// timestamp. nil means time.Now.
+	// timestamp, and the time retention measures age from. nil means
+	// time.Now.
 	Now func() time.Time
+	// Retention is the retention policy in nwaku's grammar (see
+	// ParseRetention), e.g. "time:172800" or "capacity:100000;size:20GB".
+	// "" and "none" keep every message: the library deletes nothing unless
+	// told (the node's --store-message-retention-policy defaults to
+	// DefaultRetention, as nwaku's).
+	Retention string
+	// RetentionInterval is how often the policy is applied, first right
+	// after Open; the writer goes on while it runs. 0 means
+	// DefaultRetentionInterval (30 minutes, nwaku's
+	// WakuArchiveDefaultRetentionPolicyInterval); negative is invalid.
+	RetentionInterval time.Duration
+	// NoMigration refuses to create or migrate the schema at Open
+	// (--store-message-db-migration=false): a database that is not at this
+	// build's schema version, a new one included, fails with ErrSchema.
+	NoMigration bool
+	// Vacuum rebuilds the index (SQLite VACUUM; Postgres VACUUM ANALYZE of
+	// the archive's table) at Open (--store-message-db-vacuum).
+	Vacuum bool
+	// MaxConns bounds the Postgres connections
+	// (--store-max-num-db-connections). 0 means DefaultMaxConns (50);
+	// negative is invalid. The embedded archive ignores it.
+	MaxConns int
+	// Logger receives the policy in force at Open and each retention run's
+	// outcome. nil means slog.Default().
+	Logger *slog.Logger
+
+	retention Retention // parsed from Retention by validate
 }
 
 func (c *Config) validate() error {
@@ -210,7 +246,16 @@ func (c *Config) validate() error {
 		return errorf(ErrBadConfig, "SegmentSize %d over %d", c.SegmentSize, int64(maxSegmentSize))
 	case c.MaxBatch < 0:
 		return errorf(ErrBadConfig, "MaxBatch %d is negative", c.MaxBatch)
+	case c.RetentionInterval < 0:
+		return errorf(ErrBadConfig, "RetentionInterval %v is negative", c.RetentionInterval)
+	case c.MaxConns < 0:
+		return errorf(ErrBadConfig, "MaxConns %d is negative", c.MaxConns)
 	}
+	r, err := ParseRetention(c.Retention)
+	if err != nil {
+		return err
+	}
+	c.retention = r
 	return nil
 }
 
@@ -229,6 +274,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = DefaultRetentionInterval
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 	return c
 }
@@ -256,4 +310,7 @@ type Stats struct {
 	Queries               uint64        // queries answered, successful or not
 	QueuedBytes           int64         // bytes queued or in the batch being committed
 	QueuedMessages        int           // envelopes queued or in the batch being committed
+	Deleted               uint64        // messages deleted by retention
+	RetentionRuns         uint64        // retention runs finished, successful or not
+	RetentionErrors       uint64        // retention runs that failed
 }

@@ -38,12 +38,14 @@ func crashEnv(i int) (*message.Envelope, error) {
 	return makeEnv("/waku/2/rs/1/"+strconv.Itoa(i%3), "/crash/1/t"+strconv.Itoa(i%5)+"/proto", int64(1_700_000_000_000_000_000+i), payload)
 }
 
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(crashDirEnv); dir != "" {
-		crashChild(dir)
-		return
+func init() {
+	child = func() bool {
+		if dir := os.Getenv(crashDirEnv); dir != "" {
+			crashChild(dir)
+			return true
+		}
+		return false
 	}
-	os.Exit(m.Run())
 }
 
 // crashChild appends messages forever (it expects SIGKILL) and prints

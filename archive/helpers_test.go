@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/pgtest"
 	"github.com/couriernet/courier/message"
 )
 
@@ -84,4 +85,49 @@ func openT(tb testing.TB, dir string, cfg archive.Config) *archive.Embedded {
 		tb.Fatalf("Open: %v", err)
 	}
 	return a
+}
+
+// driver opens archives of one implementation for the conformance tests,
+// which run against every driver.
+type driver struct {
+	name string
+	// recordOverhead is what Stats.BytesAppended counts per message besides
+	// its wire bytes.
+	recordOverhead int
+	// open opens an archive on a new, empty store and returns it with a
+	// function that opens the same store again (after Close). Both close
+	// what they open at the end of the test.
+	open func(t testing.TB, cfg archive.Config) (archive.Archive, func(archive.Config) archive.Archive)
+}
+
+var drivers = []driver{
+	{name: "embedded", recordOverhead: 8, open: func(t testing.TB, cfg archive.Config) (archive.Archive, func(archive.Config) archive.Archive) {
+		dir := t.TempDir()
+		reopen := func(cfg archive.Config) archive.Archive {
+			a := openT(t, dir, cfg)
+			t.Cleanup(func() { a.Close() })
+			return a
+		}
+		return reopen(cfg), reopen
+	}},
+	{name: "postgres", open: func(t testing.TB, cfg archive.Config) (archive.Archive, func(archive.Config) archive.Archive) {
+		url := pgtest.DB(t)
+		reopen := func(cfg archive.Config) archive.Archive {
+			a, err := archive.OpenPostgres(context.Background(), url, cfg)
+			if err != nil {
+				t.Fatalf("OpenPostgres: %v", err)
+			}
+			t.Cleanup(func() { a.Close() })
+			return a
+		}
+		return reopen(cfg), reopen
+	}},
+}
+
+// forDrivers runs f as a subtest for each driver. The Postgres subtests
+// skip when PostgreSQL is not installed (and fail when CI=true).
+func forDrivers(t *testing.T, f func(t *testing.T, d driver)) {
+	for _, d := range drivers {
+		t.Run(d.name, func(t *testing.T) { f(t, d) })
+	}
 }

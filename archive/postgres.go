@@ -1,0 +1,274 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/couriernet/courier/message"
+)
+
+// DefaultMaxConns is the default of Config.MaxConns, nwaku's default
+// --store-max-num-db-connections (tools/confutils/cli_args.nim).
+const DefaultMaxConns = 50
+
+// Postgres is the archive in a PostgreSQL database (pgx v5): one table,
+// courier_messages, holds each message's hash, timestamp, topics and wire
+// bytes (bytea, stored uncompressed out of line). It answers the same
+// queries in the same order as Embedded.
+//
+// Writes: Append queues (bounded in bytes, push back) and one writer
+// goroutine inserts whatever is queued, up to Config.MaxBatch, with one
+// INSERT ... SELECT FROM unnest(...) ON CONFLICT (hash) DO NOTHING: one
+// statement, one transaction, one round trip per batch (group commit).
+// The done callbacks run after the commit returns, and PostgreSQL's commit
+// is durable (synchronous_commit on, its default), so an acknowledged
+// message survives the kill of the node and of the database server.
+//
+// Several nodes may share one database: each row is keyed by its hash, so
+// a message relayed to two of them is stored once.
+type Postgres struct {
+	cfg  Config
+	pool *pgxpool.Pool
+	q    *writeQueue
+
+	writerDone chan struct{}
+	retention  *retentionLoop
+	closeOnce  sync.Once
+	closeErr   error
+	// readMu: queries hold it shared; Close exclusively, so a query never
+	// runs on a closed pool.
+	readMu     sync.RWMutex
+	readClosed bool
+
+	stored0 uint64 // rows at Open
+	st      counters
+}
+
+var _ Archive = (*Postgres)(nil)
+
+// counters are the Stats counters both drivers keep.
+type counters struct {
+	inserts, dups, eph, failed, batches, bytes atomic.Uint64
+	syncs, syncErrors, ckpts, queries          atomic.Uint64
+	deleted, retentionRuns, retentionErrors    atomic.Uint64
+	commitNs, maxCommitNs, syncNs, ckptNs      atomic.Int64
+}
+
+func (c *counters) commitTook(d time.Duration) {
+	c.batches.Add(1)
+	c.commitNs.Add(int64(d))
+	for {
+		m := c.maxCommitNs.Load()
+		if int64(d) <= m || c.maxCommitNs.CompareAndSwap(m, int64(d)) {
+			return
+		}
+	}
+}
+
+// OpenPostgres connects to the database at url
+// (postgres://user:password@host:port/db, or any form pgx accepts),
+// refuses a database written by nwaku (ErrNwakuDatabase; nothing in it is
+// changed), applies the schema migrations this build knows unless
+// Config.NoMigration (ErrSchema then, if the database is behind), and
+// starts the writer and the retention loop. Config.FsyncInterval and
+// Config.SegmentSize do not apply. Errors wrap ErrBadConfig,
+// ErrNwakuDatabase, ErrSchema or come from pgx.
+func OpenPostgres(ctx context.Context, url string, cfg Config) (*Postgres, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: database URL: %v", ErrBadConfig, err)
+	}
+	pc.MaxConns = int32(cfg.MaxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("archive: postgres: %w", err)
+	}
+	p := &Postgres{cfg: cfg, pool: pool, q: newWriteQueue(cfg.QueueBytes), writerDone: make(chan struct{})}
+	if err := p.start(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	go p.writeLoop()
+	p.retention = startRetention(cfg, p, &p.st)
+	return p, nil
+}
+
+func (p *Postgres) start(ctx context.Context) error {
+	if err := migratePostgres(ctx, p.pool, !p.cfg.NoMigration); err != nil {
+		return err
+	}
+	if p.cfg.Vacuum {
+		if _, err := p.pool.Exec(ctx, "VACUUM (ANALYZE) courier_messages"); err != nil {
+			return fmt.Errorf("archive: postgres: vacuum: %w", err)
+		}
+	}
+	var n int64
+	if err := p.pool.QueryRow(ctx, "SELECT count(*) FROM courier_messages").Scan(&n); err != nil {
+		return fmt.Errorf("archive: postgres: %w", err)
+	}
+	p.stored0 = uint64(n)
+	return nil
+}
+
+// Append implements Archive.
+func (p *Postgres) Append(ctx context.Context, env *message.Envelope, done func(error)) error {
+	if env == nil || env.Message() == nil {
+		return fmt.Errorf("%w: nil envelope or message", ErrBadEnvelope)
+	}
+	if n := len(env.Wire()); n > maxRecord {
+		return fmt.Errorf("%w: %d wire bytes, over %d", ErrBadEnvelope, n, maxRecord)
+	}
+	return p.q.put(ctx, item{env: env, done: done, recv: p.cfg.Now().UnixNano(), size: int64(len(env.Wire())) + itemOverhead})
+}
+
+func (p *Postgres) writeLoop() {
+	defer close(p.writerDone)
+	var batch []item
+	var rows pgBatch
+	for {
+		var ok bool
+		if batch, ok = p.q.take(batch, p.cfg.MaxBatch); !ok {
+			return
+		}
+		err := p.commit(batch, &rows)
+		p.q.release(batch)
+		finish(batch, err, &p.st)
+		clear(batch)
+	}
+}
+
+// finish calls the done callbacks of a committed (err nil) or failed batch.
+func finish(batch []item, err error, st *counters) {
+	for i := range batch {
+		e := err
+		if batch[i].env.Message().Ephemeral {
+			e = nil // never stored, so never failed
+			st.eph.Add(1)
+		} else if err != nil {
+			st.failed.Add(1)
+		}
+		if d := batch[i].done; d != nil {
+			d(e)
+		}
+	}
+}
+
+// pgBatch holds the column arrays of one insert, reused between batches.
+type pgBatch struct {
+	hashes, pubsub, content, wires [][]byte
+	ts                             []int64
+	seen                           map[message.Hash]struct{}
+}
+
+// insertRows stores the rows of a batch in one statement and returns how
+// many it inserted and their wire bytes. A hash already stored is skipped
+// by ON CONFLICT.
+const insertRows = `WITH ins AS (
+	INSERT INTO courier_messages (hash, ts, pubsub_topic, content_topic, wire)
+	SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bytea[], $4::bytea[], $5::bytea[])
+	ON CONFLICT (hash) DO NOTHING
+	RETURNING octet_length(wire) AS n)
+SELECT count(*), coalesce(sum(n), 0) FROM ins`
+
+func (p *Postgres) commit(batch []item, b *pgBatch) error {
+	start := time.Now()
+	defer func() { p.st.commitTook(time.Since(start)) }()
+	b.hashes, b.pubsub, b.content, b.wires, b.ts = b.hashes[:0], b.pubsub[:0], b.content[:0], b.wires[:0], b.ts[:0]
+	if b.seen == nil {
+		b.seen = make(map[message.Hash]struct{})
+	}
+	clear(b.seen)
+	var dups uint64
+	for i := range batch {
+		env := batch[i].env
+		msg := env.Message()
+		if msg.Ephemeral {
+			continue
+		}
+		h := env.Hash()
+		if _, ok := b.seen[h]; ok {
+			dups++
+			continue
+		}
+		b.seen[h] = struct{}{}
+		ts := msg.Timestamp
+		if ts <= 0 {
+			ts = batch[i].recv
+		}
+		b.hashes = append(b.hashes, h[:])
+		b.ts = append(b.ts, ts)
+		b.pubsub = append(b.pubsub, []byte(env.PubsubTopic()))
+		b.content = append(b.content, []byte(msg.ContentTopic))
+		b.wires = append(b.wires, env.Wire())
+	}
+	defer clear(b.wires) // do not keep the batch's wire bytes alive
+	if len(b.hashes) == 0 {
+		p.st.dups.Add(dups)
+		return nil
+	}
+	var n, bytes int64
+	err := p.pool.QueryRow(context.Background(), insertRows, b.hashes, b.ts, b.pubsub, b.content, b.wires).Scan(&n, &bytes)
+	if err != nil {
+		return fmt.Errorf("archive: postgres: insert: %w", err)
+	}
+	p.st.inserts.Add(uint64(n))
+	p.st.dups.Add(dups + uint64(int64(len(b.hashes))-n))
+	p.st.bytes.Add(uint64(bytes))
+	return nil
+}
+
+// Close implements Archive: it commits what is queued, stops the writer and
+// the retention loop and closes the connections.
+func (p *Postgres) Close() error {
+	p.closeOnce.Do(func() {
+		p.q.close()
+		<-p.writerDone
+		p.retention.stop()
+		p.readMu.Lock()
+		p.readClosed = true
+		p.readMu.Unlock()
+		p.pool.Close()
+	})
+	return p.closeErr
+}
+
+// Stats returns a snapshot of the archive's counters. Messages counts the
+// rows at Open plus this archive's inserts less its retention deletes; rows
+// written by other nodes sharing the database since Open are not counted.
+func (p *Postgres) Stats() Stats {
+	qb, qm := p.q.len()
+	s := p.st.snapshot()
+	s.Messages = p.stored0 + s.Inserts - min(s.Deleted, p.stored0+s.Inserts)
+	s.QueuedBytes, s.QueuedMessages = qb, qm
+	return s
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Inserts: c.inserts.Load(), Duplicates: c.dups.Load(), Ephemeral: c.eph.Load(),
+		Failed: c.failed.Load(), Batches: c.batches.Load(), BytesAppended: c.bytes.Load(),
+		CommitTime: time.Duration(c.commitNs.Load()), MaxCommit: time.Duration(c.maxCommitNs.Load()),
+		Syncs: c.syncs.Load(), SyncErrors: c.syncErrors.Load(), SyncTime: time.Duration(c.syncNs.Load()),
+		Checkpoints: c.ckpts.Load(), CheckpointTime: time.Duration(c.ckptNs.Load()),
+		Queries: c.queries.Load(), Deleted: c.deleted.Load(),
+		RetentionRuns: c.retentionRuns.Load(), RetentionErrors: c.retentionErrors.Load(),
+	}
+}
+
+// pgErr wraps an error of a query.
+func pgErr(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("archive: postgres: %w", err)
+}

@@ -1,0 +1,125 @@
+package archive_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/pgtest"
+)
+
+func pgConn(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// nwakuPostgresSchema is the shape of nwaku v0.38.1's Postgres archive
+// (migrations/message_store_postgres/: version table, messages
+// partitioned by timestamp, messages_lookup), enough to be recognised.
+const nwakuPostgresSchema = `
+CREATE TABLE version (version INTEGER NOT NULL);
+INSERT INTO version VALUES (7);
+CREATE TABLE messages (
+	messageHash VARCHAR NOT NULL, pubsubTopic VARCHAR NOT NULL, contentTopic VARCHAR NOT NULL,
+	payload VARCHAR, version INTEGER NOT NULL, timestamp BIGINT NOT NULL, meta VARCHAR,
+	CONSTRAINT messageIndex PRIMARY KEY (timestamp, messageHash)
+) PARTITION BY RANGE (timestamp);
+CREATE TABLE messages_2024 PARTITION OF messages FOR VALUES FROM (0) TO (9000000000000000000);
+CREATE TABLE messages_lookup (timestamp BIGINT NOT NULL, messageHash VARCHAR NOT NULL,
+	CONSTRAINT messageIndexLookupTable PRIMARY KEY (messageHash, timestamp));
+INSERT INTO messages VALUES ('aa', '/waku/2/rs/1/0', '/app/1/t/proto', 'cGF5bG9hZA==', 0, 1700000000000000000, NULL);
+INSERT INTO messages_lookup VALUES (1700000000000000000, 'aa');`
+
+// TestPostgresRefusesNwaku: a database holding nwaku's archive is refused
+// with ErrNwakuDatabase and left exactly as it was.
+func TestPostgresRefusesNwaku(t *testing.T) {
+	url := pgtest.DB(t)
+	c := pgConn(t, url)
+	ctx := context.Background()
+	if _, err := c.Exec(ctx, nwakuPostgresSchema); err != nil {
+		t.Fatal(err)
+	}
+	snapshot := func() string {
+		var s string
+		err := c.QueryRow(ctx, `SELECT string_agg(table_name::text, ',' ORDER BY table_name) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows string
+		err = c.QueryRow(ctx, `SELECT (SELECT string_agg(messageHash || timestamp, ',') FROM messages) || (SELECT string_agg(messageHash, ',') FROM messages_lookup) || (SELECT version FROM version)`).Scan(&rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s + " " + rows
+	}
+	before := snapshot()
+	for _, cfg := range []archive.Config{{}, {Vacuum: true, Retention: "capacity:1"}} {
+		a, err := archive.OpenPostgres(ctx, url, cfg)
+		if !errors.Is(err, archive.ErrNwakuDatabase) || a != nil {
+			t.Fatalf("OpenPostgres on nwaku's database: %v, want ErrNwakuDatabase", err)
+		}
+		t.Log(err)
+		a2, err := archive.OpenURL(ctx, url, cfg)
+		if !errors.Is(err, archive.ErrNwakuDatabase) || a2 != nil {
+			t.Fatalf("OpenURL on nwaku's database: %v, want ErrNwakuDatabase", err)
+		}
+	}
+	if after := snapshot(); after != before {
+		t.Fatalf("nwaku's database changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// TestPostgresSchemaVersion: a new database is migrated to this build's
+// version; NoMigration refuses a database not at it, and a database from a
+// newer build is refused either way.
+func TestPostgresSchemaVersion(t *testing.T) {
+	ctx := context.Background()
+	fresh := pgtest.DB(t)
+	if a, err := archive.OpenPostgres(ctx, fresh, archive.Config{NoMigration: true}); !errors.Is(err, archive.ErrSchema) || a != nil {
+		t.Fatalf("NoMigration on an empty database: %v, want ErrSchema", err)
+	}
+	a, reopen := drivers[1].open(t, archive.Config{})
+	appendWait(t, a, newEnv(t, "p", "/a/1/b/c", 1, []byte("x")))
+	a.Close()
+	a = reopen(archive.Config{NoMigration: true}) // at the current version: fine
+	if st := a.Stats(); st.Messages != 1 {
+		t.Fatalf("reopened with %d messages, want 1", st.Messages)
+	}
+	a.Close()
+	url := pgtest.DB(t)
+	b, err := archive.OpenPostgres(ctx, url, archive.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	c := pgConn(t, url)
+	var v int
+	if err := c.QueryRow(ctx, "SELECT version FROM courier_schema").Scan(&v); err != nil || v < 1 {
+		t.Fatalf("schema version %d, %v", v, err)
+	}
+	if _, err := c.Exec(ctx, "UPDATE courier_schema SET version = version + 1"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := archive.OpenPostgres(ctx, url, archive.Config{}); !errors.Is(err, archive.ErrSchema) || b != nil {
+		t.Fatalf("a database from a newer build: %v, want ErrSchema", err)
+	}
+}
+
+func TestOpenURL(t *testing.T) {
+	for _, u := range []string{"", "sqlite://x.db", "mysql://h/db", "postgres//x"} {
+		if a, err := archive.OpenURL(context.Background(), u, archive.Config{}); !errors.Is(err, archive.ErrBadConfig) || a != nil {
+			t.Errorf("OpenURL(%q): %v, want ErrBadConfig", u, err)
+		}
+	}
+	if a, err := archive.OpenPostgres(context.Background(), "postgres://x:y@127.0.0.1:1/db?sslmode=bogus", archive.Config{}); !errors.Is(err, archive.ErrBadConfig) || a != nil {
+		t.Errorf("bad sslmode: %v, want ErrBadConfig", err)
+	}
+}

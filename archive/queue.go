@@ -1,0 +1,113 @@
+package archive
+
+import (
+	"context"
+	"sync"
+)
+
+// writeQueue is a writer's queue of envelopes, bounded in bytes: put waits
+// for room (push back, never a drop), take hands the writer whatever is
+// queued without waiting for more.
+type writeQueue struct {
+	limit int64 // bytes; one item is always let in when the queue is empty
+
+	mu     sync.Mutex
+	items  []item
+	bytes  int64 // queued or in the batch being written
+	msgs   int
+	closed bool
+	room   chan struct{} // closed and replaced when bytes are released
+	wake   chan struct{} // one slot: work for the writer
+}
+
+func newWriteQueue(limit int64) *writeQueue {
+	return &writeQueue{limit: limit, room: make(chan struct{}), wake: make(chan struct{}, 1)}
+}
+
+// put queues it, waiting while the queue is full. It returns ErrClosed
+// after close, or ctx.Err().
+func (q *writeQueue) put(ctx context.Context, it item) error {
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return ErrClosed
+		}
+		if q.bytes == 0 || q.bytes+it.size <= q.limit {
+			q.items = append(q.items, it)
+			q.bytes += it.size
+			q.msgs++
+			q.mu.Unlock()
+			select {
+			case q.wake <- struct{}{}:
+			default:
+			}
+			return nil
+		}
+		room := q.room
+		q.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// take moves up to max queued items into batch, waiting until there is one.
+// It reports false when the queue is closed and empty.
+func (q *writeQueue) take(batch []item, max int) ([]item, bool) {
+	for {
+		q.mu.Lock()
+		if n := len(q.items); n > 0 {
+			n = min(n, max)
+			batch = append(batch[:0], q.items[:n]...)
+			rest := copy(q.items, q.items[n:])
+			clear(q.items[rest:])
+			q.items = q.items[:rest]
+			q.mu.Unlock()
+			return batch, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return batch, false
+		}
+		<-q.wake
+	}
+}
+
+// release gives back the bytes of a finished batch.
+func (q *writeQueue) release(batch []item) {
+	var n int64
+	for i := range batch {
+		n += batch[i].size
+	}
+	q.mu.Lock()
+	q.bytes -= n
+	q.msgs -= len(batch)
+	close(q.room)
+	q.room = make(chan struct{})
+	q.mu.Unlock()
+}
+
+// close refuses further puts, releases the waiting ones and lets take
+// drain what is queued.
+func (q *writeQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	close(q.room)
+	q.room = make(chan struct{})
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// len returns the queued bytes and messages, those being written included.
+func (q *writeQueue) len() (int64, int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.bytes, q.msgs
+}
