@@ -145,6 +145,10 @@ func (s *Server) postAutoMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	topic, err := s.b.ContentTopicShard(msg.ContentTopic)
+	if errors.Is(err, ErrAutoshardingDisabled) {
+		writeText(w, http.StatusBadRequest, "Failed to publish. Autosharding is disabled")
+		return
+	}
 	if err != nil {
 		writeText(w, http.StatusBadRequest, "Failed to publish. Autosharding error: "+err.Error())
 		return

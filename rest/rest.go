@@ -51,6 +51,10 @@ var (
 	// ErrInvalidMessage: the relay's validators rejected the message.
 	// Answered 400 "Failed to publish: <error>".
 	ErrInvalidMessage = errors.New("rest: invalid message")
+	// ErrAutoshardingDisabled: the node uses static sharding, so content
+	// topics have no shard. Answered 400 "Failed to publish. Autosharding
+	// is disabled" (nwaku rest_api/endpoint/relay/handlers.nim).
+	ErrAutoshardingDisabled = errors.New("rest: autosharding is disabled")
 )
 
 // ErrConfig: an invalid Config field.
@@ -97,6 +101,9 @@ type Config struct {
 	// PublishTimeout bounds one RelayPublish call; when it passes the answer
 	// is 500 "Failed to publish: timedout". Default 5 s (nwaku futTimeout).
 	PublishTimeout time.Duration
+	// Admin serves the /admin/v1 routes (nwaku --rest-admin). Off by
+	// default, when they answer 404 with nwaku's text.
+	Admin bool
 }
 
 // Defaults of Config.
@@ -171,7 +178,13 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /debug/v1/info", s.getInfo)
 	s.mux.HandleFunc("GET /version", s.getVersion)
 	s.mux.HandleFunc("GET /debug/v1/version", s.getVersion)
-	s.mux.HandleFunc("GET /admin/v1/peers", s.getPeers)
+	if s.cfg.Admin {
+		s.mux.HandleFunc("GET /admin/v1/peers", s.getPeers)
+	} else {
+		s.mux.HandleFunc("/admin/", func(w http.ResponseWriter, _ *http.Request) {
+			writeText(w, http.StatusNotFound, "/admin endpoints are not available. Please check your configuration: --rest-admin=true")
+		})
+	}
 }
 
 // ServeHTTP serves the routes listed in the package documentation.
@@ -183,6 +196,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // ring operations, so it may run on the dispatcher's consumer queue. env is
 // kept by reference until a GET drains it or it is dropped.
 func (s *Server) Deliver(env *message.Envelope) { s.cache.deliver(env) }
+
+// CacheTopics starts caching pubsubTopics and contentTopics (shards[i] is
+// the pubsub topic of contentTopics[i]) as if they had been subscribed
+// through the API, without asking the Backend: the node calls it at start
+// for the topics it relays by configuration, so GET /relay/v1/messages
+// answers without a POST first, as nwaku's pre-subscribed cache does
+// (waku/rest_api/endpoint/builder.nim startRestServerProtocolSupport).
+func (s *Server) CacheTopics(pubsubTopics, contentTopics, shards []string) {
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	s.cache.addPubsub(pubsubTopics)
+	s.cache.addContent(contentTopics, shards)
+}
 
 // Stats returns a snapshot of the cache counters.
 func (s *Server) Stats() Stats { return s.cache.stats() }

@@ -314,7 +314,7 @@ func TestBodyLimit(t *testing.T) {
 }
 
 func TestNodeEndpoints(t *testing.T) {
-	s := newServer(t, newFake(t), Config{})
+	s := newServer(t, newFake(t), Config{Admin: true})
 	for _, c := range []struct{ path, golden, ctype string }{
 		{"/health", "health.json", "application/json"},
 		{"/info", "info.json", "application/json"},
@@ -332,6 +332,14 @@ func TestNodeEndpoints(t *testing.T) {
 			t.Fatalf("GET %s: %d %s %q", p, code, ctype, body)
 		}
 	}
+}
+
+// TestAdminOff checks the answer of the admin routes without --rest-admin:
+// nwaku waku/rest_api/endpoint/builder.nim, restServerNotInstalledTab.
+func TestAdminOff(t *testing.T) {
+	s := newServer(t, newFake(t), Config{})
+	expect(t, s, "GET", "/admin/v1/peers", "", 404,
+		"/admin endpoints are not available. Please check your configuration: --rest-admin=true")
 }
 
 func TestConfig(t *testing.T) {
