@@ -34,17 +34,27 @@ type Config struct {
 	// fresh key each start when DataDir is empty.
 	NodeKey string
 	// DataDir holds the node key and the embedded archive (--data-dir).
-	// Empty means no persistent key and, with Store on, an error.
+	// Empty means no persistent key (a new one each start, as nwaku
+	// without --nodekey) and, with Store on, the archive in ./archive of
+	// the working directory, where nwaku keeps its store.sqlite3.
 	DataDir string
 	// ClusterID is the cluster id (--cluster-id). Default 0, as nwaku.
 	ClusterID uint16
-	// Shards are the static shards relayed (--shard). Default: shard 0,
-	// unless PubsubTopics is set.
+	// Shards are the shards of ClusterID relayed (--shard). Default: every
+	// shard of the network under autosharding, as nwaku; under static
+	// sharding shard 0 unless PubsubTopics is set, where nwaku v0.38.1
+	// relays none.
 	Shards []uint16
-	// PubsubTopics are further pubsub topics relayed (--pubsub-topic).
+	// PubsubTopics are further pubsub topics relayed (--pubsub-topic), each
+	// /waku/2/rs/<ClusterID>/<shard>.
 	PubsubTopics []string
-	// NumShardsInNetwork is the autosharding shard count
-	// (--num-shards-in-network). Default 1, as nwaku.
+	// ContentTopics are content topics whose shards are relayed too
+	// (--content-topic). Under static sharding they are ignored with a
+	// warning, as nwaku does (waku/factory/node_factory.nim).
+	ContentTopics []string
+	// NumShardsInNetwork is the number of shards of the cluster under
+	// autosharding (--num-shards-in-network), 1..1024. Default 0: static
+	// sharding, as nwaku v0.38.1.
 	NumShardsInNetwork int
 	// Relay turns the relay protocol on (--relay). Default true via
 	// DefaultConfig; a Config built by hand has it off.
@@ -59,13 +69,22 @@ type Config struct {
 	// re-dialled with backoff when they drop (--staticnode).
 	StaticNodes []string
 	// MaxConnections is the connection manager's high water mark
-	// (--max-connections). Default 50, as nwaku.
+	// (--max-connections). Default 150, as nwaku v0.38.1.
 	MaxConnections int
+	// AgentString is the libp2p agent version announced by identify
+	// (--agent-string). Default Version.
+	AgentString string
 	// REST serves the REST API on RESTAddress:RESTPort (--rest,
 	// --rest-address, --rest-port). DefaultConfig: 127.0.0.1:8645.
 	REST        bool
 	RESTAddress string
 	RESTPort    int
+	// RESTAdmin serves the /admin/v1 routes (--rest-admin). Off by default,
+	// as nwaku.
+	RESTAdmin bool
+	// RESTCacheCapacity is the number of messages the REST relay cache
+	// keeps per topic (--rest-relay-cache-capacity). Default 50.
+	RESTCacheCapacity int
 	// MetricsServer serves Prometheus metrics on /metrics at
 	// MetricsAddress:MetricsPort (--metrics-server, --metrics-server-address,
 	// --metrics-server-port). DefaultConfig: 127.0.0.1:8008.
@@ -94,7 +113,7 @@ type Config struct {
 // shard 0, TCP port 60000 on all interfaces.
 func DefaultConfig() Config {
 	return Config{
-		ListenAddress: "0.0.0.0", TCPPort: 60000, Relay: true, NumShardsInNetwork: 1, MaxConnections: 50,
+		ListenAddress: "0.0.0.0", TCPPort: 60000, Relay: true, MaxConnections: 150,
 		RESTAddress: "127.0.0.1", RESTPort: 8645, MetricsAddress: "127.0.0.1", MetricsPort: 8008,
 	}
 }
@@ -103,14 +122,21 @@ func (c *Config) setDefaults() {
 	if c.ListenAddress == "" {
 		c.ListenAddress = "0.0.0.0"
 	}
-	if c.NumShardsInNetwork == 0 {
-		c.NumShardsInNetwork = 1
-	}
 	if c.MaxConnections == 0 {
-		c.MaxConnections = 50
+		c.MaxConnections = 150
 	}
-	if len(c.Shards) == 0 && len(c.PubsubTopics) == 0 {
-		c.Shards = []uint16{0}
+	if c.AgentString == "" {
+		c.AgentString = Version
+	}
+	if len(c.Shards) == 0 {
+		switch {
+		case c.NumShardsInNetwork > 0:
+			for s := range c.NumShardsInNetwork {
+				c.Shards = append(c.Shards, uint16(s))
+			}
+		case len(c.PubsubTopics) == 0:
+			c.Shards = []uint16{0}
+		}
 	}
 	if c.StaticRedialMin == 0 {
 		c.StaticRedialMin = time.Second
@@ -133,22 +159,45 @@ func (c *Config) validate() error {
 	if c.TCPPort < 0 || c.TCPPort > 65535 || c.WebSocketPort < 0 || c.WebSocketPort > 65535 {
 		return fmt.Errorf("%w: ports must be 0..65535", ErrConfig)
 	}
-	for _, s := range c.Shards {
-		if _, err := shard.NewRelayShard(c.ClusterID, s); err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
-		}
+	if c.NumShardsInNetwork < 0 || c.NumShardsInNetwork > 1024 {
+		return fmt.Errorf("%w: num-shards-in-network %d not in 0..1024", ErrConfig, c.NumShardsInNetwork)
 	}
-	if c.NumShardsInNetwork < 1 || c.NumShardsInNetwork > 1024 {
-		return fmt.Errorf("%w: num-shards-in-network %d not in 1..1024", ErrConfig, c.NumShardsInNetwork)
-	}
-	if c.Store && c.DataDir == "" && (c.DBURL == "" || c.DBURL == "embedded") {
-		return fmt.Errorf("%w: the embedded archive needs a data directory", ErrConfig)
+	if err := c.validateShards(); err != nil {
+		return err
 	}
 	if c.DBURL != "" && c.DBURL != "embedded" {
 		return fmt.Errorf("%w: db-url %q: only the embedded archive is available", ErrConfig, c.DBURL)
 	}
 	if c.StaticRedialMin < 0 || c.StaticRedialMax < c.StaticRedialMin {
 		return fmt.Errorf("%w: static re-dial backoff %v..%v", ErrConfig, c.StaticRedialMin, c.StaticRedialMax)
+	}
+	return nil
+}
+
+// validateShards checks the relayed shards against the cluster and the
+// sharding: shards below 1024, under autosharding below the number of
+// shards in the network (nwaku networks_config.nim validateShards), and
+// pubsub topics of the form /waku/2/rs/<ClusterID>/<shard>.
+func (c *Config) validateShards() error {
+	for _, s := range c.Shards {
+		if _, err := shard.NewRelayShard(c.ClusterID, s); err != nil {
+			return fmt.Errorf("%w: --shard %d: %w", ErrConfig, s, err)
+		}
+		if n := c.NumShardsInNetwork; n > 0 && int(s) >= n {
+			return fmt.Errorf("%w: --shard %d: validateShards invalid shard: %d when numShardsInCluster: %d", ErrConfig, s, s, n)
+		}
+	}
+	for _, t := range c.PubsubTopics {
+		rs, err := shard.ParsePubsubTopic(t)
+		if err != nil {
+			return fmt.Errorf("%w: --pubsub-topic %s: %w", ErrConfig, t, err)
+		}
+		if rs.ClusterID != c.ClusterID {
+			return fmt.Errorf("%w: --pubsub-topic %s is on cluster %d, the node on cluster %d (--cluster-id)", ErrConfig, t, rs.ClusterID, c.ClusterID)
+		}
+		if n := c.NumShardsInNetwork; n > 0 && int(rs.ShardID) >= n {
+			return fmt.Errorf("%w: --pubsub-topic %s: shard %d is not in the network's %d shards (--num-shards-in-network)", ErrConfig, t, rs.ShardID, n)
+		}
 	}
 	return nil
 }

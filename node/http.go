@@ -27,12 +27,21 @@ const Version = "courier v0.1.0"
 // listeners are bound before it returns, so a port in use is an error here.
 func (n *Node) startHTTP() error {
 	if n.cfg.REST {
-		srv, err := rest.New(restBackend{n}, rest.Config{}, n.cfg.Logger)
+		srv, err := rest.New(restBackend{n}, rest.Config{CacheSize: n.cfg.RESTCacheCapacity, Admin: n.cfg.RESTAdmin}, n.cfg.Logger)
 		if err != nil {
 			return err
 		}
 		n.rest = srv
 		if n.relay != nil {
+			var cts, shards []string
+			if n.auto != nil {
+				for _, ct := range n.cfg.ContentTopics {
+					if t, err := n.auto.PubsubTopic(ct); err == nil {
+						cts, shards = append(cts, ct), append(shards, t)
+					}
+				}
+			}
+			srv.CacheTopics(n.cfg.pubsubTopics(), cts, shards)
 			n.removeREST = n.relay.AddHandler("rest-cache", srv.Deliver)
 		}
 		if err := n.serve("REST API", n.cfg.RESTAddress, n.cfg.RESTPort, srv); err != nil {
@@ -127,6 +136,9 @@ func (b restBackend) RelayPublish(ctx context.Context, topic string, msg *messag
 }
 
 func (b restBackend) ContentTopicShard(ct string) (string, error) {
+	if b.n.auto == nil {
+		return "", rest.ErrAutoshardingDisabled
+	}
 	return b.n.auto.PubsubTopic(ct)
 }
 

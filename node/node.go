@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,7 @@ type Node struct {
 	archive  archive.Archive // nil when store is off
 	metadata *metadata.Service
 	ping     *ping.PingService
-	auto     shard.Autosharding
+	auto     *shard.Autosharding // nil under static sharding
 
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
@@ -70,11 +71,19 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	auto, err := shard.NewAutosharding(cfg.ClusterID, cfg.NumShardsInNetwork)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	n := &Node{cfg: cfg, state: "INITIALIZING"}
+	if cfg.NumShardsInNetwork > 0 {
+		auto, err := shard.NewAutosharding(cfg.ClusterID, cfg.NumShardsInNetwork)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		n.auto = &auto
 	}
-	n := &Node{cfg: cfg, auto: auto, state: "INITIALIZING"}
+	for _, ct := range cfg.ContentTopics {
+		if _, err := shard.ParseContentTopic(ct); err != nil {
+			return nil, fmt.Errorf("%w: --content-topic %s: %w", ErrConfig, ct, err)
+		}
+	}
 	if err := n.build(); err != nil {
 		n.closeParts()
 		return nil, err
@@ -137,7 +146,7 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ConnectionManager(cm),
 		libp2p.Ping(false), // mounted by the node itself, below
-		libp2p.UserAgent(Version),
+		libp2p.UserAgent(n.cfg.AgentString),
 	}
 	if n.cfg.WebSocketPort > 0 {
 		opts = append(opts, libp2p.Transport(websocket.New))
@@ -225,7 +234,11 @@ func (n *Node) shards() []uint16 { return n.cfg.Shards }
 // dialling goes on in the background until Stop.
 func (n *Node) Start(ctx context.Context) error {
 	if n.relay != nil {
-		for _, t := range n.cfg.pubsubTopics() {
+		topics, err := n.startTopics()
+		if err != nil {
+			return err
+		}
+		for _, t := range topics {
 			if err := n.relay.Subscribe(t); err != nil {
 				return err
 			}
@@ -376,8 +389,36 @@ func (n *Node) Counters() *message.Counters { return n.cfg.Counters }
 // Metadata returns the metadata service.
 func (n *Node) Metadata() *metadata.Service { return n.metadata }
 
-// Autosharding returns the node's autosharding of content topics.
-func (n *Node) Autosharding() shard.Autosharding { return n.auto }
+// Autosharding returns the node's autosharding of content topics; ok is
+// false under static sharding (NumShardsInNetwork 0).
+func (n *Node) Autosharding() (a shard.Autosharding, ok bool) {
+	if n.auto == nil {
+		return shard.Autosharding{}, false
+	}
+	return *n.auto, true
+}
+
+// startTopics returns the pubsub topics relayed from the start: the
+// configured shards and pubsub topics and, under autosharding, the shards
+// of the configured content topics, each once.
+func (n *Node) startTopics() ([]string, error) {
+	topics := n.cfg.pubsubTopics()
+	if len(n.cfg.ContentTopics) > 0 && n.auto == nil {
+		n.cfg.Logger.Warn("static sharding: --content-topic gives no shard to relay, as in nwaku; set --num-shards-in-network for autosharding",
+			"content_topics", n.cfg.ContentTopics)
+	}
+	if n.auto != nil {
+		for _, ct := range n.cfg.ContentTopics {
+			t, err := n.auto.PubsubTopic(ct)
+			if err != nil {
+				return nil, fmt.Errorf("%w: --content-topic %s: %w", ErrConfig, ct, err)
+			}
+			topics = append(topics, t)
+		}
+	}
+	slices.Sort(topics)
+	return slices.Compact(topics), nil
+}
 
 // ListenAddresses returns the host's listen addresses with /p2p/<id>.
 func (n *Node) ListenAddresses() []string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,12 @@ func TestConfigValidate(t *testing.T) {
 		{"port range", func(c *Config) { c.TCPPort = 70000 }},
 		{"shard range", func(c *Config) { c.Shards = []uint16{1024} }},
 		{"shards in network", func(c *Config) { c.NumShardsInNetwork = 2000 }},
-		{"store without data dir", func(c *Config) { c.Store = true }},
+		{"shard not in the network", func(c *Config) { c.NumShardsInNetwork = 8; c.Shards = []uint16{8} }},
+		{"pubsub topic of another cluster", func(c *Config) { c.ClusterID = 16; c.PubsubTopics = []string{"/waku/2/rs/1/0"} }},
+		{"two clusters", func(c *Config) { c.PubsubTopics = []string{"/waku/2/rs/0/0", "/waku/2/rs/1/0"} }},
+		{"pubsub topic shard range", func(c *Config) { c.PubsubTopics = []string{"/waku/2/rs/0/1024"} }},
+		{"pubsub topic not in the network", func(c *Config) { c.NumShardsInNetwork = 2; c.PubsubTopics = []string{"/waku/2/rs/0/5"} }},
+		{"not a static-shard topic", func(c *Config) { c.PubsubTopics = []string{"/waku/2/default-waku/proto"} }},
 		{"unknown db url", func(c *Config) { c.DataDir = "x"; c.DBURL = "mysql://x" }},
 		{"backoff", func(c *Config) { c.StaticRedialMin, c.StaticRedialMax = time.Second, time.Millisecond }},
 	}
@@ -47,6 +53,14 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if got := cfg.pubsubTopics(); len(got) != 1 || got[0] != "/waku/2/rs/0/0" {
 		t.Fatalf("default topics %v", got)
+	}
+	// Autosharding without --shard relays every shard of the network, as
+	// nwaku (waku/factory/conf_builder/waku_conf_builder.nim buildShardingConf).
+	cfg = DefaultConfig()
+	cfg.ClusterID, cfg.NumShardsInNetwork = 5, 3
+	cfg.setDefaults()
+	if got := cfg.pubsubTopics(); !slices.Equal(got, []string{"/waku/2/rs/5/0", "/waku/2/rs/5/1", "/waku/2/rs/5/2"}) {
+		t.Fatalf("autosharding topics %v", got)
 	}
 }
 
