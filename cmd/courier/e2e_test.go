@@ -58,6 +58,7 @@ func TestE2E(t *testing.T) {
 	bin := buildCourier(t)
 	t.Run("MessageHash", func(t *testing.T) { testE2EMessageHash(t, bin) })
 	t.Run("RelayLine", func(t *testing.T) { testE2ERelayLine(t, bin) })
+	t.Run("NwakuCommandLine", func(t *testing.T) { testE2ENwakuCommandLine(t, bin) })
 }
 
 // buildCourier builds the package in the current directory (the test's
@@ -83,12 +84,12 @@ func buildCourier(t *testing.T) string {
 	return bin
 }
 
-// childEnv is the test's environment without COURIER_* variables, which
-// would otherwise set node flags.
+// childEnv is the test's environment without COURIER_* and WAKUNODE2_*
+// variables, which would otherwise set node flags.
 func childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "COURIER_") {
+		if !strings.HasPrefix(kv, "COURIER_") && !strings.HasPrefix(kv, "WAKUNODE2_") {
 			env = append(env, kv)
 		}
 	}
@@ -219,8 +220,16 @@ type proc struct {
 
 func startProc(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
+	return startProcIn(t, name, "", bin, args...)
+}
+
+// startProcIn is startProc in the working directory dir ("" for the
+// test's).
+func startProcIn(t *testing.T, name, dir, bin string, args ...string) *proc {
+	t.Helper()
 	p := &proc{name: name, log: new(logBuf), out: new(logBuf), done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
+	p.cmd.Dir = dir
 	p.cmd.Env = childEnv()
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -324,8 +333,8 @@ func startNodeIn(t *testing.T, bin, name, dir string, extra ...string) *nodeProc
 	t.Helper()
 	args := append([]string{"node",
 		"--listen-address", "127.0.0.1", "--tcp-port", "0",
-		"--rest", "--rest-address", "127.0.0.1", "--rest-port", "0",
-		"--data-dir", dir, "--log-level", "DEBUG"}, extra...)
+		"--rest", "--rest-address", "127.0.0.1", "--rest-port", "0", "--rest-admin",
+		"--num-shards-in-network", "1", "--data-dir", dir, "--log-level", "DEBUG"}, extra...)
 	n := &nodeProc{proc: startProc(t, name, bin, args...), dataDir: dir}
 	m := n.waitLog(t, reListen, 15*time.Second)
 	n.addr, n.id = m[1], m[2]

@@ -1,5 +1,7 @@
 // Command courier is a Waku node, a message-path benchmark and a set of
-// small clients. Run `courier help` for the subcommands.
+// small clients. Run `courier help` for the subcommands. With nwaku's flags
+// and no subcommand, or under the name wakunode2, it runs a node with
+// nwaku v0.38.1's command line.
 package main
 
 import (
@@ -27,7 +29,7 @@ func init() {
 }
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: courier <command> [flags]\n\ncommands:\n")
+	fmt.Fprintf(os.Stderr, "usage: courier <command> [flags]\n       courier [node flags]   (runs a node, as nwaku's wakunode2)\n\ncommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
 	}
@@ -35,6 +37,10 @@ func usage() {
 }
 
 func main() {
+	if isNodeInvocation(os.Args[0], os.Args[1:]) {
+		exit("node", runNode(os.Args[1:]))
+		return
+	}
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
@@ -45,18 +51,29 @@ func main() {
 	}
 	for _, c := range commands {
 		if c.name == os.Args[1] {
-			err := c.run(os.Args[2:])
-			if errors.Is(err, flag.ErrHelp) {
-				return // --help printed the command's usage
-			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "courier %s: %v\n", c.name, err)
-				os.Exit(1)
-			}
+			exit(c.name, c.run(os.Args[2:]))
 			return
 		}
 	}
 	fmt.Fprintf(os.Stderr, "courier: unknown command %q\n", os.Args[1])
 	usage()
 	os.Exit(2)
+}
+
+// exit ends the process for a command's error: 0 for none or --help, 2 for
+// a command line that cannot be parsed or asks for what is not supported,
+// 1 for anything else.
+func exit(name string, err error) {
+	var refused *refusedError
+	var bad *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return
+	case errors.As(err, &refused), errors.As(err, &bad):
+		fmt.Fprintf(os.Stderr, "courier %s: %v\n", name, err)
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "courier %s: %v\n", name, err)
+		os.Exit(1)
+	}
 }

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,107 +15,141 @@ import (
 	"github.com/couriernet/courier/node"
 )
 
-const nodeHelp = `usage: courier node [flags]
+const nodeHelp = `usage: courier [node] [flags]
+       wakunode2 [flags]
 
 Runs a Waku node: relay (gossipsub on /vac/waku/relay/2.0.0), metadata,
 an archive of relayed messages (--store), a REST API with nwaku's paths
 (--rest) and Prometheus metrics (--metrics-server).
 
+The command line is nwaku v0.38.1's: every flag of its wakunode2 is
+accepted, as --flag=value, --flag value, --flag:value, and --flag=true|false
+for switches. A flag whose value asks for something this node does not do
+(--rln-relay=true, say) stops it with one line naming the flag and the
+reason, exit code 2; values that ask for nothing (--rln-relay=false) are
+accepted quietly. Defaults are nwaku's, except:
+  - with neither --shard nor --num-shards-in-network (nor --pubsub-topic)
+    the node relays shard 0 of its cluster (nwaku relays nothing);
+  - --nat defaults to none (nwaku's any sends UPnP/NAT-PMP probes off the
+    machine);
+  - --agent-string names courier.
+
 Every flag can also come from a config file (--config-file, TOML or YAML,
 keys named like the flags, lists for repeatable flags) or from the
-environment as COURIER_<FLAG> with dashes as underscores, for example
-COURIER_CLUSTER_ID=16. Flags win over the environment, which wins over the
-file. SIGINT or SIGTERM stops the node cleanly: the archive commits and
-fsyncs what it holds, connections close, and the exit code is 0.
+environment as COURIER_<FLAG> or WAKUNODE2_<FLAG>, dashes as underscores,
+for example WAKUNODE2_CLUSTER_ID=16 (lists comma-separated or as a JSON
+array). Flags win over the environment, COURIER_ over WAKUNODE2_, and both
+over the file. SIGINT or SIGTERM stops the node cleanly: the archive
+commits and fsyncs what it holds, connections close, and the exit code is 0.
 
 Example, two nodes on one machine:
-  courier node --tcp-port 60000 --rest --store --data-dir ./a
-  courier node --tcp-port 60001 --rest --rest-port 8646 --data-dir ./b \
-      --staticnode /ip4/127.0.0.1/tcp/60000/p2p/<id printed by the first>
+  courier --relay=true --rest=true --store=true --data-dir=./a \
+      --cluster-id=0 --shard=0 --tcp-port=60000
+  courier --relay=true --rest=true --rest-port=8646 --data-dir=./b \
+      --cluster-id=0 --shard=0 --tcp-port=60001 \
+      --staticnode=/ip4/127.0.0.1/tcp/60000/p2p/<id printed by the first>
 
 Flags:
 `
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error {
-	*s = append(*s, v)
-	return nil
-}
-
-// uintList is a repeatable flag of shard ids.
-type uintList []uint16
-
-func (s *uintList) String() string { return fmt.Sprint([]uint16(*s)) }
-func (s *uintList) Set(v string) error {
-	x, err := strconv.ParseUint(v, 10, 16)
-	if err != nil {
-		return fmt.Errorf("shard %q is not a number 0..1023", v)
-	}
-	*s = append(*s, uint16(x))
-	return nil
-}
-
+// runNode parses the node's command line (nodeFlags) and runs the node.
 func runNode(args []string) error {
-	fs := flag.NewFlagSet("node", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, nodeHelp); fs.PrintDefaults() }
-	cfg := node.DefaultConfig()
-	var shards uintList
-	var topics, static stringList
-	cluster := fs.Uint("cluster-id", 0, "cluster id (0..65535)")
-	fs.StringVar(&cfg.ListenAddress, "listen-address", cfg.ListenAddress, "IP address to listen on")
-	fs.IntVar(&cfg.TCPPort, "tcp-port", cfg.TCPPort, "libp2p TCP port (0: any free port)")
-	fs.IntVar(&cfg.WebSocketPort, "websocket-port", 0, "also listen for libp2p over WebSocket on this port (0: off)")
-	fs.BoolVar(&cfg.Relay, "relay", cfg.Relay, "enable the relay protocol")
-	fs.BoolVar(&cfg.Store, "store", false, "archive relayed messages")
-	fs.Var(&shards, "shard", "static shard to relay (repeatable; default 0)")
-	fs.Var(&topics, "pubsub-topic", "further pubsub topic to relay (repeatable)")
-	fs.IntVar(&cfg.NumShardsInNetwork, "num-shards-in-network", cfg.NumShardsInNetwork, "shards in the network, for autosharding")
-	fs.Var(&static, "staticnode", "peer multiaddr with /p2p/<id> to keep connected (repeatable)")
-	fs.StringVar(&cfg.DBURL, "db-url", "", `archive: empty or "embedded" for SQLite index + segments in --data-dir`)
-	fs.StringVar(&cfg.NodeKey, "nodekey", "", "hex secp256k1 private key (default: kept in --data-dir)")
-	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory for the node key and the archive")
-	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "most peer connections")
-	fs.BoolVar(&cfg.REST, "rest", false, "serve the REST API")
-	fs.StringVar(&cfg.RESTAddress, "rest-address", cfg.RESTAddress, "REST API listen address")
-	fs.IntVar(&cfg.RESTPort, "rest-port", cfg.RESTPort, "REST API port")
-	fs.BoolVar(&cfg.MetricsServer, "metrics-server", false, "serve Prometheus metrics on /metrics")
-	fs.StringVar(&cfg.MetricsAddress, "metrics-server-address", cfg.MetricsAddress, "metrics listen address")
-	fs.IntVar(&cfg.MetricsPort, "metrics-server-port", cfg.MetricsPort, "metrics port")
-	logLevel := fs.String("log-level", "INFO", "DEBUG, INFO, WARN or ERROR")
-	configFile := fs.String("config-file", "", "TOML or YAML file with flag values")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if len(args) > 0 && args[0] == "generateRlnKeystore" {
+		return &refusedError{"", "generateRlnKeystore", errRLN}
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if *configFile == "" {
-		*configFile = os.Getenv("COURIER_CONFIG_FILE")
-	}
-	if err := applyEnvAndFile(fs, *configFile); err != nil {
-		return err
-	}
-	if *cluster > 65535 {
-		return fmt.Errorf("--cluster-id %d is over 65535", *cluster)
-	}
-	cfg.ClusterID, cfg.Shards, cfg.PubsubTopics, cfg.StaticNodes = uint16(*cluster), shards, topics, static
-	logger, err := newLogger(*logLevel)
+	o, err := parseNodeFlags(args)
 	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printNodeHelp()
+		}
 		return err
 	}
-	cfg.Logger = logger
-	return serveNode(cfg)
+	logger := newLogger(o.logLevel, o.logJSON)
+	o.cfg.Logger = logger
+	for _, n := range o.notes {
+		logger.Info(n)
+	}
+	return serveNode(o.cfg)
 }
 
-func newLogger(level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want DEBUG, INFO, WARN or ERROR", level)
+// parseNodeFlags reads args, the environment and the config file into
+// options. Errors are *usageError, *refusedError or flag.ErrHelp.
+func parseNodeFlags(args []string) (*nodeOptions, error) {
+	p := newFlagSet("node", nodeFlags)
+	if err := p.parse(args); err != nil {
+		return nil, err
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	path := p.values["config-file"].val.str()
+	if path == "" {
+		if _, v, ok := lookupEnv("config-file"); ok {
+			path = v
+		}
+	}
+	if err := p.applyEnvAndFile(path); err != nil {
+		return nil, err
+	}
+	o := &nodeOptions{cfg: node.DefaultConfig()}
+	if err := p.resolve(nodeFlags, o); err != nil {
+		return nil, err
+	}
+	o.finish(p)
+	return o, nil
+}
+
+// finish derives what depends on several flags and notes the defaults
+// that differ from nwaku's.
+func (o *nodeOptions) finish(p *parsedFlags) {
+	c := &o.cfg
+	if o.wsSupport {
+		c.WebSocketPort = o.wsPort
+	}
+	if s := o.portsShift; s != 0 {
+		for _, port := range []*int{&c.TCPPort, &c.WebSocketPort, &c.RESTPort, &c.MetricsPort} {
+			if *port != 0 {
+				*port += s
+			}
+		}
+	}
+	if len(c.Shards) == 0 && len(c.PubsubTopics) == 0 && c.NumShardsInNetwork == 0 {
+		o.notes = append(o.notes, fmt.Sprintf("no --shard given: relaying shard 0 of cluster %d (nwaku v0.38.1 would relay none)", c.ClusterID))
+	}
+	if !p.values["nat"].val.given {
+		o.notes = append(o.notes, "--nat defaults to none here (nwaku: any, which probes UPnP/NAT-PMP)")
+	}
+}
+
+func printNodeHelp() {
+	fmt.Fprint(os.Stderr, nodeHelp)
+	p := newFlagSet("node", nodeFlags)
+	p.fs.SetOutput(os.Stderr)
+	p.fs.PrintDefaults()
+}
+
+// newLogger returns a text or JSON logger on stderr at level.
+func newLogger(level slog.Level, json bool) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: levelNames}
+	if json {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// levelNames writes nwaku's names for the levels between slog's.
+func levelNames(_ []string, a slog.Attr) slog.Attr {
+	if a.Key != slog.LevelKey {
+		return a
+	}
+	if l, ok := a.Value.Any().(slog.Level); ok {
+		switch {
+		case l < slog.LevelDebug:
+			a.Value = slog.StringValue("TRACE")
+		case l > slog.LevelInfo && l < slog.LevelWarn:
+			a.Value = slog.StringValue("NOTICE")
+		case l > slog.LevelError:
+			a.Value = slog.StringValue("FATAL")
+		}
+	}
+	return a
 }
 
 func serveNode(cfg node.Config) error {
@@ -141,4 +175,19 @@ func serveNode(cfg node.Config) error {
 	}
 	cfg.Logger.Info("stopped")
 	return nil
+}
+
+// isNodeInvocation reports whether the command line runs a node without
+// the `node` subcommand: the binary is called wakunode2, or the first
+// argument is a flag other than help.
+func isNodeInvocation(argv0 string, args []string) bool {
+	base := argv0[strings.LastIndexAny(argv0, `/\`)+1:]
+	if strings.TrimSuffix(base, ".exe") == "wakunode2" {
+		return true
+	}
+	if len(args) == 0 {
+		return false
+	}
+	a := args[0]
+	return strings.HasPrefix(a, "-") && a != "-h" && a != "--help" && a != "-help"
 }

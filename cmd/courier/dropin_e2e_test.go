@@ -1,0 +1,127 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// nwakuLine is the README's typical nwaku v0.38.1 command line, with the
+// ports left to the system (0) so that tests do not race for them.
+var nwakuLine = []string{
+	"--relay=true", "--store=true", "--cluster-id=0", "--shard=0",
+	"--listen-address=127.0.0.1", "--tcp-port=0", "--nat=none", "--keep-alive=true",
+	"--rest=true", "--rest-address=127.0.0.1", "--rest-port=0", "--rest-admin=true",
+	"--metrics-server=true", "--metrics-server-address=127.0.0.1", "--metrics-server-port=0",
+	"--rln-relay=false", "--log-level=INFO", "--log-format=TEXT",
+}
+
+// startNwakuLine runs bin with nwakuLine plus extra and no subcommand, in
+// a fresh working directory (no --data-dir: the archive goes to ./archive
+// as nwaku's store.sqlite3 goes to its working directory).
+func startNwakuLine(t *testing.T, bin, name string, extra ...string) *nodeProc {
+	t.Helper()
+	dir := t.TempDir()
+	n := &nodeProc{proc: startProcIn(t, name, dir, bin, append(slices.Clone(nwakuLine), extra...)...), dataDir: dir}
+	m := n.waitLog(t, reListen, 15*time.Second)
+	n.addr, n.id = m[1], m[2]
+	n.rest = "http://" + n.waitLog(t, reREST, time.Second)[1]
+	n.metrics = "http://" + n.waitLog(t, reMetric, time.Second)[1]
+	t.Logf("%s: %s, REST %s, metrics %s", name, n.addr, n.rest, n.metrics)
+	return n
+}
+
+// testE2ENwakuCommandLine runs two nodes with nwaku's command line and no
+// subcommand, one through a link named wakunode2: B keeps A as a static
+// node, A publishes over REST and B's REST cache, pre-subscribed to shard
+// 0 by --shard=0, returns the message without any POST of a subscription.
+// Then it checks refusals of the real binary: one line, exit code 2.
+func testE2ENwakuCommandLine(t *testing.T, bin string) {
+	link := filepath.Join(t.TempDir(), "wakunode2")
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatal(err)
+	}
+	a := startNwakuLine(t, link, "A")
+	b := startNwakuLine(t, bin, "B", "--staticnode="+a.addr)
+	for _, n := range []*nodeProc{a, b} {
+		if n.log.count("relaying shard 0") != 0 {
+			t.Errorf("%s: start note about shard 0 although --shard=0 was given", n.name)
+		}
+		if _, err := os.Stat(filepath.Join(n.dataDir, "archive")); err != nil {
+			t.Errorf("%s: --store=true without a data directory: %v", n.name, err)
+		}
+	}
+	waitFor(t, 20*time.Second, "B sees A connected with shard 0", func() (bool, string) {
+		peers, err := b.peers()
+		if err != nil {
+			return false, err.Error()
+		}
+		p, ok := peers[a.id]
+		return ok && p.Connected == "Connected" && slices.Contains(p.Shards, 0), spew(peers)
+	})
+
+	want := restMessage{Payload: []byte("hello from an nwaku command line"), ContentTopic: e2eContentTopic, Timestamp: time.Now().UnixNano()}
+	var got []receivedMsg
+	waitFor(t, 30*time.Second, "B receives A's message", func() (bool, string) {
+		if code, body, err := a.publish(want); err != nil || code != http.StatusOK {
+			return false, "publish: " + string(body)
+		}
+		got = append(got, b.drain(t)...)
+		return len(got) > 0, "nothing yet"
+	})
+	for _, m := range got {
+		if !bytes.Equal(m.msg.Payload, want.Payload) || m.msg.ContentTopic != want.ContentTopic || m.msg.Timestamp != want.Timestamp {
+			t.Errorf("B received %s, want %+v", m.raw, want)
+		}
+	}
+	t.Logf("B received: %s", got[0].raw)
+	logMetrics(t, b)
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rln-relay=true"}, "courier node: --rln-relay=true: RLN is not supported by this node\n"},
+		{[]string{"--relay=true", "--store-message-db-url=postgres://u:p@localhost:5432/db"},
+			"courier node: --store-message-db-url=postgres://u:p@localhost:5432/db: only the embedded archive (--db-url) is supported by this node yet\n"},
+		{[]string{"--preset=twn"}, "courier node: --preset=twn: The Waku Network needs RLN, which this node does not support\n"},
+	} {
+		cmd := exec.Command(bin, c.args...)
+		cmd.Env = childEnv()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || stderr.String() != c.want {
+			t.Errorf("courier %s: exit %d (%v), stderr %q; want exit 2, %q", strings.Join(c.args, " "), code, err, stderr.String(), c.want)
+		}
+	}
+}
+
+// logMetrics logs the waku_ and libp2p_ lines of n's /metrics.
+func logMetrics(t *testing.T, n *nodeProc) {
+	t.Helper()
+	body := mustHTTP(t, http.MethodGet, n.metrics+"/metrics", nil)
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		if l := sc.Text(); strings.Contains(l, "waku_") || strings.HasPrefix(l, "libp2p_peers") {
+			lines = append(lines, l)
+		}
+	}
+	t.Logf("GET %s/metrics (waku_ and libp2p_peers lines):\n%s", n.name, strings.Join(lines, "\n"))
+}
+
+func spew(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/couriernet/courier/node"
+)
+
+// nodeOptions collects what the node's flags set: the node's Config and
+// the settings main itself acts on.
+type nodeOptions struct {
+	cfg        node.Config
+	logLevel   slog.Level
+	logJSON    bool
+	configFile string
+	portsShift int
+	wsSupport  bool
+	wsPort     int
+	// notes are printed at start: defaults that differ from nwaku's.
+	notes []string
+}
+
+// Owners: areas of work that will implement a refused row.
+const (
+	ownerStore     = "store"
+	ownerFilter    = "filter"
+	ownerLightpush = "lightpush"
+	ownerDiscovery = "discovery"
+	ownerWebSocket = "websocket"
+	ownerStoreSync = "store-sync"
+)
+
+// nodeFlags is the node's command line: every flag of nwaku v0.38.1
+// (tools/confutils/cli_args.nim, copied with its defaults into
+// testdata/nwaku-v0.38.1-flags.txt) followed by courier's own. Each row
+// is one of:
+//
+//   - implemented: apply is set and gives the flag nwaku's meaning; it is
+//     called with the flag's value, or its default when not given.
+//   - accepted but refused: apply is nil; a value for which quiet is false
+//     (default: anything but nwaku's default) stops the node before it
+//     starts with "--flag=value: <refuse>" and exit code 2. owner names the
+//     area that will implement it.
+//
+// To implement a refused flag: add the field to node.Config (or
+// nodeOptions), replace refuse/quiet/owner by an apply that sets it (use
+// v.str(), v.bool(), v.int() or v.vals; the default arrives when the flag
+// was not given), and flip the flags that only matter with it the same way.
+// TestNodeFlagsCoverNwaku and TestNodeFlagsRefuse keep the table honest.
+var nodeFlags = []flagDef{
+	// Configuration and logs.
+	{name: "config-file", usage: "TOML or YAML file with flag values (keys named like the flags)",
+		apply: func(o *nodeOptions, v flagVal) error { o.configFile = v.str(); return nil }},
+	{name: "log-level", nwaku: "INFO", usage: "TRACE, DEBUG, INFO, NOTICE, WARN, ERROR or FATAL",
+		apply: func(o *nodeOptions, v flagVal) (err error) { o.logLevel, err = parseLogLevel(v.str()); return err }},
+	{name: "log-format", nwaku: "TEXT", usage: "TEXT or JSON",
+		apply: func(o *nodeOptions, v flagVal) error {
+			switch strings.ToUpper(v.str()) {
+			case "TEXT":
+				o.logJSON = false
+			case "JSON":
+				o.logJSON = true
+			default:
+				return fmt.Errorf("want TEXT or JSON")
+			}
+			return nil
+		}},
+
+	// RLN: not supported. Only --rln-relay=true asks for it; the other rln
+	// flags matter only with it.
+	{name: "rln-relay", kind: kindBool, nwaku: "false", usage: "RLN spam protection", refuse: errRLN, quiet: whenFalse},
+	{name: "rln-relay-cred-path", usage: "RLN credential path", with: "rln-relay"},
+	{name: "rln-relay-eth-client-address", kind: kindList, nwaku: "http://localhost:8540/", usage: "RLN Ethereum client", with: "rln-relay"},
+	{name: "rln-relay-eth-contract-address", usage: "RLN membership contract", with: "rln-relay"},
+	{name: "rln-relay-chain-id", kind: kindInt, nwaku: "0", usage: "RLN chain id", with: "rln-relay"},
+	{name: "rln-relay-cred-password", usage: "RLN credential password", with: "rln-relay"},
+	{name: "rln-relay-eth-private-key", usage: "RLN transaction key", with: "rln-relay"},
+	{name: "rln-relay-user-message-limit", kind: kindInt, nwaku: "1", usage: "RLN message limit", with: "rln-relay"},
+	{name: "rln-relay-epoch-sec", kind: kindInt, nwaku: "1", usage: "RLN epoch in seconds", with: "rln-relay"},
+	{name: "rln-relay-membership-index", kind: kindInt, usage: "RLN membership index", with: "rln-relay"},
+	{name: "rln-relay-dynamic", kind: kindBool, nwaku: "false", usage: "RLN on-chain group", with: "rln-relay"},
+	{name: "execute", kind: kindBool, nwaku: "false", usage: "generateRlnKeystore: register on chain", refuse: errRLN, quiet: whenFalse},
+
+	{name: "max-msg-size", nwaku: "150KiB", usage: "largest WakuMessage (KiB, KB or B)",
+		refuse: "only nwaku's default limit of 150KiB (153600 bytes) is supported", quiet: maxMsgSizeQuiet},
+	{name: "protected-shard", kind: kindList, usage: "shard:pubkey of a signed shard",
+		refuse: "protected (signed) shards are not supported by this node", quiet: whenEmpty},
+	{name: "mode", nwaku: "noMode", usage: "Core or Edge",
+		refuse: "--mode presets are not supported; give the protocols' own flags", quiet: oneOf("noMode", "")},
+	{name: "preset", usage: "twn or logos.dev (both refused: see presetRefusal)",
+		apply: func(_ *nodeOptions, v flagVal) error { return presetRefusal(v.str()) }},
+
+	// Identity, addresses and connections.
+	{name: "cluster-id", kind: kindInt, nwaku: "0", usage: "cluster id (0..65535)",
+		apply: func(o *nodeOptions, v flagVal) error {
+			id, err := strconv.ParseUint(v.str(), 10, 16)
+			if err != nil {
+				return fmt.Errorf("want 0..65535")
+			}
+			o.cfg.ClusterID = uint16(id)
+			return nil
+		}},
+	// agent-string: courier names itself; nwaku's default names nwaku.
+	{name: "agent-string", nwaku: "logos-delivery-<git version>", def: strPtr(node.Version), usage: "libp2p agent string",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.AgentString = v.str(); return nil }},
+	{name: "nodekey", usage: "hex secp256k1 private key (default: kept in --data-dir)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.NodeKey = v.str(); return nil }},
+	{name: "listen-address", nwaku: "0.0.0.0", usage: "IP address to listen on",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.ListenAddress = v.str(); return nil }},
+	{name: "tcp-port", kind: kindInt, nwaku: "60000", usage: "libp2p TCP port (0: any free port)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.TCPPort = v.int(); return nil }},
+	{name: "ports-shift", kind: kindInt, nwaku: "0", usage: "added to the TCP, WebSocket, REST and metrics ports",
+		apply: func(o *nodeOptions, v flagVal) error { o.portsShift = v.int(); return nil }},
+	// nat: nwaku's "any" sends UPnP/NAT-PMP probes off the machine; courier
+	// does nothing of the kind unless asked.
+	{name: "nat", nwaku: "any", def: strPtr("none"), usage: "any, none, upnp, pmp or extip:<IP>",
+		refuse: "NAT traversal is not supported by this node yet; use --nat=none", quiet: oneOf("none"), owner: ownerDiscovery},
+	{name: "ext-multiaddr", kind: kindList, usage: "external multiaddr to announce",
+		refuse: "announcing external addresses is not supported by this node yet", quiet: whenEmpty, owner: ownerDiscovery},
+	{name: "ext-multiaddr-only", kind: kindBool, nwaku: "false", usage: "announce only --ext-multiaddr",
+		refuse: "announcing external addresses is not supported by this node yet", quiet: whenFalse, owner: ownerDiscovery},
+	{name: "max-connections", kind: kindInt, nwaku: "150", usage: "most libp2p connections",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MaxConnections = v.int(); return nil }},
+	{name: "relay-service-ratio", nwaku: "50:50", usage: "relay:service share of max-connections",
+		refuse: "the relay/service peer split is not supported by this node yet", owner: ownerDiscovery},
+	{name: "ip-colocation-limit", kind: kindInt, nwaku: "5", usage: "most peers from one IP (0: no limit)",
+		refuse: "the IP colocation limit is not supported by this node yet", owner: ownerDiscovery},
+	{name: "peer-store-capacity", kind: kindInt, usage: "most peers kept in the peer store",
+		refuse: "a peer store capacity is not supported by this node yet", quiet: whenEmpty, owner: ownerDiscovery},
+	{name: "peer-persistence", kind: kindBool, nwaku: "false", usage: "keep peers across restarts",
+		refuse: "peer persistence is not supported by this node", quiet: whenFalse},
+	{name: "dns-addrs-name-server", kind: kindList, nwaku: "1.1.1.1,1.0.0.1", usage: "DNS server for dns multiaddrs",
+		refuse: "DNS multiaddr resolution is not supported by this node yet", owner: ownerDiscovery},
+	{name: "dns4-domain-name", usage: "domain name of the node's public IPv4 address",
+		refuse: "announcing a DNS name is not supported by this node yet", quiet: whenEmpty, owner: ownerDiscovery},
+	{name: "relay-client", kind: kindBool, nwaku: "false", usage: "circuit-relay client",
+		refuse: "circuit relay is not supported by this node", quiet: whenFalse},
+
+	// Relay.
+	{name: "relay", kind: kindBool, nwaku: "true", usage: "enable the relay protocol",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Relay = v.bool(); return nil }},
+	{name: "relay-peer-exchange", kind: kindBool, nwaku: "false", usage: "gossipsub peer exchange",
+		refuse: "gossipsub peer exchange is not supported by this node", quiet: whenFalse},
+	{name: "relay-shard-manager", kind: kindBool, nwaku: "false", usage: "shard-aware peer manager",
+		refuse: "the shard-aware peer manager is not supported by this node", quiet: whenFalse},
+	{name: "entry-node", kind: kindList, usage: "enrtree:, enr: or multiaddr entry node",
+		refuse: "entry nodes are not supported by this node yet; use --staticnode", quiet: whenEmpty, owner: ownerDiscovery},
+	{name: "staticnode", kind: kindList, usage: "peer multiaddr with /p2p/<id> to keep connected",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.StaticNodes = v.vals; return nil }},
+	// keep-alive: ignored by nwaku since v0.37, and by courier.
+	{name: "keep-alive", kind: kindBool, nwaku: "true", usage: "ignored (nwaku: deprecated)",
+		apply: func(*nodeOptions, flagVal) error { return nil }},
+	{name: "num-shards-in-network", kind: kindInt, nwaku: "0", usage: "shards of the cluster under autosharding; 0 is static sharding",
+		apply: func(o *nodeOptions, v flagVal) error {
+			if n := v.int(); n < 0 || n > 1024 {
+				return fmt.Errorf("want 0..1024")
+			}
+			o.cfg.NumShardsInNetwork = v.int()
+			return nil
+		}},
+	{name: "shard", kind: kindList, usage: "shard to relay (repeatable; default: every shard under autosharding, 0 under static)",
+		apply: func(o *nodeOptions, v flagVal) error {
+			for _, s := range v.vals {
+				x, err := strconv.ParseUint(s, 10, 16)
+				if err != nil {
+					return fmt.Errorf("shard %q is not a number 0..1023", s)
+				}
+				o.cfg.Shards = append(o.cfg.Shards, uint16(x))
+			}
+			return nil
+		}},
+	{name: "content-topic", kind: kindList, usage: "content topic whose shard is relayed (autosharding)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.ContentTopics = v.vals; return nil }},
+
+	// Store.
+	{name: "store", kind: kindBool, nwaku: "false", usage: "archive relayed messages",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Store = v.bool(); return nil }},
+	{name: "storenode", usage: "store peer multiaddr",
+		refuse: "store queries to a peer are not supported by this node yet", quiet: whenEmpty, owner: ownerStore},
+	{name: "store-message-retention-policy", nwaku: "time:172800", usage: "time:<s>, capacity:<n>, size:<xMB|xGB>",
+		refuse: "archive retention policies are not supported by this node yet", owner: ownerStore},
+	{name: "store-message-db-url", nwaku: "sqlite://store.sqlite3", usage: "archive database URL",
+		refuse: "only the embedded archive (--db-url) is supported by this node yet", owner: ownerStore},
+	{name: "store-message-db-vacuum", kind: kindBool, nwaku: "false", usage: "vacuum the archive at start",
+		refuse: "archive vacuum is not supported by this node yet", quiet: whenFalse, owner: ownerStore},
+	{name: "store-message-db-migration", kind: kindBool, nwaku: "true", usage: "migrate the archive at start",
+		with: "store-message-db-url"},
+	{name: "store-max-num-db-connections", kind: kindInt, nwaku: "50", usage: "most Postgres connections",
+		with: "store-message-db-url"},
+	{name: "store-resume", kind: kindBool, nwaku: "false", usage: "fill the archive from a store peer at start",
+		refuse: "store resume is not supported by this node yet", quiet: whenFalse, owner: ownerStoreSync},
+	{name: "store-sync", kind: kindBool, nwaku: "false", usage: "store sync protocol",
+		refuse: "store sync is not supported by this node yet", quiet: whenFalse, owner: ownerStoreSync},
+	{name: "store-sync-interval", kind: kindInt, nwaku: "300", usage: "seconds between syncs", with: "store-sync"},
+	{name: "store-sync-range", kind: kindInt, nwaku: "3600", usage: "seconds synced", with: "store-sync"},
+	{name: "store-sync-relay-jitter", kind: kindInt, nwaku: "20", usage: "seconds of relay jitter", with: "store-sync"},
+
+	// Filter and lightpush.
+	{name: "filter", kind: kindBool, nwaku: "false", usage: "filter protocol (service)",
+		refuse: "the filter protocol is not supported by this node yet", quiet: whenFalse, owner: ownerFilter},
+	{name: "filternode", usage: "filter peer multiaddr",
+		refuse: "filter clients are not supported by this node yet", quiet: whenEmpty, owner: ownerFilter},
+	{name: "filter-subscription-timeout", kind: kindInt, nwaku: "300", usage: "seconds", with: "filter"},
+	{name: "filter-max-peers-to-serve", kind: kindInt, nwaku: "1000", usage: "filter clients served", with: "filter"},
+	{name: "filter-max-criteria", kind: kindInt, nwaku: "1000", usage: "criteria per filter client", with: "filter"},
+	{name: "lightpush", kind: kindBool, nwaku: "false", usage: "lightpush protocol (service)",
+		refuse: "the lightpush protocol is not supported by this node yet", quiet: whenFalse, owner: ownerLightpush},
+	{name: "lightpushnode", usage: "lightpush peer multiaddr",
+		refuse: "lightpush clients are not supported by this node yet", quiet: whenEmpty, owner: ownerLightpush},
+	// reliability: nwaku's delivery service for its library API, which the
+	// node command does not have.
+	{name: "reliability", kind: kindBool, nwaku: "true", usage: "ignored (nwaku: library send/receive reliability)",
+		apply: func(*nodeOptions, flagVal) error { return nil }},
+
+	// REST and metrics.
+	{name: "rest", kind: kindBool, nwaku: "false", usage: "serve the REST API",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.REST = v.bool(); return nil }},
+	{name: "rest-address", nwaku: "127.0.0.1", usage: "REST API listen address",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTAddress = v.str(); return nil }},
+	{name: "rest-port", kind: kindInt, nwaku: "8645", usage: "REST API port",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTPort = v.int(); return nil }},
+	{name: "rest-relay-cache-capacity", kind: kindInt, nwaku: "50", usage: "messages kept per topic for GET /relay/v1/messages",
+		apply: func(o *nodeOptions, v flagVal) error {
+			if v.int() < 1 {
+				return fmt.Errorf("want at least 1")
+			}
+			o.cfg.RESTCacheCapacity = v.int()
+			return nil
+		}},
+	{name: "rest-admin", kind: kindBool, nwaku: "false", usage: "serve the /admin/v1 routes",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTAdmin = v.bool(); return nil }},
+	{name: "rest-allow-origin", kind: kindList, usage: "origin allowed by CORS (repeatable; * and ? wildcards)",
+		refuse: "CORS origins are not supported by this node yet", quiet: whenEmpty},
+	{name: "metrics-server", kind: kindBool, nwaku: "false", usage: "serve Prometheus metrics on /metrics",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MetricsServer = v.bool(); return nil }},
+	{name: "metrics-server-address", nwaku: "127.0.0.1", usage: "metrics listen address",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MetricsAddress = v.str(); return nil }},
+	{name: "metrics-server-port", kind: kindInt, nwaku: "8008", usage: "metrics port",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MetricsPort = v.int(); return nil }},
+	// metrics-logging: nwaku logs a summary of its metrics every 30 s;
+	// courier serves them only.
+	{name: "metrics-logging", kind: kindBool, nwaku: "true", usage: "ignored (nwaku: log metrics periodically)",
+		apply: func(*nodeOptions, flagVal) error { return nil }},
+
+	// Discovery.
+	{name: "dns-discovery", kind: kindBool, nwaku: "false", usage: "deprecated: DNS discovery",
+		refuse: "DNS discovery is not supported by this node yet", quiet: whenFalse, owner: ownerDiscovery},
+	{name: "dns-discovery-url", usage: "enrtree://<key>@<fqdn>",
+		refuse: "DNS discovery is not supported by this node yet", quiet: whenEmpty, owner: ownerDiscovery},
+	{name: "discv5-discovery", kind: kindBool, usage: "discovery v5",
+		refuse: "discovery v5 is not supported by this node yet", quiet: whenFalse, owner: ownerDiscovery},
+	{name: "discv5-udp-port", kind: kindInt, nwaku: "9000", usage: "discv5 UDP port", with: "discv5-discovery"},
+	{name: "discv5-bootstrap-node", kind: kindList, usage: "discv5 bootstrap ENR", with: "discv5-discovery"},
+	{name: "discv5-enr-auto-update", kind: kindBool, nwaku: "false", usage: "update the ENR from what peers see", with: "discv5-discovery"},
+	{name: "discv5-table-ip-limit", kind: kindInt, nwaku: "10", usage: "discv5 table IP limit", with: "discv5-discovery"},
+	{name: "discv5-bucket-ip-limit", kind: kindInt, nwaku: "2", usage: "discv5 bucket IP limit", with: "discv5-discovery"},
+	{name: "discv5-bits-per-hop", kind: kindInt, nwaku: "1", usage: "discv5 bits per hop", with: "discv5-discovery"},
+	// peer-exchange: nwaku serves it by default; courier does not yet.
+	{name: "peer-exchange", kind: kindBool, nwaku: "true", usage: "serve peer exchange",
+		refuse: "peer exchange is not supported by this node yet", quiet: whenFalse, owner: ownerDiscovery},
+	{name: "peer-exchange-node", usage: "peer exchange peer multiaddr",
+		refuse: "peer exchange is not supported by this node yet", quiet: whenEmpty, owner: ownerDiscovery},
+	// rendezvous: nwaku serves it by default; courier does not.
+	{name: "rendezvous", kind: kindBool, nwaku: "true", usage: "serve rendezvous",
+		refuse: "rendezvous is not supported by this node", quiet: whenFalse},
+	{name: "mix", kind: kindBool, nwaku: "false", usage: "mix protocol",
+		refuse: "mix is not supported by this node", quiet: whenFalse},
+	{name: "mixkey", usage: "mix key", with: "mix"},
+	{name: "mixnode", kind: kindList, usage: "mix node", with: "mix"},
+	{name: "enable-kad-discovery", kind: kindBool, nwaku: "false", usage: "kademlia discovery",
+		refuse: "kademlia discovery is not supported by this node", quiet: whenFalse},
+	{name: "kad-bootstrap-node", kind: kindList, usage: "kademlia bootstrap node", with: "enable-kad-discovery"},
+
+	// WebSocket.
+	{name: "websocket-support", kind: kindBool, nwaku: "false", usage: "also listen for libp2p over WebSocket",
+		apply: func(o *nodeOptions, v flagVal) error { o.wsSupport = v.bool(); return nil }},
+	{name: "websocket-port", kind: kindInt, nwaku: "8000", usage: "WebSocket port (with --websocket-support)",
+		apply: func(o *nodeOptions, v flagVal) error { o.wsPort = v.int(); return nil }},
+	{name: "websocket-secure-support", kind: kindBool, nwaku: "false", usage: "secure WebSocket",
+		refuse: "secure WebSocket is not supported by this node yet", quiet: whenFalse, owner: ownerWebSocket},
+	{name: "websocket-secure-key-path", usage: "secure WebSocket key", with: "websocket-secure-support"},
+	{name: "websocket-secure-cert-path", usage: "secure WebSocket certificate", with: "websocket-secure-support"},
+
+	{name: "rate-limit", kind: kindList, usage: "protocol:volume/period",
+		refuse: "rate limits are not supported by this node yet", quiet: whenEmpty},
+
+	// courier's own flags.
+	{name: "data-dir", courierOnly: true, usage: "directory for the node key and the archive (default: the working directory for the archive)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.DataDir = v.str(); return nil }},
+	{name: "pubsub-topic", kind: kindList, courierOnly: true, usage: "further static-shard pubsub topic to relay (repeatable)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.PubsubTopics = v.vals; return nil }},
+	{name: "db-url", courierOnly: true, usage: `archive: empty or "embedded" for the SQLite index + segments in --data-dir`,
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.DBURL = v.str(); return nil }},
+}
+
+const errRLN = "RLN is not supported by this node"
+
+// maxMsgSizeQuiet accepts the sizes that equal nwaku's default, 150 KiB.
+func maxMsgSizeQuiet(v flagVal) bool {
+	s := strings.ReplaceAll(strings.TrimSpace(v.str()), " ", "")
+	for _, u := range []struct {
+		suffix string
+		mul    int
+	}{{"KiB", 1024}, {"KB", 1000}, {"B", 1}, {"", 1}} {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			n, err := strconv.Atoi(num)
+			return err == nil && n*u.mul == 150*1024
+		}
+	}
+	return false
+}
+
+// presetRefusal refuses nwaku's network presets by what they need.
+func presetRefusal(preset string) error {
+	switch strings.ToLower(preset) {
+	case "":
+		return nil
+	case "twn":
+		return &refusedError{"preset", preset, "The Waku Network needs RLN, which this node does not support"}
+	case "logos.dev", "logosdev":
+		return &refusedError{"preset", preset, "the Logos Dev Network needs mix and kademlia discovery, which this node does not support"}
+	}
+	return &usageError{fmt.Errorf("Invalid --preset value passed: %s", preset)}
+}
+
+// parseLogLevel maps nwaku's (chronicles') levels onto slog's: TRACE below
+// DEBUG, NOTICE between INFO and WARN, FATAL above ERROR.
+func parseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToUpper(s) {
+	case "TRACE":
+		return slog.LevelDebug - 4, nil
+	case "DEBUG":
+		return slog.LevelDebug, nil
+	case "INFO":
+		return slog.LevelInfo, nil
+	case "NOTICE":
+		return slog.LevelInfo + 2, nil
+	case "WARN":
+		return slog.LevelWarn, nil
+	case "ERROR":
+		return slog.LevelError, nil
+	case "FATAL":
+		return slog.LevelError + 4, nil
+	}
+	return 0, fmt.Errorf("want TRACE, DEBUG, INFO, NOTICE, WARN, ERROR or FATAL")
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/couriernet/courier/node"
+)
+
+// nwakuFlags reads testdata/nwaku-v0.38.1-flags.txt: name -> default ("" for
+// none), in file order.
+func nwakuFlags(t *testing.T) (names []string, defaults map[string]string) {
+	t.Helper()
+	f, err := os.Open("testdata/nwaku-v0.38.1-flags.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	defaults = map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, def, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("bad line %q", line)
+		}
+		if def == "-" {
+			def = ""
+		}
+		names = append(names, name)
+		defaults[name] = def
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names, defaults
+}
+
+// TestNodeFlagsCoverNwaku checks that every flag of nwaku v0.38.1 is a row
+// of the table with nwaku's default, and that every row not marked
+// courierOnly is one of nwaku's.
+func TestNodeFlagsCoverNwaku(t *testing.T) {
+	names, defaults := nwakuFlags(t)
+	if len(names) != 98 {
+		t.Errorf("testdata lists %d flags, want 98", len(names))
+	}
+	rows := map[string]*flagDef{}
+	for i := range nodeFlags {
+		d := &nodeFlags[i]
+		if rows[d.name] != nil {
+			t.Errorf("--%s: two rows", d.name)
+		}
+		rows[d.name] = d
+		if _, ok := defaults[d.name]; !ok && !d.courierOnly {
+			t.Errorf("--%s: not a flag of nwaku v0.38.1 and not marked courierOnly", d.name)
+		}
+		if _, ok := defaults[d.name]; ok && d.courierOnly {
+			t.Errorf("--%s: a flag of nwaku v0.38.1 marked courierOnly", d.name)
+		}
+	}
+	for _, name := range names {
+		d := rows[name]
+		if d == nil {
+			t.Errorf("--%s: nwaku v0.38.1 flag missing from the table", name)
+			continue
+		}
+		if d.nwaku != defaults[name] {
+			t.Errorf("--%s: table says nwaku's default is %q, testdata %q", name, d.nwaku, defaults[name])
+		}
+	}
+}
+
+// TestNodeFlagsRows checks each row's shape: implemented, or refused with
+// a reason, or accepted only with another row that is itself refused.
+func TestNodeFlagsRows(t *testing.T) {
+	rows := map[string]*flagDef{}
+	for i := range nodeFlags {
+		rows[nodeFlags[i].name] = &nodeFlags[i]
+	}
+	owners := []string{"", ownerStore, ownerFilter, ownerLightpush, ownerDiscovery, ownerWebSocket, ownerStoreSync}
+	for _, d := range nodeFlags {
+		switch {
+		case d.apply != nil && (d.refuse != "" || d.quiet != nil || d.owner != "" || d.with != ""):
+			t.Errorf("--%s: implemented and refused at once", d.name)
+		case d.apply == nil && d.with != "":
+			w := rows[d.with]
+			if w == nil || w.apply != nil {
+				t.Errorf("--%s: with --%s, which is not a refused row: implement this one too", d.name, d.with)
+			}
+		case d.apply == nil && d.refuse == "":
+			t.Errorf("--%s: neither implemented nor given a reason to refuse", d.name)
+		}
+		if !slices.Contains(owners, d.owner) {
+			t.Errorf("--%s: unknown owner %q", d.name, d.owner)
+		}
+		// nwaku serves these by default; courier does not (yet), so their
+		// default is what is refused when given.
+		offByDefault := d.name == "peer-exchange" || d.name == "rendezvous"
+		if d.apply == nil && d.with == "" && !offByDefault && !isQuiet(&d, flagVal{given: true, vals: splitDefault(&d)}) {
+			t.Errorf("--%s: its own default %q would be refused", d.name, d.defaultText())
+		}
+	}
+}
+
+// TestNodeFlagsDefaults checks what a command line without flags gives:
+// nwaku v0.38.1's defaults, and the documented exceptions.
+func TestNodeFlagsDefaults(t *testing.T) {
+	clearNodeEnv(t)
+	o, err := parseNodeFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := o.cfg
+	want := node.DefaultConfig()
+	want.AgentString, want.RESTCacheCapacity = node.Version, 50
+	if !c.Relay || c.Store || c.REST || c.RESTAdmin || c.MetricsServer {
+		t.Errorf("switches: relay %v store %v rest %v rest-admin %v metrics %v, want true false false false false", c.Relay, c.Store, c.REST, c.RESTAdmin, c.MetricsServer)
+	}
+	if c.ListenAddress != "0.0.0.0" || c.TCPPort != 60000 || c.RESTAddress != "127.0.0.1" || c.RESTPort != 8645 ||
+		c.MetricsAddress != "127.0.0.1" || c.MetricsPort != 8008 || c.MaxConnections != 150 || c.ClusterID != 0 ||
+		c.NumShardsInNetwork != 0 || c.RESTCacheCapacity != 50 || c.WebSocketPort != 0 || c.AgentString != node.Version {
+		t.Errorf("config %+v", c)
+	}
+	if o.logLevel != slog.LevelInfo || o.logJSON {
+		t.Errorf("log level %v json %v, want INFO text", o.logLevel, o.logJSON)
+	}
+	if len(o.notes) != 2 || !strings.Contains(o.notes[0], "relaying shard 0 of cluster 0") || !strings.Contains(o.notes[1], "--nat defaults to none") {
+		t.Errorf("start notes %q", o.notes)
+	}
+}
+
+// clearNodeEnv unsets every COURIER_ and WAKUNODE2_ variable for the test.
+func clearNodeEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "COURIER_") || strings.HasPrefix(k, "WAKUNODE2_") {
+			t.Setenv(k, "") // restored after the test
+			os.Unsetenv(k)
+		}
+	}
+}
+
+// TestNodeFlagsForms checks nwaku's flag forms, the environment and their
+// precedence.
+func TestNodeFlagsForms(t *testing.T) {
+	cases := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		check func(o *nodeOptions) bool
+	}{
+		{"equals", []string{"--relay=false", "--tcp-port=1234"}, nil,
+			func(o *nodeOptions) bool { return !o.cfg.Relay && o.cfg.TCPPort == 1234 }},
+		{"space", []string{"--tcp-port", "1234", "--cluster-id", "16"}, nil,
+			func(o *nodeOptions) bool { return o.cfg.TCPPort == 1234 && o.cfg.ClusterID == 16 }},
+		{"colon", []string{"--tcp-port:1234", "--nat:none"}, nil,
+			func(o *nodeOptions) bool { return o.cfg.TCPPort == 1234 }},
+		{"bool alone", []string{"--rest", "--store=TRUE"}, nil,
+			func(o *nodeOptions) bool { return o.cfg.REST && o.cfg.Store }},
+		{"single dash", []string{"-rest-port=9000"}, nil,
+			func(o *nodeOptions) bool { return o.cfg.RESTPort == 9000 }},
+		{"repeated list", []string{"--shard=0", "--shard", "3", "--num-shards-in-network=8"}, nil,
+			func(o *nodeOptions) bool { return slices.Equal(o.cfg.Shards, []uint16{0, 3}) }},
+		{"wakunode2 env", nil, map[string]string{"WAKUNODE2_CLUSTER_ID": "7", "WAKUNODE2_REST": "true"},
+			func(o *nodeOptions) bool { return o.cfg.ClusterID == 7 && o.cfg.REST }},
+		{"courier env wins", nil, map[string]string{"WAKUNODE2_CLUSTER_ID": "7", "COURIER_CLUSTER_ID": "9"},
+			func(o *nodeOptions) bool { return o.cfg.ClusterID == 9 }},
+		{"flag wins", []string{"--cluster-id=3"}, map[string]string{"WAKUNODE2_CLUSTER_ID": "7", "COURIER_CLUSTER_ID": "9"},
+			func(o *nodeOptions) bool { return o.cfg.ClusterID == 3 }},
+		{"env list comma", nil, map[string]string{"WAKUNODE2_SHARD": "1,2"},
+			func(o *nodeOptions) bool { return slices.Equal(o.cfg.Shards, []uint16{1, 2}) }},
+		{"env list json", nil, map[string]string{"WAKUNODE2_STATICNODE": `["/ip4/1.2.3.4/tcp/1/p2p/x","/ip4/1.2.3.4/tcp/2/p2p/y"]`},
+			func(o *nodeOptions) bool { return len(o.cfg.StaticNodes) == 2 }},
+		{"log levels", []string{"--log-level=TRACE", "--log-format=JSON"}, nil,
+			func(o *nodeOptions) bool { return o.logLevel < slog.LevelDebug && o.logJSON }},
+		{"notice", []string{"--log-level=notice"}, nil,
+			func(o *nodeOptions) bool { return o.logLevel > slog.LevelInfo && o.logLevel < slog.LevelWarn }},
+		{"ports shift", []string{"--ports-shift=10", "--websocket-support=true"}, nil,
+			func(o *nodeOptions) bool {
+				return o.cfg.TCPPort == 60010 && o.cfg.RESTPort == 8655 && o.cfg.MetricsPort == 8018 && o.cfg.WebSocketPort == 8010
+			}},
+		{"quiet values", []string{"--rln-relay=false", "--keep-alive=true", "--rendezvous=false", "--peer-exchange=false",
+			"--nat=none", "--max-msg-size=150KiB", "--rln-relay-eth-client-address=http://x:1/", "--store-sync-interval=60",
+			"--discv5-discovery=false", "--filter=false", "--lightpush=false", "--mode=noMode", "--metrics-logging=false"}, nil,
+			func(o *nodeOptions) bool { return true }},
+		{"content topics", []string{"--content-topic=/app/1/a/proto", "--content-topic=/app/1/b/proto"}, nil,
+			func(o *nodeOptions) bool { return len(o.cfg.ContentTopics) == 2 }},
+		{"admin and cache", []string{"--rest-admin=true", "--rest-relay-cache-capacity=7"}, nil,
+			func(o *nodeOptions) bool { return o.cfg.RESTAdmin && o.cfg.RESTCacheCapacity == 7 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clearNodeEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			o, err := parseNodeFlags(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(o) {
+				t.Errorf("%v %v: options %+v", tc.args, tc.env, o)
+			}
+		})
+	}
+}
+
+// TestNodeFlagsRefuse checks that values asking for what courier does not
+// do are refused with one line naming the flag and the reason, and that
+// malformed lines are usage errors; both exit 2 (see exit).
+func TestNodeFlagsRefuse(t *testing.T) {
+	cases := []struct {
+		args    []string
+		refused bool
+		want    string
+	}{
+		{[]string{"--rln-relay=true"}, true, "--rln-relay=true: RLN is not supported by this node"},
+		{[]string{"--rln-relay"}, true, "--rln-relay=true: RLN is not supported by this node"},
+		{[]string{"--preset=twn"}, true, "--preset=twn: The Waku Network needs RLN, which this node does not support"},
+		{[]string{"--preset=logos.dev"}, true, "--preset=logos.dev: the Logos Dev Network needs mix and kademlia discovery, which this node does not support"},
+		{[]string{"--rendezvous=true"}, true, "--rendezvous=true: rendezvous is not supported by this node"},
+		{[]string{"--nat=any"}, true, "--nat=any: NAT traversal is not supported by this node yet; use --nat=none"},
+		{[]string{"--max-msg-size=1MiB"}, true, "--max-msg-size=1MiB: only nwaku's default limit of 150KiB (153600 bytes) is supported"},
+		{[]string{"--mix=true"}, true, "--mix=true: mix is not supported by this node"},
+		{[]string{"--relay-client=true"}, true, "--relay-client=true: circuit relay is not supported by this node"},
+		{[]string{"--log-level=VERBOSE"}, false, "--log-level=VERBOSE: want TRACE, DEBUG, INFO, NOTICE, WARN, ERROR or FATAL"},
+		{[]string{"--relay=maybe"}, false, `invalid boolean value "maybe" for -relay`},
+		{[]string{"--no-such-flag=1"}, false, "unknown flag --no-such-flag (neither an nwaku v0.38.1 flag nor courier's; see --help)"},
+		{[]string{"--preset=foo"}, false, "Invalid --preset value passed: foo"},
+		{[]string{"--relay", "false"}, false, `unexpected argument "false"`},
+	}
+	clearNodeEnv(t)
+	for _, tc := range cases {
+		_, err := parseNodeFlags(tc.args)
+		var refused *refusedError
+		var bad *usageError
+		switch {
+		case err == nil:
+			t.Errorf("%v: accepted", tc.args)
+		case tc.refused && !errors.As(err, &refused):
+			t.Errorf("%v: %v is not a refusal", tc.args, err)
+		case !tc.refused && !errors.As(err, &bad):
+			t.Errorf("%v: %v is not a usage error", tc.args, err)
+		case !strings.Contains(err.Error(), tc.want):
+			t.Errorf("%v: %q, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestNodeFlagsRefuseEveryOwnedRow gives each refused row a value that
+// asks for its feature and expects the refusal to name the row.
+func TestNodeFlagsRefuseEveryOwnedRow(t *testing.T) {
+	clearNodeEnv(t)
+	for _, d := range nodeFlags {
+		if d.apply != nil || d.with != "" {
+			continue
+		}
+		value := map[kind]string{kindBool: "true", kindInt: "12345", kindList: "x", kindString: "x"}[d.kind]
+		_, err := parseNodeFlags([]string{"--" + d.name + "=" + value})
+		var refused *refusedError
+		if !errors.As(err, &refused) || refused.flag != d.name {
+			t.Errorf("--%s=%s: %v, want a refusal naming it", d.name, value, err)
+		}
+	}
+}
+
+func TestIsNodeInvocation(t *testing.T) {
+	cases := []struct {
+		argv0 string
+		args  []string
+		want  bool
+	}{
+		{"/usr/bin/wakunode2", nil, true},
+		{"wakunode2", []string{"--help"}, true},
+		{"courier", []string{"--relay=true"}, true},
+		{"courier", []string{"node", "--relay=true"}, false},
+		{"courier", []string{"--help"}, false},
+		{"courier", nil, false},
+		{"./courier", []string{"bench"}, false},
+	}
+	for _, tc := range cases {
+		if got := isNodeInvocation(tc.argv0, tc.args); got != tc.want {
+			t.Errorf("isNodeInvocation(%q, %q) = %v, want %v", tc.argv0, tc.args, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// kind is how a flag's text is parsed.
+type kind int
+
+const (
+	kindString kind = iota
+	kindBool        // true|false (also 1, t, TRUE, 0, f, FALSE); alone means true
+	kindInt         // a decimal integer
+	kindList        // repeatable; the environment and files may give a list
+)
+
+// flagDef is one row of the node's flag table (nodeFlags in flags.go).
+//
+// A row is implemented when apply is set: apply receives the flag's value
+// (the default when the flag was not given) and sets it on the options.
+// Otherwise the row is accepted but not implemented: refuse is the reason
+// printed when the value asks for what courier does not do, and quiet says
+// which values ask for nothing (nil: only the nwaku default). owner names
+// the area that will implement it; empty means no plan. A row whose value
+// matters only together with another, refused, row names that row in with
+// and takes any value quietly.
+type flagDef struct {
+	name  string
+	kind  kind
+	usage string
+	// nwaku is nwaku v0.38.1's default as text ("" for none; lists
+	// comma-separated), checked against testdata/nwaku-v0.38.1-flags.txt.
+	// courierOnly rows are not nwaku's and have no such line.
+	nwaku       string
+	courierOnly bool
+	// def, when set, is courier's default where it differs from nwaku's on
+	// purpose; the reason is in the row's comment and in the help text.
+	def *string
+
+	apply  func(o *nodeOptions, v flagVal) error
+	refuse string
+	quiet  func(v flagVal) bool
+	owner  string
+	with   string
+}
+
+// defaultText returns the text the flag takes when it is not given.
+func (d *flagDef) defaultText() string {
+	if d.def != nil {
+		return *d.def
+	}
+	return d.nwaku
+}
+
+// flagVal is a flag's value as text: one element, or several for lists.
+type flagVal struct {
+	given bool // set on the command line, in the environment or in the file
+	vals  []string
+}
+
+// str returns the last value ("" when none).
+func (v flagVal) str() string {
+	if len(v.vals) == 0 {
+		return ""
+	}
+	return v.vals[len(v.vals)-1]
+}
+
+func (v flagVal) bool() bool {
+	b, _ := strconv.ParseBool(v.str()) // checked by flagValue.Set
+	return b
+}
+
+func (v flagVal) int() int {
+	i, _ := strconv.Atoi(v.str()) // checked by flagValue.Set
+	return i
+}
+
+// flagValue is the flag.Value of every row: it checks the text against the
+// row's kind and keeps it.
+type flagValue struct {
+	def  *flagDef
+	val  flagVal
+	list bool
+}
+
+func (f *flagValue) String() string {
+	if f == nil {
+		return ""
+	}
+	return strings.Join(f.val.vals, ",")
+}
+
+func (f *flagValue) Set(s string) error {
+	switch f.def.kind {
+	case kindBool:
+		if _, err := strconv.ParseBool(s); err != nil {
+			return fmt.Errorf("%q is not true or false", s)
+		}
+	case kindInt:
+		if _, err := strconv.Atoi(s); err != nil {
+			return fmt.Errorf("%q is not a number", s)
+		}
+	}
+	if f.def.kind == kindList && f.val.given {
+		f.val.vals = append(f.val.vals, s)
+	} else {
+		f.val = flagVal{given: true, vals: []string{s}}
+	}
+	return nil
+}
+
+func (f *flagValue) IsBoolFlag() bool { return f.def.kind == kindBool }
+
+// refusedError is a flag whose value asks for something courier does not
+// do. main prints it as one line and exits 2.
+type refusedError struct{ flag, value, reason string }
+
+func (e *refusedError) Error() string {
+	if e.flag == "" {
+		return e.value + ": " + e.reason
+	}
+	return fmt.Sprintf("--%s=%s: %s", e.flag, e.value, e.reason)
+}
+
+// usageError is a command line that cannot be parsed; main exits 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// parsedFlags holds the values of one parse of the table.
+type parsedFlags struct {
+	fs     *flag.FlagSet
+	values map[string]*flagValue
+}
+
+// newFlagSet registers every row of defs on a new flag set.
+func newFlagSet(name string, defs []flagDef) *parsedFlags {
+	p := &parsedFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError), values: map[string]*flagValue{}}
+	p.fs.SetOutput(io.Discard)
+	for i := range defs {
+		d := &defs[i]
+		v := &flagValue{def: d}
+		p.values[d.name] = v
+		usage := d.usage
+		switch {
+		case d.with != "":
+			usage += " [only with --" + d.with + "]"
+		case d.apply == nil:
+			usage += " [" + d.refuse + "]"
+		}
+		p.fs.Var(v, d.name, usage)
+		p.fs.Lookup(d.name).DefValue = d.defaultText()
+	}
+	return p
+}
+
+// parse reads the command line. nwaku's `--name:value` form is taken as
+// `--name=value`. An unknown flag is a usageError that names it.
+func (p *parsedFlags) parse(args []string) error {
+	args = colonForms(args, p.fs)
+	if err := p.fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+			msg = fmt.Sprintf("unknown flag --%s (neither an nwaku v0.38.1 flag nor courier's; see --help)", strings.TrimPrefix(name, "-"))
+		}
+		return &usageError{errors.New(msg)}
+	}
+	if p.fs.NArg() > 0 {
+		return &usageError{fmt.Errorf("unexpected argument %q", p.fs.Arg(0))}
+	}
+	return nil
+}
+
+// colonForms rewrites `--name:value` into `--name=value` where name is a
+// flag of fs (confutils, which nwaku uses, takes both separators).
+func colonForms(args []string, fs *flag.FlagSet) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "--" {
+			copy(out[i:], args[i:])
+			break
+		}
+		body := strings.TrimLeft(a, "-")
+		if body == a || strings.Contains(strings.SplitN(body, ":", 2)[0], "=") {
+			continue
+		}
+		if name, val, ok := strings.Cut(body, ":"); ok && fs.Lookup(name) != nil {
+			out[i] = "--" + name + "=" + val
+		}
+	}
+	return out
+}
+
+// envPrefixes are the environment variable prefixes, strongest first: a
+// COURIER_ variable wins over its WAKUNODE2_ twin (nwaku's confutils reads
+// WAKUNODE2_<FLAG>, tools/confutils/cli_args.nim load).
+var envPrefixes = []string{"COURIER_", "WAKUNODE2_"}
+
+// applyEnvAndFile sets every flag not given on the command line from the
+// environment (COURIER_<NAME> or WAKUNODE2_<NAME>, dashes as underscores),
+// else from the config file (TOML, or YAML for .yaml/.yml), keys named like
+// the flags.
+func (p *parsedFlags) applyEnvAndFile(path string) error {
+	given := map[string]bool{}
+	p.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	file, err := readConfigFile(path)
+	if err != nil {
+		return err
+	}
+	for key, v := range file {
+		fv := p.values[key]
+		if fv == nil || key == "config-file" {
+			return &usageError{fmt.Errorf("config file %s: unknown key %q", path, key)}
+		}
+		if _, isList := v.([]any); isList && fv.def.kind != kindList {
+			return &usageError{fmt.Errorf("config file %s: %s takes one value, not a list", path, key)}
+		}
+	}
+	for name, fv := range p.values {
+		if given[name] {
+			continue
+		}
+		if env, v, ok := lookupEnv(name); ok {
+			items, err := envItems(fv.def, v)
+			if err != nil {
+				return &usageError{fmt.Errorf("%s=%q: %w", env, v, err)}
+			}
+			for _, item := range items {
+				if err := fv.Set(item); err != nil {
+					return &usageError{fmt.Errorf("%s=%q: %w", env, v, err)}
+				}
+			}
+			continue
+		}
+		if v, ok := file[name]; ok {
+			for _, item := range fileValues(v) {
+				if err := fv.Set(item); err != nil {
+					return &usageError{fmt.Errorf("config file %s: %s = %v: %w", path, name, v, err)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func lookupEnv(flagName string) (name, value string, ok bool) {
+	suffix := strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+	for _, prefix := range envPrefixes {
+		if v, ok := os.LookupEnv(prefix + suffix); ok {
+			return prefix + suffix, v, true
+		}
+	}
+	return "", "", false
+}
+
+// envItems splits a list flag's environment value: a JSON array
+// (`["a","b"]`, as nwaku's parser of sequences takes) or a comma-separated
+// list. Other flags take the value whole.
+func envItems(d *flagDef, v string) ([]string, error) {
+	if d.kind != kindList {
+		return []string{v}, nil
+	}
+	if strings.HasPrefix(strings.TrimSpace(v), "[") {
+		var raw []any
+		if err := json.Unmarshal([]byte(v), &raw); err != nil {
+			return nil, fmt.Errorf("not a JSON array: %w", err)
+		}
+		return fileValues(raw), nil
+	}
+	return strings.Split(v, ","), nil
+}
+
+// splitDefault splits a row's default text into values.
+func splitDefault(d *flagDef) []string {
+	t := d.defaultText()
+	if t == "" {
+		return nil
+	}
+	if d.kind == kindList {
+		return strings.Split(t, ",")
+	}
+	return []string{t}
+}
+
+// resolve applies every row to o, in table order: implemented rows get
+// their value or default; other rows are checked, and the first one given
+// a value that is not quiet is returned as a *refusedError.
+func (p *parsedFlags) resolve(defs []flagDef, o *nodeOptions) error {
+	for i := range defs {
+		d := &defs[i]
+		v := p.values[d.name].val
+		if !v.given {
+			v.vals = splitDefault(d)
+		}
+		if d.apply != nil {
+			var refused *refusedError
+			if err := d.apply(o, v); errors.As(err, &refused) {
+				return err
+			} else if err != nil {
+				return &usageError{fmt.Errorf("--%s=%s: %w", d.name, strings.Join(v.vals, ","), err)}
+			}
+			continue
+		}
+		if !v.given || isQuiet(d, v) {
+			continue
+		}
+		return &refusedError{flag: d.name, value: strings.Join(v.vals, ","), reason: d.refuse}
+	}
+	return nil
+}
+
+func isQuiet(d *flagDef, v flagVal) bool {
+	if d.with != "" {
+		return true
+	}
+	if d.quiet != nil {
+		return d.quiet(v)
+	}
+	return sameText(d, strings.Join(v.vals, ","), d.nwaku)
+}
+
+// sameText compares a value with a default, as booleans for bool rows.
+func sameText(d *flagDef, a, b string) bool {
+	if d.kind == kindBool {
+		x, err1 := strconv.ParseBool(a)
+		y, err2 := strconv.ParseBool(b)
+		return err1 == nil && err2 == nil && x == y
+	}
+	return a == b
+}
+
+// Helpers for quiet.
+
+// whenFalse: only false asks for nothing (a feature switch).
+func whenFalse(v flagVal) bool { return !v.bool() }
+
+// whenEmpty: only an empty value asks for nothing.
+func whenEmpty(v flagVal) bool { return strings.Join(v.vals, "") == "" }
+
+// oneOf returns a quiet that accepts the listed values.
+func oneOf(values ...string) func(flagVal) bool {
+	return func(v flagVal) bool {
+		for _, x := range values {
+			if strings.EqualFold(v.str(), x) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func strPtr(s string) *string { return &s }
