@@ -1,0 +1,291 @@
+package filter
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/couriernet/courier/message"
+)
+
+// Size limits of the filter RPCs in bytes (nwaku waku_filter_v2/rpc_codec.nim):
+// ten maximum messages plus 64 KiB for a request or a push, 64 KiB for a
+// response.
+const (
+	MaxRequestSize  = 10*message.MaxSize + 64*1024
+	MaxResponseSize = 64 * 1024
+	MaxPushSize     = 10*message.MaxSize + 64*1024
+)
+
+// RequestType is FilterSubscribeRequest.filter_subscribe_type.
+type RequestType uint32
+
+// Request types of 12/WAKU2-FILTER.
+const (
+	SubscriberPing RequestType = 0
+	Subscribe      RequestType = 1
+	Unsubscribe    RequestType = 2
+	UnsubscribeAll RequestType = 3
+)
+
+// String returns nwaku's name of t.
+func (t RequestType) String() string {
+	switch t {
+	case SubscriberPing:
+		return "SUBSCRIBER_PING"
+	case Subscribe:
+		return "SUBSCRIBE"
+	case Unsubscribe:
+		return "UNSUBSCRIBE"
+	case UnsubscribeAll:
+		return "UNSUBSCRIBE_ALL"
+	}
+	return fmt.Sprintf("UNKNOWN(%d)", uint32(t))
+}
+
+// Field numbers of 12/WAKU2-FILTER (rfc-index 12/filter.md).
+const (
+	fieldRequestID     protowire.Number = 1
+	fieldRequestType   protowire.Number = 2
+	fieldPubsubTopic   protowire.Number = 10
+	fieldContentTopics protowire.Number = 11
+
+	fieldStatusCode protowire.Number = 10
+	fieldStatusDesc protowire.Number = 11
+
+	fieldPushMessage     protowire.Number = 1
+	fieldPushPubsubTopic protowire.Number = 2
+)
+
+// Sentinel errors of the decoders. Every error they return wraps one.
+var (
+	// ErrMalformed: bytes that are not a valid protobuf, or a known field
+	// with the wrong wire type.
+	ErrMalformed = errors.New("filter: malformed rpc")
+	// ErrMissingField: a field nwaku's decoder requires is absent.
+	ErrMissingField = errors.New("filter: required field absent")
+)
+
+// SubscribeRequest is a FilterSubscribeRequest.
+type SubscribeRequest struct {
+	RequestID string      // field 1, required
+	Type      RequestType // field 2; absent means SubscriberPing, as nwaku reads it
+	// PubsubTopic is field 10, meaningful when HasPubsubTopic.
+	PubsubTopic    string
+	HasPubsubTopic bool
+	ContentTopics  []string // field 11, repeated
+}
+
+// Append appends the encoding of r to dst: request id and type always, the
+// pubsub topic when present, every content topic.
+func (r *SubscribeRequest) Append(dst []byte) []byte {
+	dst = protowire.AppendTag(dst, fieldRequestID, protowire.BytesType)
+	dst = protowire.AppendString(dst, r.RequestID)
+	dst = protowire.AppendTag(dst, fieldRequestType, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(r.Type))
+	if r.HasPubsubTopic {
+		dst = protowire.AppendTag(dst, fieldPubsubTopic, protowire.BytesType)
+		dst = protowire.AppendString(dst, r.PubsubTopic)
+	}
+	for _, ct := range r.ContentTopics {
+		dst = protowire.AppendTag(dst, fieldContentTopics, protowire.BytesType)
+		dst = protowire.AppendString(dst, ct)
+	}
+	return dst
+}
+
+// DecodeSubscribeRequest parses a FilterSubscribeRequest. The strings are
+// copies; data is not retained. A missing request id is an error, as in
+// nwaku's decoder. Errors wrap ErrMalformed or ErrMissingField.
+func DecodeSubscribeRequest(data []byte) (SubscribeRequest, error) {
+	var r SubscribeRequest
+	var haveID bool
+	err := walk(data, func(num protowire.Number, v []byte, x uint64) {
+		switch num {
+		case fieldRequestID:
+			r.RequestID, haveID = string(v), true
+		case fieldRequestType:
+			r.Type = RequestType(uint32(x))
+		case fieldPubsubTopic:
+			r.PubsubTopic, r.HasPubsubTopic = string(v), true
+		case fieldContentTopics:
+			r.ContentTopics = append(r.ContentTopics, string(v))
+		}
+	}, requestWireType)
+	if err != nil {
+		return SubscribeRequest{}, err
+	}
+	if !haveID {
+		return SubscribeRequest{}, fmt.Errorf("%w: request_id", ErrMissingField)
+	}
+	return r, nil
+}
+
+func requestWireType(num protowire.Number) (protowire.Type, bool) {
+	switch num {
+	case fieldRequestID, fieldPubsubTopic, fieldContentTopics:
+		return protowire.BytesType, true
+	case fieldRequestType:
+		return protowire.VarintType, true
+	}
+	return 0, false
+}
+
+// SubscribeResponse is a FilterSubscribeResponse.
+type SubscribeResponse struct {
+	RequestID  string // field 1, required
+	StatusCode uint32 // field 10, required
+	StatusDesc string // field 11
+}
+
+// Append appends the encoding of r to dst. All three fields are written,
+// zero values included: nwaku's decoder requires request_id and status_code.
+func (r *SubscribeResponse) Append(dst []byte) []byte {
+	dst = protowire.AppendTag(dst, fieldRequestID, protowire.BytesType)
+	dst = protowire.AppendString(dst, r.RequestID)
+	dst = protowire.AppendTag(dst, fieldStatusCode, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(r.StatusCode))
+	dst = protowire.AppendTag(dst, fieldStatusDesc, protowire.BytesType)
+	return protowire.AppendString(dst, r.StatusDesc)
+}
+
+// DecodeSubscribeResponse parses a FilterSubscribeResponse. Request id and
+// status code are required, as in nwaku. Errors wrap ErrMalformed or
+// ErrMissingField.
+func DecodeSubscribeResponse(data []byte) (SubscribeResponse, error) {
+	var r SubscribeResponse
+	var haveID, haveCode bool
+	err := walk(data, func(num protowire.Number, v []byte, x uint64) {
+		switch num {
+		case fieldRequestID:
+			r.RequestID, haveID = string(v), true
+		case fieldStatusCode:
+			r.StatusCode, haveCode = uint32(x), true
+		case fieldStatusDesc:
+			r.StatusDesc = string(v)
+		}
+	}, responseWireType)
+	switch {
+	case err != nil:
+		return SubscribeResponse{}, err
+	case !haveID:
+		return SubscribeResponse{}, fmt.Errorf("%w: request_id", ErrMissingField)
+	case !haveCode:
+		return SubscribeResponse{}, fmt.Errorf("%w: status_code", ErrMissingField)
+	}
+	return r, nil
+}
+
+func responseWireType(num protowire.Number) (protowire.Type, bool) {
+	switch num {
+	case fieldRequestID, fieldStatusDesc:
+		return protowire.BytesType, true
+	case fieldStatusCode:
+		return protowire.VarintType, true
+	}
+	return 0, false
+}
+
+// PushFrameSize returns the length of the frame AppendPushFrame writes.
+func PushFrameSize(pubsubTopic string, wire []byte) int {
+	n := pushSize(pubsubTopic, wire)
+	return protowire.SizeVarint(uint64(n)) + n
+}
+
+func pushSize(pubsubTopic string, wire []byte) int {
+	return protowire.SizeTag(fieldPushMessage) + protowire.SizeBytes(len(wire)) +
+		protowire.SizeTag(fieldPushPubsubTopic) + protowire.SizeBytes(len(pubsubTopic))
+}
+
+// AppendPushFrame appends a MessagePush around wire, an encoded WakuMessage
+// taken as it is (never decoded or encoded again), behind the unsigned-varint
+// length prefix of the stream framing: the bytes a push stream carries for
+// one message. pubsub_topic is always written, because nwaku's decoder
+// requires it (waku_filter_v2/rpc_codec.nim). wire is copied into dst.
+func AppendPushFrame(dst []byte, pubsubTopic string, wire []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(pushSize(pubsubTopic, wire)))
+	dst = protowire.AppendTag(dst, fieldPushMessage, protowire.BytesType)
+	dst = protowire.AppendBytes(dst, wire)
+	dst = protowire.AppendTag(dst, fieldPushPubsubTopic, protowire.BytesType)
+	return protowire.AppendString(dst, pubsubTopic)
+}
+
+// Push is a decoded MessagePush: the pubsub topic and the encoded
+// WakuMessage, not yet decoded.
+type Push struct {
+	PubsubTopic string // a copy
+	// Wire is the encoded WakuMessage, a sub-slice of the decoded input
+	// (capacity capped): whoever holds it must not modify it.
+	Wire []byte
+}
+
+// DecodePush parses a MessagePush without decoding the WakuMessage inside,
+// so that the receiver decodes it once with message.Decode. Both fields are
+// required, as in nwaku. Errors wrap ErrMalformed or ErrMissingField.
+func DecodePush(data []byte) (Push, error) {
+	var p Push
+	var haveMsg, haveTopic bool
+	err := walk(data, func(num protowire.Number, v []byte, _ uint64) {
+		switch num {
+		case fieldPushMessage:
+			p.Wire, haveMsg = v[:len(v):len(v)], true
+		case fieldPushPubsubTopic:
+			p.PubsubTopic, haveTopic = string(v), true
+		}
+	}, pushWireType)
+	switch {
+	case err != nil:
+		return Push{}, err
+	case !haveMsg:
+		return Push{}, fmt.Errorf("%w: message", ErrMissingField)
+	case !haveTopic:
+		return Push{}, fmt.Errorf("%w: pubsub_topic", ErrMissingField)
+	}
+	return p, nil
+}
+
+func pushWireType(num protowire.Number) (protowire.Type, bool) {
+	switch num {
+	case fieldPushMessage, fieldPushPubsubTopic:
+		return protowire.BytesType, true
+	}
+	return 0, false
+}
+
+// walk calls fn for every known field of data in order; unknown fields are
+// skipped. known gives the wire type of the known field numbers.
+func walk(data []byte, fn func(protowire.Number, []byte, uint64), known func(protowire.Number) (protowire.Type, bool)) error {
+	for off := 0; off < len(data); {
+		num, typ, n := protowire.ConsumeTag(data[off:])
+		if n < 0 {
+			return fmt.Errorf("%w: tag at offset %d: %v", ErrMalformed, off, protowire.ParseError(n))
+		}
+		off += n
+		want, ok := known(num)
+		if !ok {
+			if n = protowire.ConsumeFieldValue(num, typ, data[off:]); n < 0 {
+				return fmt.Errorf("%w: field %d at offset %d: %v", ErrMalformed, num, off, protowire.ParseError(n))
+			}
+			off += n
+			continue
+		}
+		if typ != want {
+			return fmt.Errorf("%w: field %d has wire type %d", ErrMalformed, num, typ)
+		}
+		var v []byte
+		var x uint64
+		if typ == protowire.BytesType {
+			v, n = protowire.ConsumeBytes(data[off:])
+		} else {
+			x, n = protowire.ConsumeVarint(data[off:])
+		}
+		if n < 0 {
+			return fmt.Errorf("%w: field %d at offset %d: %v", ErrMalformed, num, off, protowire.ParseError(n))
+		}
+		off += n
+		fn(num, v, x)
+	}
+	return nil
+}

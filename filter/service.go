@@ -1,0 +1,544 @@
+package filter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/internal/lpframe"
+	"github.com/couriernet/courier/message"
+)
+
+// Status codes of FilterSubscribeResponse (nwaku waku_filter_v2/common.nim).
+const (
+	StatusOK                 = 200
+	StatusBadResponse        = 300
+	StatusBadRequest         = 400
+	StatusNotFound           = 404
+	StatusTooManyRequests    = 429
+	StatusServiceUnavailable = 503
+	StatusPeerDialFailure    = 504
+)
+
+// Criterion is one (pubsub topic, content topic) pair a peer subscribed to.
+type Criterion struct {
+	PubsubTopic  string
+	ContentTopic string
+}
+
+// subscriber is one subscribed peer: its criteria, when it was last heard
+// from, and the bounded queue of push frames its writer goroutine drains.
+// criteria and lastSeen are guarded by Service.mu.
+type subscriber struct {
+	id       peer.ID
+	lastSeen time.Time
+	criteria map[Criterion]struct{}
+	queue    chan []byte
+	quit     chan struct{}
+	dropped  atomic.Uint64
+}
+
+// Service serves /vac/waku/filter-subscribe/2.0.0-beta1 and pushes matching
+// messages to subscribers over /vac/waku/filter-push/2.0.0-beta1.
+//
+// Each subscribed peer has one writer goroutine, one push stream (opened on
+// the first push, reopened after a failure) and a queue of
+// Config.PushQueueSize frames. Push never blocks: a full queue drops the
+// frame for that peer and counts it, so a slow or dead subscriber delays
+// nobody else. A peer's subscriptions expire SubscriptionTimeout after its
+// last request; expired peers get no pushes and are removed by a sweep.
+//
+// Locking: mu guards peers, index and topics; seen has its own lock and is
+// never taken while holding mu.
+type Service struct {
+	h      host.Host
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	seen   *seenHashes
+	c      counters
+	now    func() time.Time
+
+	mu     sync.RWMutex
+	closed bool
+	peers  map[peer.ID]*subscriber
+	index  map[Criterion]map[peer.ID]*subscriber
+	topics map[string]int // criteria per pubsub topic, for OnTopic
+}
+
+// New mounts the filter service on h and starts its expiry sweep.
+// Errors wrap ErrConfig.
+func New(h host.Host, cfg Config) (*Service, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := newService(h, cfg)
+	h.SetStreamHandler(SubscribeProtocolID, s.handle)
+	s.wg.Add(1)
+	go s.sweepLoop()
+	return s, nil
+}
+
+func newService(h host.Host, cfg Config) *Service {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Service{
+		h: h, cfg: cfg, ctx: ctx, cancel: cancel, now: time.Now,
+		seen:   newSeenHashes(cfg.DedupSize, cfg.DedupTTL),
+		peers:  map[peer.ID]*subscriber{},
+		index:  map[Criterion]map[peer.ID]*subscriber{},
+		topics: map[string]int{},
+	}
+}
+
+// Close removes the stream handler, stops every writer and the sweep, and
+// waits for them. Queued pushes are abandoned. Close is idempotent.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for id := range s.peers {
+		s.removeLocked(id)
+	}
+	s.mu.Unlock()
+	if s.h != nil {
+		s.h.RemoveStreamHandler(SubscribeProtocolID)
+	}
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// handle answers one subscribe-protocol stream: one request, one response.
+// A request that cannot be read or decoded gets no response and the stream
+// is reset, as nwaku closes it.
+func (s *Service) handle(st network.Stream) {
+	defer st.Close()
+	st.SetDeadline(time.Now().Add(s.cfg.RequestTimeout))
+	b, err := lpframe.Read(st, MaxRequestSize)
+	if err != nil {
+		s.c.badRequests.Add(1)
+		st.Reset()
+		return
+	}
+	req, err := DecodeSubscribeRequest(b)
+	if err != nil {
+		s.c.badRequests.Add(1)
+		s.cfg.Logger.Debug("filter: undecodable subscribe request", "peer", st.Conn().RemotePeer(), "err", err)
+		st.Reset()
+		return
+	}
+	resp := s.Answer(st.Conn().RemotePeer(), req)
+	if err := lpframe.Write(st, resp.Append(nil)); err != nil {
+		st.Reset()
+	}
+}
+
+// Answer applies one request from peer p and returns the response, with
+// nwaku's status codes and descriptions (waku_filter_v2/protocol.nim). The
+// stream handler calls it; it is exported for in-process clients.
+func (s *Service) Answer(p peer.ID, req SubscribeRequest) SubscribeResponse {
+	if int(req.Type) < len(s.c.requests) {
+		s.c.requests[req.Type].Add(1)
+	}
+	code, desc := s.apply(p, req)
+	if code != StatusOK {
+		s.c.refused.Add(1)
+	}
+	return SubscribeResponse{RequestID: req.RequestID, StatusCode: code, StatusDesc: desc}
+}
+
+func (s *Service) apply(p peer.ID, req SubscribeRequest) (uint32, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return StatusServiceUnavailable, "SERVICE_UNAVAILABLE: service closed"
+	}
+	now := s.now()
+	if sub, ok := s.peers[p]; ok && s.expired(sub, now) {
+		s.removeLocked(p)
+	}
+	switch req.Type {
+	case SubscriberPing:
+		return s.ping(p, now)
+	case Subscribe, Unsubscribe:
+		if code, desc := checkCriteria(req); code != StatusOK {
+			return code, desc
+		}
+		if req.Type == Subscribe {
+			return s.subscribe(p, req, now)
+		}
+		return s.unsubscribe(p, req, now)
+	case UnsubscribeAll:
+		if _, ok := s.peers[p]; !ok {
+			return StatusNotFound, notFound
+		}
+		s.removeLocked(p)
+		return StatusOK, "OK"
+	}
+	return StatusBadRequest, fmt.Sprintf("BAD_REQUEST: unknown request type %d", uint32(req.Type))
+}
+
+// notFound is nwaku's description of a 404.
+const notFound = "NOT_FOUND: peer has no subscriptions"
+
+func checkCriteria(req SubscribeRequest) (uint32, string) {
+	if !req.HasPubsubTopic || len(req.ContentTopics) == 0 {
+		return StatusBadRequest, "BAD_REQUEST: pubsubTopic and contentTopics must be specified"
+	}
+	if len(req.ContentTopics) > MaxContentTopicsPerRequest {
+		return StatusBadRequest, fmt.Sprintf("BAD_REQUEST: exceeds maximum content topics: %d", MaxContentTopicsPerRequest)
+	}
+	return StatusOK, ""
+}
+
+func (s *Service) ping(p peer.ID, now time.Time) (uint32, string) {
+	sub, ok := s.peers[p]
+	if !ok {
+		return StatusNotFound, notFound
+	}
+	sub.lastSeen = now
+	return StatusOK, "OK"
+}
+
+// subscribe adds the request's criteria for p. The criteria limit counts the
+// request's topics before duplicates are removed, as nwaku does.
+func (s *Service) subscribe(p peer.ID, req SubscribeRequest, now time.Time) (uint32, string) {
+	sub, ok := s.peers[p]
+	if ok && len(sub.criteria)+len(req.ContentTopics) > s.cfg.MaxCriteria {
+		return StatusServiceUnavailable, "SERVICE_UNAVAILABLE: peer has reached maximum number of filter criteria"
+	}
+	if !ok {
+		if len(s.peers) >= s.cfg.MaxPeers {
+			return StatusServiceUnavailable, fmt.Sprintf("SERVICE_UNAVAILABLE: node has reached maximum number of subscriptions: %d", s.cfg.MaxPeers)
+		}
+		if len(req.ContentTopics) > s.cfg.MaxCriteria {
+			return StatusServiceUnavailable, "SERVICE_UNAVAILABLE: peer has reached maximum number of filter criteria"
+		}
+		sub = s.addPeerLocked(p)
+	}
+	sub.lastSeen = now
+	for _, ct := range req.ContentTopics {
+		c := Criterion{req.PubsubTopic, ct}
+		if _, dup := sub.criteria[c]; dup {
+			continue
+		}
+		sub.criteria[c] = struct{}{}
+		subs := s.index[c]
+		if subs == nil {
+			subs = map[peer.ID]*subscriber{}
+			s.index[c] = subs
+		}
+		subs[p] = sub
+		s.topicRefLocked(c.PubsubTopic, +1)
+	}
+	return StatusOK, "OK"
+}
+
+// unsubscribe removes the request's criteria for p; a criterion nobody is
+// subscribed to is NOT_FOUND, as nwaku's removeSubscription answers. A peer
+// left with no criteria is removed.
+func (s *Service) unsubscribe(p peer.ID, req SubscribeRequest, now time.Time) (uint32, string) {
+	sub, ok := s.peers[p]
+	if !ok {
+		return StatusNotFound, notFound
+	}
+	sub.lastSeen = now
+	for _, ct := range req.ContentTopics {
+		c := Criterion{req.PubsubTopic, ct}
+		if _, known := s.index[c]; !known {
+			return StatusNotFound, notFound
+		}
+		if _, has := sub.criteria[c]; has {
+			s.dropCriterionLocked(sub, c)
+		}
+	}
+	if len(sub.criteria) == 0 {
+		s.removeLocked(p)
+	}
+	return StatusOK, "OK"
+}
+
+func (s *Service) addPeerLocked(p peer.ID) *subscriber {
+	sub := &subscriber{
+		id: p, criteria: map[Criterion]struct{}{},
+		queue: make(chan []byte, s.cfg.PushQueueSize), quit: make(chan struct{}),
+	}
+	s.peers[p] = sub
+	if s.h != nil { // without a host (unit tests) frames stay queued
+		s.wg.Add(1)
+		go s.writeLoop(sub)
+	}
+	return sub
+}
+
+func (s *Service) dropCriterionLocked(sub *subscriber, c Criterion) {
+	delete(sub.criteria, c)
+	if subs := s.index[c]; subs != nil {
+		delete(subs, sub.id)
+		if len(subs) == 0 {
+			delete(s.index, c)
+		}
+	}
+	s.topicRefLocked(c.PubsubTopic, -1)
+}
+
+// removeLocked drops every criterion of p and stops its writer.
+func (s *Service) removeLocked(p peer.ID) {
+	sub, ok := s.peers[p]
+	if !ok {
+		return
+	}
+	for c := range sub.criteria {
+		s.dropCriterionLocked(sub, c)
+	}
+	delete(s.peers, p)
+	close(sub.quit)
+}
+
+func (s *Service) topicRefLocked(topic string, d int) {
+	n := s.topics[topic] + d
+	if n <= 0 {
+		delete(s.topics, topic)
+	} else {
+		s.topics[topic] = n
+	}
+	if s.cfg.OnTopic != nil && (n == 0 || (n == 1 && d > 0)) {
+		s.cfg.OnTopic(topic, n > 0)
+	}
+}
+
+func (s *Service) expired(sub *subscriber, now time.Time) bool {
+	return now.Sub(sub.lastSeen) > s.cfg.SubscriptionTimeout
+}
+
+// Push hands env to every peer subscribed to its pubsub topic and content
+// topic, unless the same message hash was pushed within DedupTTL (nwaku
+// pushToPeers). The MessagePush frame is built once, around env.Wire()
+// (which is copied once into it, never decoded or re-encoded), and the same
+// buffer is queued for every subscriber; Push never blocks. It is safe for
+// concurrent use and is the relay dispatcher's handler.
+func (s *Service) Push(env *message.Envelope) {
+	key := Criterion{env.PubsubTopic(), env.Message().ContentTopic}
+	s.mu.RLock()
+	n := len(s.index[key])
+	s.mu.RUnlock()
+	if n == 0 {
+		return
+	}
+	now := s.now()
+	if s.seen.check(env.Hash(), now) {
+		s.c.duplicates.Add(1)
+		return
+	}
+	wire := env.Wire()
+	frame := AppendPushFrame(make([]byte, 0, PushFrameSize(key.PubsubTopic, wire)), key.PubsubTopic, wire)
+	s.c.messages.Add(1)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, sub := range s.index[key] {
+		if s.expired(sub, now) {
+			continue
+		}
+		select {
+		case sub.queue <- frame:
+		default:
+			sub.dropped.Add(1)
+			s.c.dropped.Add(1)
+		}
+	}
+}
+
+// writeLoop writes sub's queued frames to its push stream until sub leaves
+// or the service closes.
+func (s *Service) writeLoop(sub *subscriber) {
+	defer s.wg.Done()
+	var st network.Stream
+	defer func() {
+		if st != nil {
+			st.Close()
+		}
+	}()
+	for {
+		select {
+		case <-sub.quit:
+			return
+		case <-s.ctx.Done():
+			return
+		case frame := <-sub.queue:
+			st = s.write(st, sub.id, frame)
+		}
+	}
+}
+
+// write sends one frame on st, opening a push stream first when st is nil.
+// It returns the stream to use next time, nil after a failure.
+func (s *Service) write(st network.Stream, p peer.ID, frame []byte) network.Stream {
+	if st == nil {
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.PushTimeout)
+		var err error
+		st, err = s.h.NewStream(ctx, p, PushProtocolID)
+		cancel()
+		if err != nil {
+			s.c.failed.Add(1)
+			s.cfg.Logger.Debug("filter: open push stream", "peer", p, "err", err)
+			return nil
+		}
+	}
+	st.SetWriteDeadline(time.Now().Add(s.cfg.PushTimeout))
+	if _, err := st.Write(frame); err != nil {
+		s.c.failed.Add(1)
+		s.cfg.Logger.Debug("filter: push", "peer", p, "err", err)
+		st.Reset()
+		return nil
+	}
+	s.c.pushed.Add(1)
+	return st
+}
+
+// sweepLoop removes expired subscribers every minute (nwaku's maintenance
+// interval), or every SubscriptionTimeout if that is shorter.
+func (s *Service) sweepLoop() {
+	defer s.wg.Done()
+	every := min(time.Minute, s.cfg.SubscriptionTimeout)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			s.sweep()
+		}
+	}
+}
+
+// sweep removes every subscriber whose subscriptions have expired.
+func (s *Service) sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for id, sub := range s.peers {
+		if s.expired(sub, now) {
+			s.removeLocked(id)
+			s.c.expired.Add(1)
+		}
+	}
+}
+
+// PeerSubscriptions is one subscribed peer and its criteria, sorted.
+type PeerSubscriptions struct {
+	Peer     peer.ID
+	Criteria []Criterion
+}
+
+// Subscriptions returns the live subscriptions, peers sorted by id.
+func (s *Service) Subscriptions() []PeerSubscriptions {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	now := s.now()
+	out := make([]PeerSubscriptions, 0, len(s.peers))
+	for id, sub := range s.peers {
+		if s.expired(sub, now) {
+			continue
+		}
+		ps := PeerSubscriptions{Peer: id}
+		for c := range sub.criteria {
+			ps.Criteria = append(ps.Criteria, c)
+		}
+		sort.Slice(ps.Criteria, func(i, j int) bool {
+			a, b := ps.Criteria[i], ps.Criteria[j]
+			return a.PubsubTopic < b.PubsubTopic || a.PubsubTopic == b.PubsubTopic && a.ContentTopic < b.ContentTopic
+		})
+		out = append(out, ps)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Peer < out[j].Peer })
+	return out
+}
+
+// Stats counts the work of a Service.
+type Stats struct {
+	Requests    map[string]uint64 // requests by type (nwaku waku_filter_requests)
+	Refused     uint64            // responses with a status other than 200
+	BadRequests uint64            // streams whose request could not be read or decoded
+	Subscribers int               // subscribed peers now
+	Criteria    int               // distinct (pubsub topic, content topic) pairs now
+	Messages    uint64            // messages that matched at least one subscriber
+	Duplicates  uint64            // matching messages not pushed again (same hash)
+	Pushed      uint64            // push frames written to a stream
+	Dropped     uint64            // push frames dropped on a full subscriber queue
+	Failed      uint64            // push stream opens or writes that failed
+	Expired     uint64            // subscribers removed because they expired
+}
+
+type counters struct {
+	requests                                      [4]atomic.Uint64
+	refused, badRequests                          atomic.Uint64
+	messages, duplicates, pushed, dropped, failed atomic.Uint64
+	expired                                       atomic.Uint64
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Service) Stats() Stats {
+	st := Stats{Requests: map[string]uint64{}}
+	for i := range s.c.requests {
+		st.Requests[RequestType(i).String()] = s.c.requests[i].Load()
+	}
+	st.Refused, st.BadRequests = s.c.refused.Load(), s.c.badRequests.Load()
+	st.Messages, st.Duplicates = s.c.messages.Load(), s.c.duplicates.Load()
+	st.Pushed, st.Dropped, st.Failed = s.c.pushed.Load(), s.c.dropped.Load(), s.c.failed.Load()
+	st.Expired = s.c.expired.Load()
+	s.mu.RLock()
+	st.Subscribers, st.Criteria = len(s.peers), len(s.index)
+	s.mu.RUnlock()
+	return st
+}
+
+// seenHashes remembers pushed message hashes for a TTL, at most size of
+// them: the oldest insert is forgotten first.
+type seenHashes struct {
+	mu   sync.Mutex
+	ttl  time.Duration
+	at   map[message.Hash]time.Time // when each hash was last pushed or seen
+	ring []message.Hash
+	next int
+}
+
+func newSeenHashes(size int, ttl time.Duration) *seenHashes {
+	return &seenHashes{ttl: ttl, at: make(map[message.Hash]time.Time), ring: make([]message.Hash, 0, size)}
+}
+
+// check reports whether h was seen within the TTL and records it as seen
+// now either way (nwaku's TimedCache.put refreshes the entry).
+func (c *seenHashes) check(h message.Hash, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, ok := c.at[h]
+	c.at[h] = now
+	if ok {
+		return now.Sub(last) <= c.ttl
+	}
+	if len(c.ring) < cap(c.ring) {
+		c.ring = append(c.ring, h)
+		return false
+	}
+	delete(c.at, c.ring[c.next])
+	c.ring[c.next] = h
+	c.next = (c.next + 1) % len(c.ring)
+	return false
+}
+
+// errClosed is returned by client calls after Close.
+var errClosed = errors.New("filter: closed")
