@@ -1,5 +1,5 @@
 // Package node wires a Waku node together: a libp2p host (TCP, optionally
-// WebSocket; TLS 1.3 or Noise; Yamux; identify; ping; a connection
+// WebSocket; TLS 1.3 or Noise; Yamux or mplex; identify; ping; a connection
 // manager), the relay, the metadata protocol with its cluster rule, the
 // embedded archive, the REST API and the Prometheus metrics server.
 //

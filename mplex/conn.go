@@ -1,0 +1,427 @@
+package mplex
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	pool "github.com/libp2p/go-buffer-pool"
+	"github.com/libp2p/go-libp2p/core/network"
+)
+
+// ErrConnClosed is returned by OpenStream and AcceptStream on a closed
+// connection, and wrapped (with network.ErrReset) by the reads and writes
+// of its streams.
+var ErrConnClosed = errors.New("mplex: connection closed")
+
+var errStreamConnClosed = fmt.Errorf("%w (%w)", ErrConnClosed, network.ErrReset)
+
+// reserveStep is the unit in which memory for unread data is reserved
+// from, and given back to, the connection's resource scope.
+const reserveStep = 1 << 20
+
+// streamKey names a stream: its id and whether this side opened it.
+type streamKey struct {
+	id    uint64
+	local bool
+}
+
+// conn is one multiplexed connection. Lock order: conn.mu before
+// stream.mu. One goroutine reads frames (readLoop) and never blocks on a
+// stream; writers take wlock for one frame at a time; resets found by the
+// reader are written by ctrlLoop.
+type conn struct {
+	nc   net.Conn
+	lim  limits
+	span network.ResourceScopeSpan // nil without a resource manager
+
+	wlock  chan struct{} // one-slot semaphore held while writing a frame
+	ctrl   chan struct{} // one-slot: resets are waiting
+	accept chan *stream  // streams opened by the peer, not yet accepted
+	closed chan struct{} // closed by shutdown
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	streams  map[streamKey]*stream
+	inbound  int         // streams in streams opened by the peer
+	nextID   uint64      // id of the next stream this side opens
+	resets   []streamKey // Reset frames for ctrlLoop to send
+	closeErr error       // why the connection closed; nil while open
+
+	buffered atomic.Int64 // unread bytes held by all streams
+	reserved int          // bytes reserved in span; readLoop only
+}
+
+func newConn(nc net.Conn, lim limits, span network.ResourceScopeSpan) *conn {
+	c := &conn{
+		nc: nc, lim: lim, span: span,
+		wlock:   make(chan struct{}, 1),
+		ctrl:    make(chan struct{}, 1),
+		accept:  make(chan *stream, lim.inbound),
+		closed:  make(chan struct{}),
+		streams: make(map[streamKey]*stream),
+	}
+	c.wg.Add(2)
+	go c.readLoop()
+	go c.ctrlLoop()
+	return c
+}
+
+// Close closes the connection and its streams and waits for the
+// connection's goroutines to end.
+func (c *conn) Close() error {
+	c.shutdown(ErrConnClosed)
+	c.wg.Wait()
+	return nil
+}
+
+// CloseWithError closes the connection; mplex cannot carry the code.
+func (c *conn) CloseWithError(network.ConnErrorCode) error { return c.Close() }
+
+// IsClosed reports whether the connection is closed.
+func (c *conn) IsClosed() bool { return isClosed(c.closed) }
+
+// As matches nothing: the connection wraps no other muxer.
+func (c *conn) As(any) bool { return false }
+
+// OpenStream opens a stream; ctx bounds the wait to write its NewStream
+// frame. The name sent is the stream id in decimal, as js-libp2p sends it.
+func (c *conn) OpenStream(ctx context.Context) (network.MuxedStream, error) {
+	c.mu.Lock()
+	if c.closeErr != nil {
+		c.mu.Unlock()
+		return nil, ErrConnClosed
+	}
+	if c.nextID > maxStreamID {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: stream ids exhausted", ErrProtocol)
+	}
+	s := newStream(c, streamKey{id: c.nextID, local: true})
+	c.nextID++
+	c.streams[s.key] = s
+	c.mu.Unlock()
+	var name [20]byte
+	if err := c.writeFrame(s.key.id, flagNewStream, strconv.AppendUint(name[:0], s.key.id, 10), ctx.Done(), nil); err != nil {
+		c.resetStream(s, err, false)
+		return nil, err
+	}
+	return s, nil
+}
+
+// AcceptStream returns the next stream opened by the peer.
+func (c *conn) AcceptStream() (network.MuxedStream, error) {
+	select {
+	case s := <-c.accept:
+		return s, nil
+	case <-c.closed:
+		return nil, ErrConnClosed
+	}
+}
+
+// shutdown closes the connection once, with err as the reason, and ends
+// every open stream.
+func (c *conn) shutdown(err error) {
+	c.mu.Lock()
+	if c.closeErr != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.closeErr = err
+	close(c.closed)
+	open := make([]*stream, 0, len(c.streams))
+	for _, s := range c.streams {
+		open = append(open, s)
+	}
+	clear(c.streams)
+	c.inbound = 0
+	c.resets = nil
+	c.mu.Unlock()
+	c.nc.Close()
+	for _, s := range open {
+		s.connClosed()
+	}
+}
+
+// writeFrame writes one frame, copying p once into a pooled buffer so the
+// frame goes out in a single write. It waits for the write lock until
+// expired or gone is closed (either may be nil); once the frame is being
+// written it finishes. A failed write closes the connection.
+func (c *conn) writeFrame(id uint64, flag byte, p []byte, expired, gone <-chan struct{}) error {
+	select {
+	case c.wlock <- struct{}{}:
+	case <-expired:
+		return errDeadline
+	case <-gone:
+		return errGone
+	case <-c.closed:
+		return errStreamConnClosed
+	}
+	buf := pool.Get(maxFrameOverhead + len(p))
+	_, err := c.nc.Write(appendFrame(buf[:0], id, flag, p))
+	pool.Put(buf)
+	<-c.wlock
+	if err != nil {
+		c.shutdown(err)
+		return fmt.Errorf("%w: %w", errStreamConnClosed, err)
+	}
+	return nil
+}
+
+// errGone tells a writer its stream ended while it waited; the stream
+// replaces it with the stream's own error.
+var errGone = errors.New("mplex: stream ended")
+
+// ctrlLoop writes the Reset frames queued by resetStream, so that neither
+// the reader nor a caller of Reset waits on the connection's writes.
+func (c *conn) ctrlLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.ctrl:
+		case <-c.closed:
+			return
+		}
+		c.mu.Lock()
+		keys := c.resets
+		c.resets = nil
+		c.mu.Unlock()
+		for _, k := range keys {
+			flag := byte(flagResetReceiver)
+			if k.local {
+				flag = flagResetInitiator
+			}
+			if err := c.writeFrame(k.id, flag, nil, nil, nil); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// queueReset asks ctrlLoop to send a Reset for k; c.mu is held. The queue
+// holds at most one entry per stream the connection has known.
+func (c *conn) queueReset(k streamKey) {
+	if c.closeErr != nil {
+		return
+	}
+	c.resets = append(c.resets, k)
+	select {
+	case c.ctrl <- struct{}{}:
+	default:
+	}
+}
+
+// resetStream ends s with err: its unread data is dropped, waiting reads
+// and writes return err, and, when send is set and the stream was still
+// open, the peer is sent a Reset.
+func (c *conn) resetStream(s *stream, err error, send bool) {
+	c.mu.Lock()
+	open := c.streams[s.key] == s
+	if open {
+		c.remove(s)
+		if send {
+			c.queueReset(s.key)
+		}
+	}
+	c.mu.Unlock()
+	s.reset(err)
+}
+
+// remove forgets s; c.mu is held.
+func (c *conn) remove(s *stream) {
+	delete(c.streams, s.key)
+	if !s.key.local {
+		c.inbound--
+	}
+}
+
+// removeIfDone forgets s once both sides closed their writes and this
+// side closed its reads: nothing more can arrive for it or leave on it.
+func (c *conn) removeIfDone(s *stream) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.streams[s.key] == s && s.done() {
+		c.remove(s)
+		s.deadlinesStop()
+	}
+}
+
+// readLoop reads frames until the connection fails, then closes it.
+func (c *conn) readLoop() {
+	defer c.wg.Done()
+	br := bufio.NewReaderSize(c.nc, 4096)
+	var err error
+	for err == nil {
+		err = c.readFrame(br)
+	}
+	if errors.Is(err, io.EOF) {
+		err = ErrConnClosed
+	}
+	c.shutdown(err)
+	if c.span != nil {
+		c.span.Done()
+	}
+}
+
+// readFrame reads and handles one frame. An error closes the connection.
+func (c *conn) readFrame(br *bufio.Reader) error {
+	h, n, err := readHeader(br)
+	if err != nil {
+		return err
+	}
+	key := streamKey{id: h.id, local: h.local()}
+	switch h.flag {
+	case flagNewStream:
+		if err := discard(br, n); err != nil {
+			return err
+		}
+		return c.opened(h.id)
+	case flagMessageReceiver, flagMessageInitiator:
+		return c.deliver(br, key, n)
+	case flagCloseReceiver, flagCloseInitiator:
+		if err := discard(br, n); err != nil {
+			return err
+		}
+		if s := c.lookup(key); s != nil {
+			s.remoteClosed()
+			c.removeIfDone(s)
+		}
+	default: // the Reset flags; readHeader refused the rest
+		if err := discard(br, n); err != nil {
+			return err
+		}
+		if s := c.lookup(key); s != nil {
+			c.resetStream(s, ErrStreamReset, false)
+		}
+	}
+	return nil
+}
+
+func discard(br *bufio.Reader, n int) error {
+	_, err := br.Discard(n)
+	return noEOF(err)
+}
+
+func (c *conn) lookup(k streamKey) *stream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.streams[k]
+}
+
+// opened registers a stream the peer opened and queues it for
+// AcceptStream, or resets it when the peer has MaxInboundStreams open or
+// the accept queue is full.
+func (c *conn) opened(id uint64) error {
+	key := streamKey{id: id}
+	c.mu.Lock()
+	if _, dup := c.streams[key]; dup {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: NewStream for open stream %d", ErrProtocol, id)
+	}
+	if c.inbound >= c.lim.inbound {
+		c.queueReset(key)
+		c.mu.Unlock()
+		return nil
+	}
+	s := newStream(c, key)
+	c.streams[key] = s
+	c.inbound++
+	c.mu.Unlock()
+	select {
+	case c.accept <- s:
+	default:
+		c.resetStream(s, limitErr, true)
+	}
+	return nil
+}
+
+// limitErr ends a stream that held more unread data than allowed.
+var limitErr = &network.StreamError{ErrorCode: network.StreamResourceLimitExceeded}
+
+// deliver reads a data frame of n bytes into the stream it is for, or
+// drops it when the stream is unknown, closed for reading, or over its
+// limits (resetting the stream).
+func (c *conn) deliver(br *bufio.Reader, key streamKey, n int) error {
+	s := c.lookup(key)
+	if s == nil || n == 0 || !s.accepting() {
+		return discard(br, n)
+	}
+	if s.unreadBytes()+n > c.lim.stream || !c.makeRoom(s, n) {
+		c.resetStream(s, limitErr, true)
+		return discard(br, n)
+	}
+	buf := pool.Get(n)
+	if _, err := io.ReadFull(br, buf); err != nil {
+		pool.Put(buf)
+		c.buffered.Add(-int64(n))
+		return noEOF(err)
+	}
+	if !s.push(buf) {
+		pool.Put(buf)
+		c.buffered.Add(-int64(n))
+	}
+	return nil
+}
+
+// makeRoom counts n more unread bytes against the connection, resetting
+// the streams holding most unread data while the connection's bound or
+// its resource scope has no room. It reports false, counting nothing, when
+// s itself had to go.
+func (c *conn) makeRoom(s *stream, n int) bool {
+	for int(c.buffered.Load())+n > c.lim.conn || !c.reserve(n) {
+		victim := c.largest()
+		if victim == nil || victim == s {
+			return false
+		}
+		c.resetStream(victim, limitErr, true)
+	}
+	c.buffered.Add(int64(n))
+	return true
+}
+
+// largest returns the open stream holding most unread data, nil if none
+// holds any.
+func (c *conn) largest() *stream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var best *stream
+	most := 0
+	for _, s := range c.streams {
+		if u := s.unreadBytes(); u > most {
+			best, most = s, u
+		}
+	}
+	return best
+}
+
+// reserve makes sure the span holds room for the unread data plus n
+// bytes, growing or shrinking the reservation in steps of reserveStep.
+func (c *conn) reserve(n int) bool {
+	if c.span == nil {
+		return true
+	}
+	need := int(c.buffered.Load()) + n
+	if need <= c.reserved {
+		if spare := c.reserved - need; spare > 2*reserveStep {
+			give := spare - spare%reserveStep - reserveStep
+			c.span.ReleaseMemory(give)
+			c.reserved -= give
+		}
+		return true
+	}
+	step := (need - c.reserved + reserveStep - 1) / reserveStep * reserveStep
+	prio := network.ReservationPriorityMedium
+	if c.reserved == 0 {
+		prio = network.ReservationPriorityAlways
+	}
+	if err := c.span.ReserveMemory(step, prio); err != nil {
+		return false
+	}
+	c.reserved += step
+	return true
+}

@@ -1,0 +1,101 @@
+// Package mplex is the mplex stream multiplexer (/mplex/6.7.0, libp2p specs
+// mplex/README.md) for go-libp2p: a network.Multiplexer offered beside
+// yamux, because js-libp2p's WebSocket stack, and so js-waku (@waku/sdk),
+// speaks nothing else. nwaku offers both (waku/node/waku_switch.nim).
+//
+// # Wire
+//
+// A frame is a uvarint header (stream id << 3 | flag, at most 9 bytes), a
+// uvarint payload length and the payload. Stream ids are counted per
+// initiator, so the same id may be open in each direction at once; the
+// flag tells which side opened the stream. A NewStream frame's payload is
+// the stream's name, read and ignored. Close half-closes the sender's
+// side; Reset aborts both.
+//
+// # Limits
+//
+// mplex has no flow control, so a reader must not let a fast sender fill
+// its memory, and the connection's reader must never block on one slow
+// stream, or every stream on the connection stalls. The limits mirror
+// js-libp2p's mplex (@libp2p/mplex, src/mplex.ts):
+//   - a frame longer than MaxFrameSize (1 MiB) closes the connection;
+//   - inbound streams beyond Transport.MaxInboundStreams (1024) are reset;
+//   - a stream holding more than Transport.MaxStreamBuffer (4 MiB) unread
+//     is reset;
+//   - when the streams of a connection hold more than
+//     Transport.MaxConnBuffer (16 MiB) unread, or the resource manager
+//     refuses more memory, the stream holding most unread data is reset.
+//
+// Unread data is reserved in the connection's resource scope, as go-libp2p's
+// yamux reserves its receive windows. A reset stream's reads and writes
+// return a *network.StreamError with StreamResourceLimitExceeded; the
+// peer sees a Reset frame.
+package mplex
+
+import (
+	"net"
+
+	"github.com/libp2p/go-libp2p/core/network"
+)
+
+// ID is the protocol id offered in muxer negotiation.
+const ID = "/mplex/6.7.0"
+
+// Defaults of the Transport fields.
+const (
+	DefaultMaxInboundStreams = 1024
+	DefaultMaxStreamBuffer   = 4 << 20
+	DefaultMaxConnBuffer     = 16 << 20
+)
+
+// Transport is the mplex network.Multiplexer. Its zero value uses the
+// defaults; it must not be changed once in use.
+type Transport struct {
+	// MaxInboundStreams is how many streams the peer may have open at once;
+	// a NewStream beyond it is answered with a Reset. Zero means 1024
+	// (js-libp2p maxInboundStreams).
+	MaxInboundStreams int
+	// MaxStreamBuffer is how many bytes one stream may hold unread before
+	// it is reset. Zero means 4 MiB (js-libp2p maxStreamBufferSize).
+	MaxStreamBuffer int
+	// MaxConnBuffer is how many bytes all streams of a connection may hold
+	// unread; past it the stream holding most is reset. Zero means 16 MiB.
+	MaxConnBuffer int
+}
+
+// DefaultTransport is a Transport with the default limits.
+var DefaultTransport = &Transport{}
+
+var _ network.Multiplexer = (*Transport)(nil)
+
+// NewConn starts multiplexing nc. Memory for unread data is reserved in a
+// span of scope, which may be nil (no resource manager). The connection
+// owns nc from here on and closes it.
+func (t *Transport) NewConn(nc net.Conn, isServer bool, scope network.PeerScope) (network.MuxedConn, error) {
+	var span network.ResourceScopeSpan
+	if scope != nil {
+		var err error
+		if span, err = scope.BeginSpan(); err != nil {
+			return nil, err
+		}
+	}
+	return newConn(nc, t.limits(), span), nil
+}
+
+type limits struct {
+	inbound, stream, conn int
+}
+
+func (t *Transport) limits() limits {
+	l := limits{t.MaxInboundStreams, t.MaxStreamBuffer, t.MaxConnBuffer}
+	if l.inbound <= 0 {
+		l.inbound = DefaultMaxInboundStreams
+	}
+	if l.stream <= 0 {
+		l.stream = DefaultMaxStreamBuffer
+	}
+	if l.conn <= 0 {
+		l.conn = DefaultMaxConnBuffer
+	}
+	return l
+}
