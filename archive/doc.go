@@ -99,6 +99,24 @@
 //	0000000001.seg ...                     segments, Config.SegmentSize each (256 MiB)
 //	synced                                 the last row covered by an fsync round
 //
+// # Code
+//
+//	archive.go    the Archive interface, Query, Config, Stats, sentinel errors
+//	queue.go      the write queue bounded in bytes (both drivers)
+//	retention.go  retention policies (both drivers)
+//	url.go        opening an archive by database URL
+//	postgres*.go  the Postgres driver
+//
+// The embedded archive:
+//
+//	embedded.go   the Embedded type, its goroutines and lock order; Open, Close, Stats
+//	writer.go     Append and the writer goroutine: batches, segment writes, index commits
+//	sync.go       the syncer goroutine: fsync rounds and the "synced" watermark
+//	recover.go    Open's crash recovery
+//	index.go      the SQLite schema and connections, WAL fsync and checkpoint
+//	segment.go    the segment and record format
+//	query.go      store v3 queries
+//
 // # Not yet
 //
 // Retention: a time or size limit would delete the rows of the oldest

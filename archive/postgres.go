@@ -137,7 +137,7 @@ func (p *Postgres) writeLoop() {
 	var rows pgBatch
 	for {
 		var ok bool
-		if batch, ok = p.q.take(batch, p.cfg.MaxBatch); !ok {
+		if batch, ok = p.q.take(batch, p.cfg.MaxBatch, nil); !ok {
 			return
 		}
 		err := p.commit(batch, &rows)

@@ -3,7 +3,24 @@ package archive
 import (
 	"context"
 	"sync"
+
+	"github.com/couriernet/courier/message"
 )
+
+const (
+	// itemOverhead is what one queued envelope costs besides its wire bytes.
+	itemOverhead = 256
+	maxRecord    = message.MaxSize
+)
+
+// item is one queued envelope.
+type item struct {
+	env  *message.Envelope
+	done func(error)
+	recv int64  // receive time, Unix ns
+	size int64  // queue bytes
+	crc  uint32 // CRC-32C of the wire bytes (embedded archive), computed by Append off the writer goroutine
+}
 
 // writeQueue is a writer's queue of envelopes, bounded in bytes: put waits
 // for room (push back, never a drop), take hands the writer whatever is
@@ -54,9 +71,11 @@ func (q *writeQueue) put(ctx context.Context, it item) error {
 	}
 }
 
-// take moves up to max queued items into batch, waiting until there is one.
-// It reports false when the queue is closed and empty.
-func (q *writeQueue) take(batch []item, max int) ([]item, bool) {
+// take moves up to max queued items into batch, waiting until there is one;
+// while it waits it runs the functions received on side (nil: none), so a
+// writer can serve other requests when idle. It reports false when the
+// queue is closed and empty.
+func (q *writeQueue) take(batch []item, max int, side <-chan func()) ([]item, bool) {
 	for {
 		q.mu.Lock()
 		if n := len(q.items); n > 0 {
@@ -73,7 +92,11 @@ func (q *writeQueue) take(batch []item, max int) ([]item, bool) {
 		if closed {
 			return batch, false
 		}
-		<-q.wake
+		select {
+		case <-q.wake:
+		case f := <-side:
+			f()
+		}
 	}
 }
 

@@ -1,0 +1,122 @@
+package archive
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the index
+)
+
+const indexName = "index.db"
+
+const schema = `
+CREATE TABLE IF NOT EXISTS messages (
+	id            INTEGER PRIMARY KEY, -- append order: segment order
+	hash          BLOB    NOT NULL,    -- 32 bytes
+	ts            INTEGER NOT NULL,    -- Unix ns, orders with hash
+	pubsub_topic  TEXT    NOT NULL,
+	content_topic TEXT    NOT NULL,
+	seg           INTEGER NOT NULL,    -- segment id
+	off           INTEGER NOT NULL,    -- offset of the wire bytes in the segment
+	len           INTEGER NOT NULL     -- wire bytes
+);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_hash ON messages(hash);
+CREATE INDEX IF NOT EXISTS messages_time ON messages(ts, hash);
+CREATE INDEX IF NOT EXISTS messages_pubsub ON messages(pubsub_topic, ts, hash);
+CREATE INDEX IF NOT EXISTS messages_content ON messages(pubsub_topic, content_topic, ts, hash);
+PRAGMA user_version = 1;
+`
+
+func (a *Embedded) openIndex() error {
+	path := filepath.Join(a.dir, indexName)
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate"
+	var err error
+	if a.wdb, err = sql.Open("sqlite3", dsn); err != nil {
+		return fmt.Errorf("archive: index: %w", err)
+	}
+	a.wdb.SetMaxOpenConns(1) // the writer's
+	a.wdb.SetMaxIdleConns(1)
+	a.wdb.SetConnMaxLifetime(0)
+	ctx := context.Background()
+	if a.wcon, err = a.wdb.Conn(ctx); err != nil {
+		return fmt.Errorf("archive: index: %w", err)
+	}
+	// The writer checkpoints after each fsync round (see checkpoint), so
+	// SQLite never checkpoints on its own on the commit path.
+	if _, err = a.wcon.ExecContext(ctx, "PRAGMA page_size=1024; PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"+schema); err != nil {
+		return fmt.Errorf("archive: index schema: %w", err)
+	}
+	a.ins, err = a.wcon.PrepareContext(ctx,
+		"INSERT OR IGNORE INTO messages(hash, ts, pubsub_topic, content_topic, seg, off, len) VALUES (?,?,?,?,?,?,?)")
+	if err != nil {
+		return fmt.Errorf("archive: index: %w", err)
+	}
+	if a.rdb, err = sql.Open("sqlite3", dsn+"&_query_only=1"); err != nil {
+		return fmt.Errorf("archive: index: %w", err)
+	}
+	a.rdb.SetMaxOpenConns(4)
+	a.rdb.SetMaxIdleConns(4)
+	return nil
+}
+
+// syncIndex fsyncs the index's WAL, which holds every commit since the
+// last checkpoint: with synchronous=NORMAL, SQLite does not fsync on commit.
+func (a *Embedded) syncIndex() error {
+	f, err := os.OpenFile(filepath.Join(a.dir, indexName+"-wal"), os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// checkpoint copies the WAL into the database file. The writer runs it
+// between batches when the syncer asks, so that at its next transaction
+// SQLite finds the WAL fully copied and starts it over: a checkpoint run
+// concurrently with the writer would never catch up, and the WAL would grow
+// without bound. It is passive: it does not wait for readers.
+func (a *Embedded) checkpoint() {
+	start := time.Now()
+	var busy, logFrames, copied int
+	err := a.wcon.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &copied)
+	if err != nil {
+		a.st.syncErrors.Add(1)
+	}
+	a.st.ckpts.Add(1)
+	a.st.ckptNs.Add(time.Since(start).Nanoseconds())
+}
+
+func (a *Embedded) closeDBs() error {
+	var err error
+	if a.ins != nil {
+		a.ins.Close()
+	}
+	if a.wcon != nil {
+		a.wcon.Close()
+	}
+	if a.wdb != nil {
+		err = a.wdb.Close()
+	}
+	if a.rdb != nil {
+		if e := a.rdb.Close(); err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("archive: index: %w", err)
+	}
+	return nil
+}
