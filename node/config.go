@@ -62,6 +62,16 @@ type Config struct {
 	// Store archives relayed messages (--store). With no DBURL the archive
 	// is the embedded one in DataDir/archive.
 	Store bool
+	// StoreSync reconciles the archive with store peers' over
+	// /vac/waku/reconciliation/1.0.0 and fetches what it lacks
+	// (--store-sync; needs Store). Off by default, as nwaku.
+	StoreSync bool
+	// StoreSyncInterval, StoreSyncRange and StoreSyncRelayJitter are the
+	// time between rounds, how far back a round reaches and how far before
+	// now it stops (--store-sync-interval, --store-sync-range,
+	// --store-sync-relay-jitter, in seconds on the command line). Zero
+	// means nwaku's defaults: 300 s, 3600 s and 20 s.
+	StoreSyncInterval, StoreSyncRange, StoreSyncRelayJitter time.Duration
 	// DBURL selects the archive (--db-url): empty or "embedded" for the
 	// embedded default in DataDir.
 	DBURL string
@@ -167,6 +177,9 @@ func (c *Config) validate() error {
 	}
 	if c.DBURL != "" && c.DBURL != "embedded" {
 		return fmt.Errorf("%w: db-url %q: only the embedded archive is available", ErrConfig, c.DBURL)
+	}
+	if c.StoreSync && !c.Store {
+		return fmt.Errorf("%w: store-sync needs store", ErrConfig)
 	}
 	if c.StaticRedialMin < 0 || c.StaticRedialMax < c.StaticRedialMin {
 		return fmt.Errorf("%w: static re-dial backoff %v..%v", ErrConfig, c.StaticRedialMin, c.StaticRedialMax)

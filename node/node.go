@@ -36,6 +36,7 @@ import (
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/shard"
+	"github.com/couriernet/courier/storesync"
 )
 
 // ErrNotRelaying is returned by Publish when the relay protocol is off.
@@ -59,6 +60,7 @@ type Node struct {
 	static     map[peer.ID]bool
 	lock       *os.File // flock on DataDir/LOCK
 	rest       *rest.Server
+	storeSync  *storesync.Service
 
 	mu    sync.Mutex
 	state string
@@ -127,6 +129,9 @@ func (n *Node) build() error {
 		if n.relay, err = relay.New(n.host, rc); err != nil {
 			return err
 		}
+	}
+	if err := n.buildStoreSync(); err != nil {
+		return err
 	}
 	n.metadata, err = metadata.New(n.host, metadata.Config{ClusterID: n.cfg.ClusterID, Shards: n.shards}, n.cfg.Logger)
 	return err
@@ -260,6 +265,9 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 		peers = append(peers, *pi)
 	}
+	if err := n.startStoreSync(ctx); err != nil {
+		return err
+	}
 	if err := n.startHTTP(); err != nil {
 		return err
 	}
@@ -341,6 +349,9 @@ func (n *Node) closeParts() error {
 	var errs []error
 	if n.relay != nil {
 		errs = append(errs, n.relay.Close())
+	}
+	if n.storeSync != nil {
+		errs = append(errs, n.storeSync.Close())
 	}
 	if n.archive != nil {
 		errs = append(errs, n.archive.Close())

@@ -172,37 +172,32 @@ func (s *Service) fill(ctx context.Context) (int, error) {
 func (s *Service) loop() {
 	defer s.wg.Done()
 	// The first round runs as soon as a peer serves store-sync, so a node
-	// that restarts catches up at once; it retries every few seconds until
-	// one does, for at most an interval.
-	first := time.Now()
+	// that restarts catches up at once: until then it is retried every
+	// few seconds.
 	retry := time.NewTicker(2 * time.Second)
 	defer retry.Stop()
+	retryC := retry.C
+	var periodic <-chan time.Time
+	if s.cfg.Interval > 0 {
+		t := time.NewTicker(s.cfg.Interval)
+		defer t.Stop()
+		periodic = t.C
+	}
 	for {
-		_, err := s.Round(s.ctx)
-		if err == nil || !errors.Is(err, ErrNoPeer) || time.Since(first) > max(s.cfg.Interval, 0) {
-			break
+		if retryC != nil {
+			if _, err := s.Round(s.ctx); !errors.Is(err, ErrNoPeer) {
+				retry.Stop()
+				retryC = nil
+			}
 		}
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-retry.C:
+		case <-retryC:
+		case <-periodic:
+			s.prune()
+			_, _ = s.Round(s.ctx)
 		}
-	}
-	retry.Stop()
-	if s.cfg.Interval < 0 {
-		<-s.ctx.Done()
-		return
-	}
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-		}
-		s.prune()
-		_, _ = s.Round(s.ctx)
 	}
 }
 
