@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/couriernet/courier/node"
 )
@@ -192,11 +193,14 @@ var nodeFlags = []flagDef{
 		with: "store-message-db-url"},
 	{name: "store-resume", kind: kindBool, nwaku: "false", usage: "fill the archive from a store peer at start",
 		refuse: "store resume is not supported by this node yet", quiet: whenFalse, owner: ownerStoreSync},
-	{name: "store-sync", kind: kindBool, nwaku: "false", usage: "store sync protocol",
-		refuse: "store sync is not supported by this node yet", quiet: whenFalse, owner: ownerStoreSync},
-	{name: "store-sync-interval", kind: kindInt, nwaku: "300", usage: "seconds between syncs", with: "store-sync"},
-	{name: "store-sync-range", kind: kindInt, nwaku: "3600", usage: "seconds synced", with: "store-sync"},
-	{name: "store-sync-relay-jitter", kind: kindInt, nwaku: "20", usage: "seconds of relay jitter", with: "store-sync"},
+	{name: "store-sync", kind: kindBool, nwaku: "false", usage: "store sync protocol (needs --store)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.StoreSync = v.bool(); return nil }},
+	{name: "store-sync-interval", kind: kindInt, nwaku: "300", usage: "seconds between syncs",
+		apply: func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.StoreSyncInterval, v) }},
+	{name: "store-sync-range", kind: kindInt, nwaku: "3600", usage: "seconds synced",
+		apply: func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.StoreSyncRange, v) }},
+	{name: "store-sync-relay-jitter", kind: kindInt, nwaku: "20", usage: "seconds of relay jitter",
+		apply: func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.StoreSyncRelayJitter, v) }},
 
 	// Filter and lightpush.
 	{name: "filter", kind: kindBool, nwaku: "false", usage: "filter protocol (service)",
@@ -297,6 +301,16 @@ var nodeFlags = []flagDef{
 }
 
 const errRLN = "RLN is not supported by this node"
+
+// seconds sets d from a flag in whole seconds, as nwaku's uint32 flags
+// take them.
+func seconds(d *time.Duration, v flagVal) error {
+	if v.int() < 1 {
+		return fmt.Errorf("want a positive number of seconds")
+	}
+	*d = time.Duration(v.int()) * time.Second
+	return nil
+}
 
 // maxMsgSizeQuiet accepts the sizes that equal nwaku's default, 150 KiB.
 func maxMsgSizeQuiet(v flagVal) bool {

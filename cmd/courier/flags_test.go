@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/couriernet/courier/node"
 )
@@ -194,6 +195,10 @@ func TestNodeFlagsForms(t *testing.T) {
 			func(o *nodeOptions) bool { return true }},
 		{"content topics", []string{"--content-topic=/app/1/a/proto", "--content-topic=/app/1/b/proto"}, nil,
 			func(o *nodeOptions) bool { return len(o.cfg.ContentTopics) == 2 }},
+		{"store sync", []string{"--store=true", "--store-sync=true", "--store-sync-interval=60", "--store-sync-range=600", "--store-sync-relay-jitter=5"}, nil,
+			func(o *nodeOptions) bool {
+				return o.cfg.StoreSync && o.cfg.StoreSyncInterval == time.Minute && o.cfg.StoreSyncRange == 10*time.Minute && o.cfg.StoreSyncRelayJitter == 5*time.Second
+			}},
 		{"admin and cache", []string{"--rest-admin=true", "--rest-relay-cache-capacity=7"}, nil,
 			func(o *nodeOptions) bool { return o.cfg.RESTAdmin && o.cfg.RESTCacheCapacity == 7 }},
 	}
