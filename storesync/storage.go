@@ -61,8 +61,11 @@ func (s *Storage) Insert(id SyncID, pubsubTopic, contentTopic string) bool {
 	copy(s.items[i+1:], s.items[i:])
 	s.items[i] = it
 	if len(s.items) > s.capacity {
+		// Reslicing drops the oldest in O(1); the next append that needs a
+		// larger array copies only the live items, so eviction costs O(1)
+		// amortized and the array stays under twice the capacity.
 		n := len(s.items) - s.capacity
-		s.items = append(s.items[:0], s.items[n:]...)
+		s.items = s.items[n:]
 		s.evicted += uint64(n)
 	}
 	return true
@@ -77,7 +80,7 @@ func (s *Storage) Prune(before int64) int {
 	if n == 0 {
 		return 0
 	}
-	s.items = append(s.items[:0], s.items[n:]...)
+	s.items = s.items[n:]
 	s.reintern()
 	return n
 }

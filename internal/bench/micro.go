@@ -59,7 +59,10 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string) (Row, e
 	var fails archiveFailures
 	var ctr message.Counters
 	n, err := node.New(node.Config{
-		NoListen: true, Relay: true, Store: true, DataDir: dir, PubsubTopics: []string{cfg.PubsubTopic},
+		// Store-sync is on so that its index insert is part of the chain;
+		// with no peer it never starts a round.
+		NoListen: true, Relay: true, Store: true, StoreSync: true, StoreSyncInterval: -1,
+		DataDir: dir, PubsubTopics: []string{cfg.PubsubTopic},
 		Counters: &ctr, OnArchived: fails.onArchived(&t), Logger: quietLogger,
 	})
 	if err != nil {
