@@ -32,15 +32,15 @@ type call struct{ ch chan result } // capacity 1
 // (legacy lane on a send-only endpoint), ErrTooLarge and ErrBadMsg
 // (wrapped, nothing written), ErrRouteTooLong, dial and write errors.
 func (e *Endpoint) Ask(ctx context.Context, peer string, m Msg) (Reply, error) {
-	lane := e.LaneFor(peer)
+	md := e.modeFor(peer)
 	ctx, done := e.askContext(ctx)
 	defer done()
 	id := e.newID()
-	f, err := e.encode(lane, DirAsk, id, &m, e.remaining(ctx), nil)
+	f, err := e.encode(md, DirAsk, id, &m, e.remaining(ctx))
 	if err != nil {
 		return Reply{}, err
 	}
-	return e.ask(ctx, peer, lane, id, &f)
+	return e.ask(ctx, peer, md.lane, id, &f)
 }
 
 // MultiAsk asks every peer. Peers on the raw lane share one frame (one
@@ -55,7 +55,8 @@ func (e *Endpoint) MultiAsk(ctx context.Context, peers []string, m Msg) []Result
 	var raw *frame
 	var wg sync.WaitGroup
 	for i, p := range peers {
-		lane, id := e.LaneFor(p), rawID
+		md, id := e.modeFor(p), rawID
+		lane := md.lane
 		var f *frame
 		if lane == LaneRaw && raw != nil {
 			f = raw
@@ -63,7 +64,7 @@ func (e *Endpoint) MultiAsk(ctx context.Context, peers []string, m Msg) []Result
 			if lane != LaneRaw {
 				id = e.newID()
 			}
-			enc, err := e.encode(lane, DirAsk, id, &m, e.remaining(ctx), nil)
+			enc, err := e.encode(md, DirAsk, id, &m, e.remaining(ctx))
 			if err != nil {
 				out[i].Err = err
 				continue

@@ -2,6 +2,7 @@ package libnet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"net"
@@ -159,11 +160,8 @@ func (c *conn) readLoop() {
 			c.readErr(err)
 			return
 		}
-		fatal := c.handle(b, len(b)+wire.OuterLen)
+		c.handle(b, len(b)+wire.OuterLen)
 		r.done()
-		if fatal {
-			return
-		}
 	}
 }
 
@@ -185,7 +183,7 @@ func (c *conn) readErr(err error) {
 		c.ep.c.idleClosed.Add(1)
 	case errors.Is(err, ErrFrameTimeout):
 		c.ep.drop(DropFrameTimeout, &FrameError{Remote: c.remote, Err: err})
-	case errors.Is(err, ErrTruncated), errors.Is(err, ErrEmptyFrame), errors.Is(err, ErrPayloadTooLarge):
+	case errors.Is(err, ErrTruncated), errors.Is(err, ErrPayloadTooLarge):
 		c.reject(err)
 	}
 }
@@ -194,41 +192,55 @@ func (c *conn) reject(err error) {
 	c.ep.drop(DropBadFrame, &FrameError{Remote: c.remote, Err: err})
 }
 
-// handle parses one frame and dispatches it. It reports whether the
-// connection must close (a malformed frame leaves nothing to trust).
-func (c *conn) handle(b []byte, wireLen int) (fatal bool) {
+// handle parses one frame and dispatches it. A frame that is rejected is
+// counted and dropped and the connection kept, as lib-net's listener skips
+// a frame it cannot verify or validate (shardus_net_listener.rs receive):
+// the outer length has framed it, so the next frame is where it should be.
+// Only a frame the reader cannot delimit ends the connection (readErr).
+func (c *conn) handle(b []byte, wireLen int) {
+	if len(b) == 0 {
+		c.reject(ErrEmptyFrame)
+		return
+	}
 	switch b[0] {
 	case wire.JSONMarker:
 		c.ep.c.recv.add(LaneJSON, wireLen)
-		h := &Header{Version: 0, Remote: c.remote}
-		return c.handleAug(h, b, true)
+		if c.ep.cfg.RequireSigned { // the plain lane is never signed
+			c.ep.drop(DropUnsigned, &FrameError{Remote: c.remote, Err: ErrUnsigned})
+			return
+		}
+		c.handleAug(&Header{Version: 0, Remote: c.remote}, b, true)
+		return
 	case wire.Marker:
 	default:
 		c.reject(ErrUnknownLane)
-		return true
+		return
 	}
 	f, err := wire.ParseFrame(b, c.ep.limits)
 	if err != nil {
 		c.reject(err)
-		return true
+		return
 	}
 	h := &Header{Version: f.Version, Remote: c.remote}
 	if reason, err := c.verify(&f, h); err != nil {
 		c.ep.drop(reason, &FrameError{Remote: c.remote, Err: err})
-		return false
+		return
 	}
 	if f.Version == wire.VersionV1 {
 		c.ep.c.recv.add(LaneLegacy, wireLen)
-		return c.handleV1(h, &f)
+		c.handleV1(h, &f)
+		return
 	}
 	c.ep.c.recv.add(LaneRaw, wireLen)
-	return c.handleRaw(h, &f)
+	c.handleRaw(h, &f)
 }
 
-// verify checks the frame's signature (specs/libnet.md section 3).
+// verify checks the frame's signature (specs/libnet.md section 3). With a
+// hash key, a legacy frame must be signed, as lib-net verifies every
+// headered frame; a raw frame must be when RequireSigned is set.
 func (c *conn) verify(f *wire.Frame, h *Header) (DropReason, error) {
 	if len(f.Owner) == 0 && len(f.Sig) == 0 {
-		if c.ep.cfg.RequireSigned {
+		if c.ep.cfg.RequireSigned || (c.ep.signer != nil && f.Version == wire.VersionV1) {
 			return DropUnsigned, ErrUnsigned
 		}
 		return 0, nil
@@ -243,27 +255,38 @@ func (c *conn) verify(f *wire.Frame, h *Header) (DropReason, error) {
 	return 0, nil
 }
 
-func (c *conn) handleV1(h *Header, f *wire.Frame) (fatal bool) {
+func (c *conn) handleV1(h *Header, f *wire.Frame) {
 	hv, err := wire.ParseV1(f.Header)
 	if err == nil && int(hv.MessageLength) != len(f.Data) {
 		err = ErrLengthMismatch // lib-net HeaderV1::validate
 	}
 	if err != nil {
 		c.reject(err)
-		return true
+		return
 	}
 	h.UUID, h.Compression = hv.UUID, compressionFromCode(uint8(hv.Compression))
 	h.SenderID, h.TrackerID = c.intern(hv.SenderID), string(hv.TrackerID)
-	data, err := c.ep.codecs.decompress(h.Compression, f.Data, 4*len(f.Data))
+	comp := h.Compression
+	if plainJSON(f.Data) { // lib-net 1.3.11+: the field is sent, the data is not compressed
+		comp = CompressNone
+	}
+	data, err := c.ep.codecs.decompress(comp, f.Data, 4*len(f.Data))
 	if err != nil {
 		c.reject(err)
-		return true
+		return
 	}
-	return c.handleAug(h, data, h.Compression == CompressNone)
+	c.handleAug(h, data, comp == CompressNone)
+}
+
+// plainJSON reports whether legacy data is augData JSON as it stands. A
+// gzip stream never begins with '{'; a brotli stream can, but is not
+// valid JSON.
+func plainJSON(data []byte) bool {
+	return len(data) > 0 && data[0] == '{' && json.Valid(data)
 }
 
 // handleAug reads augData JSON (plain lane or header version 1).
-func (c *conn) handleAug(h *Header, js []byte, aliased bool) (fatal bool) {
+func (c *conn) handleAug(h *Header, js []byte, aliased bool) {
 	a, ops, err := legacy.Parse(js)
 	c.ep.c.jsonOps.Add(uint64(ops.JSON))
 	c.ep.c.base64Ops.Add(uint64(ops.Base64))
@@ -277,7 +300,7 @@ func (c *conn) handleAug(h *Header, js []byte, aliased bool) (fatal bool) {
 	}
 	if err != nil {
 		c.reject(err)
-		return true
+		return
 	}
 	if h.Version == 0 {
 		h.UUID = id
@@ -290,19 +313,19 @@ func (c *conn) handleAug(h *Header, js []byte, aliased bool) (fatal bool) {
 	} else {
 		aliased = false
 	}
-	ri := &respInfo{sendTime: a.SendTime, receivedTime: h.ReceiveTime / 1e6, port: a.Port}
+	ri := &respInfo{sendTime: a.SendTime, receivedTime: h.ReceiveTime / 1e6, port: a.Port,
+		timeout: a.Timeout, hasTimeout: a.HasTimeout, trackerID: h.TrackerID}
 	c.dispatch(h, payload, aliased, ri)
-	return false
 }
 
-func (c *conn) handleRaw(h *Header, f *wire.Frame) (fatal bool) {
+func (c *conn) handleRaw(h *Header, f *wire.Frame) {
 	rh, err := wire.ParseRaw(f.Header)
 	if err == nil && int(rh.RawLen) > c.ep.cfg.PayloadLimit {
 		err = ErrPayloadTooLarge
 	}
 	if err != nil {
 		c.reject(err)
-		return true
+		return
 	}
 	h.UUID, h.Dir = rh.UUID, Dir(rh.Dir)
 	h.Compression = compressionFromCode(rh.Flags & wire.FlagCompressionMask)
@@ -317,13 +340,12 @@ func (c *conn) handleRaw(h *Header, f *wire.Frame) (fatal bool) {
 	}
 	if err != nil {
 		c.reject(err)
-		return true
+		return
 	}
 	if c.peer != nil {
 		c.ep.learnRaw(c.peer.addr)
 	}
 	c.dispatch(h, payload, h.Compression == CompressNone, nil)
-	return false
 }
 
 // intern returns b as a string, reusing the connection's last sender id.
@@ -388,7 +410,9 @@ func (e *Endpoint) seen(route string, payload []byte) bool {
 
 // responder returns the Respond of one ask. A raw-lane ask is answered on
 // c; a legacy or plain-lane ask goes to the sender's IP and augData PORT
-// over the pool (lib-net src/index.ts respond).
+// over the pool, unless it has expired, with the ask's tracker id and the
+// payload as the whole data (lib-net src/index.ts respond; shardus-core
+// src/p2p/Comms.ts registerInternalBinary).
 func (c *conn) responder(h *Header, ri *respInfo) Respond {
 	id, route, lane := h.UUID, h.Route, h.Lane()
 	return func(payload []byte) error {
@@ -401,14 +425,18 @@ func (c *conn) responder(h *Header, ri *respInfo) Respond {
 			}
 			return e.replyErr(err)
 		}
-		f, err := e.encodeLegacy(DirResp, id, &m, 0, ri)
+		if ri.expired(time.Now().UnixMilli()) {
+			return e.replyErr(ErrAskExpired)
+		}
+		host, _, _ := net.SplitHostPort(c.remote)
+		to := net.JoinHostPort(host, strconv.Itoa(ri.port))
+		f, err := e.encodeLegacy(e.legacyMode(to), DirResp, id, &m, 0, ri)
 		if err != nil {
 			return e.replyErr(err)
 		}
-		host, _, _ := net.SplitHostPort(c.remote)
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout+e.cfg.DialTimeout)
 		defer cancel()
-		return e.replyErr(e.sendFrame(ctx, net.JoinHostPort(host, strconv.Itoa(ri.port)), &f))
+		return e.replyErr(e.sendFrame(ctx, to, &f))
 	}
 }
 

@@ -17,7 +17,12 @@
 // Version 1 carries HeaderV1 (uuid, message_length, sender_id, tracker_id,
 // verification_data, compression) and augData JSON as data, the payload
 // base64 inside it as {"value":b64,"dataType":"bb"} (lib-types
-// safeStringify). Version 2, the raw lane, carries this fixed header and
+// safeStringify): in shardus-core's route envelope {"payload":…,"route":…}
+// for a tell or ask, as the whole data for a reply. On receive every Buffer
+// form lib-net and shardus-core write is read (package internal/legacy).
+// lib-net 1.3.11 and later never compress legacy data and ignore the
+// header's compression field; so does this package, unless a peer is
+// listed in Config.LegacyCompressPeers. Version 2, the raw lane, carries this fixed header and
 // the payload as opaque bytes (compressed or not), with no JSON, no base64
 // and no string conversion:
 //
@@ -34,8 +39,9 @@
 // An unsigned raw frame costs 4+18+24 = 46 bytes plus sender id and route
 // around the payload. Signatures (owner 32-byte Ed25519 key, sig 64-byte
 // signature followed by the 32-byte keyed BLAKE2b-256 hash) cover version
-// through data; legacy frames are signed whenever a key is configured, raw
-// frames when Config.SignRaw is set.
+// through data; legacy frames are always signed (the lane needs keys),
+// raw frames when Config.SignRaw is set. Config.HashKey's comment says
+// which received frames are authenticated on which lane.
 //
 // # Lanes
 //
@@ -51,7 +57,10 @@
 // body is read. Each connection owns a 16 KiB read buffer, which holds most
 // small frames whole; a larger frame is read into 64 KiB steps as it
 // arrives, so a connection receiving it holds at most the bytes that have
-// arrived plus 128 KiB more (Stats.ReadBuffers). Once a frame's first byte
+// arrived plus 128 KiB more (Stats.ReadBuffers). A frame that is read
+// whole but rejected (bad signature, header over the limit, bad envelope)
+// is dropped and counted and the connection kept, as lib-net skips it; a
+// frame that cannot be delimited closes the connection. Once a frame's first byte
 // has arrived the rest must arrive within Config.FrameTimeout; an accepted
 // connection on which no frame begins within twice Config.IdleTimeout is
 // closed; at most Config.MaxInboundConns accepted connections are open at

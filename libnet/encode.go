@@ -20,17 +20,42 @@ type frame struct {
 	lane Lane
 }
 
-// respInfo carries what a legacy reply copies from its request's augData.
+// respInfo carries what a legacy reply copies from its request: augData's
+// times and PORT, and the header's tracker id (lib-net src/index.ts
+// respond; shardus-core src/p2p/Comms.ts sets the reply's tracker_id to the
+// request's).
 type respInfo struct {
 	sendTime, receivedTime int64 // Unix ms
+	timeout                float64
+	hasTimeout             bool
 	port                   int
+	trackerID              string
 }
 
-func (e *Endpoint) pickCompression(c Compression, lane Lane, n int) Compression {
+// expired reports whether now (Unix ms) is past the ask's sendTime +
+// timeout, when lib-net's respond() sends nothing: the asker has given up,
+// and a late reply would reach its handler as a new request. An ask with
+// no timeout key never expires (sendTime + undefined is NaN in JavaScript).
+func (ri *respInfo) expired(now int64) bool {
+	return ri.hasTimeout && float64(now) > float64(ri.sendTime)+ri.timeout
+}
+
+// mode is how a message to one peer is framed: its lane and, on the legacy
+// lane, whether the peer decompresses what the header says (lib-net 1.3.10
+// or older).
+type mode struct {
+	lane     Lane
+	compress bool
+}
+
+// pickCompression returns the codec for a payload of n bytes: c, or the
+// endpoint's default for CompressDefault; none below CompressMin, on the
+// legacy lane unless the peer decompresses, and for zstd on the legacy lane.
+func (e *Endpoint) pickCompression(c Compression, md mode, n int) Compression {
 	if c == CompressDefault {
 		c = e.cfg.Compression
 	}
-	if n < e.cfg.CompressMin || (lane == LaneLegacy && c == CompressZstd) {
+	if n < e.cfg.CompressMin || (md.lane == LaneLegacy && (!md.compress || c == CompressZstd)) {
 		return CompressNone
 	}
 	return c
@@ -49,14 +74,14 @@ func checkMsg(m *Msg) error {
 	return nil
 }
 
-func (e *Endpoint) encode(lane Lane, dir Dir, id [16]byte, m *Msg, askTimeout time.Duration, ri *respInfo) (frame, error) {
+func (e *Endpoint) encode(md mode, dir Dir, id [16]byte, m *Msg, askTimeout time.Duration) (frame, error) {
 	if err := checkMsg(m); err != nil {
 		return frame{}, err
 	}
-	if lane == LaneRaw {
+	if md.lane == LaneRaw {
 		return e.encodeRaw(dir, id, m)
 	}
-	return e.encodeLegacy(dir, id, m, askTimeout, ri)
+	return e.encodeLegacy(md, dir, id, m, askTimeout, nil)
 }
 
 // checkSize refuses a message whose payload or encoded data section (lane
@@ -78,7 +103,7 @@ func (e *Endpoint) encodeRaw(dir Dir, id [16]byte, m *Msg) (frame, error) {
 	if err := e.checkSize(len(m.Payload), 0); err != nil {
 		return frame{}, err
 	}
-	comp := e.pickCompression(m.Compression, LaneRaw, len(m.Payload))
+	comp := e.pickCompression(m.Compression, mode{lane: LaneRaw}, len(m.Payload))
 	data, err := e.codecs.compress(comp, m.Payload)
 	if err == nil {
 		err = e.checkSize(len(m.Payload), len(data))
@@ -99,26 +124,38 @@ func (e *Endpoint) encodeRaw(dir Dir, id [16]byte, m *Msg) (frame, error) {
 	return f, nil
 }
 
-// encodeLegacy lays out a header-version-1 frame whose data is augData
-// JSON with the payload base64 (specs/libnet.md sections 1, 4, 5). Errors:
-// ErrTooLarge (wrapped; base64 makes the data a third larger than the
-// payload unless compressed), compression errors.
-func (e *Endpoint) encodeLegacy(dir Dir, id [16]byte, m *Msg, askTimeout time.Duration, ri *respInfo) (frame, error) {
+// encodeLegacy lays out a signed header-version-1 frame whose data is
+// augData JSON with the payload base64 (specs/libnet.md sections 1, 4, 5);
+// ri is set for a reply. It is compressed only for a peer that
+// decompresses (md.compress). Errors: ErrNoSigningKey; ErrTooLarge
+// (wrapped) for a payload or data section over PayloadLimit (base64 makes
+// the data a third larger than the payload) and for a sender id, header
+// or frame over Config.LegacySend; compression errors.
+func (e *Endpoint) encodeLegacy(md mode, dir Dir, id [16]byte, m *Msg, askTimeout time.Duration, ri *respInfo) (frame, error) {
+	if e.signer == nil || e.signer.priv == nil {
+		return frame{}, ErrNoSigningKey
+	}
 	if err := e.checkSize(len(m.Payload), 0); err != nil {
 		return frame{}, err
 	}
+	h := wire.HeaderV1{UUID: id, SenderID: []byte(e.cfg.SenderID), TrackerID: []byte(m.TrackerID)}
 	a := legacy.Aug{UUID: uuidText(id), Port: e.listenPort, Address: e.listenHost,
 		SendTime: time.Now().UnixMilli(), MsgDir: dir.String(), Route: m.Route, Payload: m.Payload}
-	if dir == DirResp {
-		a.Address = ""
+	if ri != nil {
+		a.Address, a.Reply = "", true
 		a.Port, a.SendTime, a.ReceivedTime, a.ReplyTime = ri.port, ri.sendTime, ri.receivedTime, time.Now().UnixMilli()
+		h.TrackerID = []byte(ri.trackerID)
 	} else {
-		a.HasTimeout, a.Timeout = true, askTimeout.Milliseconds()
+		a.HasTimeout, a.Timeout = true, float64(askTimeout.Milliseconds())
+	}
+	hdrLen := wire.V1MinLen + len(h.SenderID) + len(h.TrackerID)
+	if err := e.checkLegacyHeader(len(h.SenderID), hdrLen); err != nil {
+		return frame{}, err
 	}
 	js, ops := legacy.Append(make([]byte, 0, 256+len(m.Payload)*4/3), &a)
 	e.c.jsonOps.Add(uint64(ops.JSON))
 	e.c.base64Ops.Add(uint64(ops.Base64))
-	comp := e.pickCompression(m.Compression, LaneLegacy, len(js))
+	comp := e.pickCompression(m.Compression, md, len(js))
 	data, err := e.codecs.compress(comp, js)
 	if err == nil {
 		err = e.checkSize(len(m.Payload), len(data))
@@ -126,14 +163,29 @@ func (e *Endpoint) encodeLegacy(dir Dir, id [16]byte, m *Msg, askTimeout time.Du
 	if err != nil {
 		return frame{}, err
 	}
-	h := wire.HeaderV1{UUID: id, MessageLength: uint32(len(data)), SenderID: []byte(e.cfg.SenderID),
-		Compression: uint32(comp.code())}
-	hdrLen := wire.V1MinLen + len(h.SenderID)
+	h.MessageLength, h.Compression = uint32(len(data)), uint32(comp.code())
 	f := e.seal(wire.VersionV1, hdrLen, data, true, func(dst []byte) []byte {
 		return wire.AppendV1(dst, &h)
 	})
+	if body := f.n - wire.OuterLen; body > e.cfg.LegacySend.Frame {
+		return frame{}, fmt.Errorf("%w: legacy frame of %d bytes (payload %d), LegacySend.Frame %d",
+			ErrTooLarge, body, len(m.Payload), e.cfg.LegacySend.Frame)
+	}
 	f.lane = LaneLegacy
 	return f, nil
+}
+
+// checkLegacyHeader refuses a sender id or header that lib-net 1.4.x
+// would reject by panicking the connection's task (header_v1.rs
+// check_variable_size); errors wrap ErrTooLarge.
+func (e *Endpoint) checkLegacyHeader(senderLen, hdrLen int) error {
+	switch lim := e.cfg.LegacySend; {
+	case senderLen > lim.SenderID:
+		return fmt.Errorf("%w: sender id of %d bytes, LegacySend.SenderID %d", ErrTooLarge, senderLen, lim.SenderID)
+	case hdrLen > lim.Header:
+		return fmt.Errorf("%w: legacy header of %d bytes, LegacySend.Header %d", ErrTooLarge, hdrLen, lim.Header)
+	}
+	return nil
 }
 
 // seal builds prefix and suffix around data, signing version..data when

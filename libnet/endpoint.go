@@ -55,6 +55,7 @@ type Endpoint struct {
 	closed  bool
 	routes  map[string]*route
 	lanes   map[string]Lane // per-peer overrides
+	oldPeer map[string]bool // legacy peers that decompress (LegacyCompressPeers)
 	learned map[string]bool // peers that sent us raw frames
 	pool    *simplelru.LRU[string, *peer]
 	inbound map[*conn]struct{}
@@ -76,10 +77,13 @@ func New(cfg Config) (*Endpoint, error) {
 	}
 	e := &Endpoint{cfg: cfg, c: newCounters(), codecs: &codecs{limit: 2*cfg.PayloadLimit + 64<<10},
 		limits: wire.Limits{Header: cfg.HeaderLimit, Payload: cfg.PayloadLimit},
-		routes: map[string]*route{}, lanes: map[string]Lane{}, learned: map[string]bool{},
+		routes: map[string]*route{}, lanes: map[string]Lane{}, learned: map[string]bool{}, oldPeer: map[string]bool{},
 		inbound: map[*conn]struct{}{}, pending: map[pendingKey]*call{}, quit: make(chan struct{})}
 	for p, l := range cfg.PeerLanes {
 		e.lanes[p] = l
+	}
+	for p, on := range cfg.LegacyCompressPeers {
+		e.oldPeer[p] = on
 	}
 	if cfg.HashKey != nil {
 		e.signer = newSigner(cfg.HashKey, cfg.SigningKey)
@@ -135,10 +139,39 @@ func (e *Endpoint) SetPeerLane(peer string, l Lane) error {
 	if l != LaneLegacy && l != LaneRaw {
 		return fmt.Errorf("%w: lane %d cannot be sent", ErrBadConfig, l)
 	}
+	if l == LaneLegacy {
+		if err := e.cfg.legacyReady(); err != nil {
+			return err
+		}
+	}
 	e.mu.Lock()
 	e.lanes[peer] = l
 	e.mu.Unlock()
 	return nil
+}
+
+// SetLegacyCompress adds peer ("ip:port") to Config.LegacyCompressPeers
+// (on) or removes it: legacy frames to it are then compressed as the
+// header says (lib-net 1.3.10 or older) or not at all (1.3.11 and later).
+func (e *Endpoint) SetLegacyCompress(peer string, on bool) {
+	e.mu.Lock()
+	e.oldPeer[peer] = on
+	e.mu.Unlock()
+}
+
+// modeFor returns how a message to peer is framed.
+func (e *Endpoint) modeFor(peer string) mode {
+	if l := e.LaneFor(peer); l != LaneLegacy {
+		return mode{lane: l}
+	}
+	return e.legacyMode(peer)
+}
+
+// legacyMode returns how a legacy frame to peer is framed.
+func (e *Endpoint) legacyMode(peer string) mode {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return mode{lane: LaneLegacy, compress: e.oldPeer[peer]}
 }
 
 // LaneFor returns the lane a message to peer is sent on.
@@ -280,39 +313,39 @@ func (e *Endpoint) forget(addr string, p *peer) {
 // ErrBadMsg and ErrTooLarge (wrapped, nothing written), context errors,
 // dial and write errors.
 func (e *Endpoint) Tell(ctx context.Context, peer string, m Msg) error {
-	f, err := e.encode(e.LaneFor(peer), DirTell, e.newID(), &m, 0, nil)
+	f, err := e.encode(e.modeFor(peer), DirTell, e.newID(), &m, 0)
 	if err != nil {
 		return err
 	}
 	return e.sendFrame(ctx, peer, &f)
 }
 
-// MultiTell frames m once per lane and writes the same buffers to every
+// MultiTell frames m once per lane (and legacy compression) and writes the same buffers to every
 // peer, concurrently. errs[i] is peers[i]'s result (nil on success); a slow
 // or dead peer delays only its own entry, up to ctx. A message that cannot
 // be encoded (ErrTooLarge, ErrBadMsg, ErrRouteTooLong) is sent to no peer and every
 // entry holds that error.
 func (e *Endpoint) MultiTell(ctx context.Context, peers []string, m Msg) []error {
 	errs := make([]error, len(peers))
-	var frames [2]*frame
+	frames := map[mode]*frame{}
 	var wg sync.WaitGroup
 	for i, p := range peers {
-		lane := e.LaneFor(p)
-		if frames[lane] == nil {
-			f, err := e.encode(lane, DirTell, e.newID(), &m, 0, nil)
+		md := e.modeFor(p)
+		if frames[md] == nil {
+			f, err := e.encode(md, DirTell, e.newID(), &m, 0)
 			if err != nil {
 				for j := range errs {
 					errs[j] = err
 				}
 				return errs
 			}
-			frames[lane] = &f
+			frames[md] = &f
 		}
 		wg.Add(1)
 		go func(i int, p string, f *frame) {
 			defer wg.Done()
 			errs[i] = e.sendFrame(ctx, p, f)
-		}(i, p, frames[lane])
+		}(i, p, frames[md])
 	}
 	wg.Wait()
 	return errs

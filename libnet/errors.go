@@ -10,8 +10,10 @@ import (
 )
 
 // Errors of frame and header parsing (specs/libnet.md section 1). A frame
-// that fails with one of them closes its connection; the listener and other
-// connections carry on.
+// that fails with one of them is dropped (DropBadFrame) and its connection
+// kept, as lib-net skips it; only a frame that cannot be delimited (an
+// outer length over the limits, ErrPayloadTooLarge; a stream cut short,
+// ErrTruncated) closes the connection.
 var (
 	ErrTruncated       = wire.ErrTruncated       // a field runs past the frame
 	ErrEmptyFrame      = wire.ErrEmptyFrame      // outer length 0
@@ -34,6 +36,14 @@ var (
 	ErrUnsigned     = errors.New("libnet: unsigned message on a network that requires signatures")
 	ErrRouteTooLong = errors.New("libnet: route or sender id over 255 bytes")
 	ErrBadConfig    = errors.New("libnet: bad config")
+	// ErrNoSigningKey refuses to send on the legacy lane without HashKey
+	// and SigningKey: lib-net verifies every headered frame and panics on
+	// an empty owner ("Invalid public key"), dropping the connection.
+	ErrNoSigningKey = errors.New("libnet: the legacy lane needs HashKey and SigningKey")
+	// ErrAskExpired is returned by Respond to a legacy ask whose sendTime
+	// + timeout has passed; nothing is written, as in lib-net's respond()
+	// (src/index.ts), since the asker has given up.
+	ErrAskExpired = errors.New("libnet: ask expired before the reply")
 	// ErrBadMsg refuses a Msg whose Compression is not one of the
 	// Compression constants; nothing is written.
 	ErrBadMsg = errors.New("libnet: bad message")

@@ -60,7 +60,7 @@ func FuzzLegacyEnvelope(f *testing.F) {
 func FuzzHandleFrame(f *testing.F) {
 	fuzzSeeds(f)
 	key, _ := testKeys(f)
-	e, err := New(Config{HashKey: key, PayloadLimit: 1 << 16, Handler: func(*Header, []byte, Respond) {}})
+	e, err := New(Config{Lane: LaneRaw, HashKey: key, PayloadLimit: 1 << 16, Handler: func(*Header, []byte, Respond) {}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestNoLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Config{ListenAddr: "127.0.0.1:0", SenderID: "b"})
+	b, err := New(Config{ListenAddr: "127.0.0.1:0", Lane: LaneRaw, SenderID: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}

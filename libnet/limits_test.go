@@ -96,7 +96,7 @@ func heapAlloc() int64 {
 // announced length.
 func TestStalledFrameReservesLittle(t *testing.T) {
 	const n = 8
-	b, err := New(Config{ListenAddr: "127.0.0.1:0"})
+	b, err := New(Config{ListenAddr: "127.0.0.1:0", Lane: LaneRaw})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestStalledFrameReservesLittle(t *testing.T) {
 func TestFrameTimeoutClosesStalledPeers(t *testing.T) {
 	var mu sync.Mutex
 	var errs []error
-	b, err := New(Config{ListenAddr: "127.0.0.1:0", FrameTimeout: 20 * time.Millisecond,
+	b, err := New(Config{ListenAddr: "127.0.0.1:0", Lane: LaneRaw, FrameTimeout: 20 * time.Millisecond,
 		OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestFrameTimeoutClosesStalledPeers(t *testing.T) {
 // An accepted connection on which no frame begins is closed after twice
 // IdleTimeout and counted.
 func TestIdleInboundClosed(t *testing.T) {
-	b, err := New(Config{ListenAddr: "127.0.0.1:0", IdleTimeout: 20 * time.Millisecond})
+	b, err := New(Config{ListenAddr: "127.0.0.1:0", Lane: LaneRaw, IdleTimeout: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestIdleInboundClosed(t *testing.T) {
 // Connections accepted beyond MaxInboundConns are closed at accept and
 // counted; a freed slot serves a new peer.
 func TestMaxInboundConns(t *testing.T) {
-	b, err := New(Config{ListenAddr: "127.0.0.1:0", MaxInboundConns: 2})
+	b, err := New(Config{ListenAddr: "127.0.0.1:0", Lane: LaneRaw, MaxInboundConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,10 +347,12 @@ func TestRespondOverPayloadLimitRefused(t *testing.T) {
 }
 
 // A zero outer length is reported as an empty frame, not as a payload over
-// the limit.
+// the limit, and the connection is kept.
 func TestEmptyFrameError(t *testing.T) {
 	errs := make(chan error, 1)
-	b, err := New(Config{ListenAddr: "127.0.0.1:0", OnError: func(err error) { errs <- err }})
+	got := make(chan string, 1)
+	b, err := New(Config{ListenAddr: "127.0.0.1:0", Lane: LaneRaw, OnError: func(err error) { errs <- err },
+		Handler: func(_ *Header, p []byte, _ Respond) { got <- string(p) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +364,12 @@ func TestEmptyFrameError(t *testing.T) {
 		!strings.HasSuffix(err.Error(), "empty frame") {
 		t.Fatalf("error %v, want a *FrameError for an empty frame", err)
 	}
-	expectClosed(t, c)
+	if _, err := c.Write(goodFrame()); err != nil {
+		t.Fatal(err)
+	}
+	if p := recv(t, got); p != "ok" {
+		t.Fatalf("next frame: %q", p)
+	}
 	if d := b.Stats().Drops[DropBadFrame]; d != 1 {
 		t.Fatalf("bad frames %d", d)
 	}

@@ -105,8 +105,9 @@ func newFrameReader(nc net.Conn, maxFrame int, idle, frame time.Duration, gauge 
 // next returns the body of the next frame (the bytes after its outer
 // length), valid until done is called. Errors: io.EOF for a clean end
 // between frames, errIdle, ErrFrameTimeout (wrapped), ErrTruncated for a
-// frame cut short, ErrEmptyFrame, ErrPayloadTooLarge (wrapped), and socket
-// errors such as net.ErrClosed.
+// frame cut short, ErrPayloadTooLarge (wrapped), and socket errors such as
+// net.ErrClosed. An empty frame (outer length 0) is returned as an empty
+// body.
 func (r *frameReader) next() ([]byte, error) {
 	r.armed = false
 	if r.br != nil && r.br.Buffered() == 0 && len(r.src.pre) == 0 {
@@ -168,8 +169,6 @@ func (r *frameReader) next() ([]byte, error) {
 // frameLen checks an outer length.
 func (r *frameReader) frameLen(u uint32) (int, error) {
 	switch n := int(u); {
-	case n == 0:
-		return 0, ErrEmptyFrame
 	case n > r.max:
 		return 0, fmt.Errorf("%w: frame of %d bytes, limit %d", ErrPayloadTooLarge, n, r.max)
 	default:

@@ -98,12 +98,15 @@ func (c Compression) String() string {
 // Header describes a received message. A Handler's *Header is valid until
 // the Handler returns; Owner aliases the frame and must be copied to keep.
 type Header struct {
-	Version     uint8 // 0 plain JSON lane, 1 header version 1, 2 raw lane
-	UUID        [16]byte
-	Dir         Dir
-	SenderID    string // the sender's id (HeaderV1 sender_id, raw sender id)
-	Route       string // raw header route; legacy: data.route
-	TrackerID   string // HeaderV1 only
+	Version   uint8 // 0 plain JSON lane, 1 header version 1, 2 raw lane
+	UUID      [16]byte
+	Dir       Dir
+	SenderID  string // the sender's id (HeaderV1 sender_id, raw sender id)
+	Route     string // raw header route; legacy: data.route
+	TrackerID string // HeaderV1 only; a legacy reply echoes the ask's
+	// Compression is the header's codec field. On the legacy lane it is
+	// reported as sent, although lib-net 1.3.11 and later send data
+	// uncompressed whatever it says.
 	Compression Compression
 	// Owner is the 32-byte Ed25519 public key whose signature was verified,
 	// or nil for an unsigned message.
@@ -138,6 +141,10 @@ type Msg struct {
 	Compression Compression
 	// Trace adds send/receive/reply timestamps to a raw-lane header.
 	Trace bool
+	// TrackerID is the legacy header's tracker_id (shardus-core sets one
+	// per message, src/p2p/Comms.ts createMsgTracker); the raw lane has no
+	// such field and ignores it.
+	TrackerID string
 }
 
 // Reply is the answer to an Ask. Payload is owned by the caller.

@@ -1,11 +1,21 @@
 // Package legacy writes and reads lib-net's augData JSON envelope, the data
-// of the plain lane and of header version 1 (specs/libnet.md sections 4-5).
+// of the plain lane and of header version 1 (lib-net src/types.ts
+// AugmentedData, src/index.ts).
 //
 // Writing follows lib-types safeStringify (src/utils/functions/stringify.ts):
 // object keys sorted by UTF-16 code unit, a Buffer written as
-// {"value":base64,"dataType":"bb"} with value first. A binary payload
-// travels as shardus-core's binary route envelope {payload, route}
-// (specs/libnet.md section 6).
+// {"value":base64,"dataType":"bb"} with value first. A tell or ask carries
+// shardus-core's binary route envelope {"payload":Buffer,"route":r}
+// (shardus-core src/network/index.ts tellBinary, askBinary); a reply carries
+// the Buffer itself as data, which is what shardus-core's askBinary reads
+// (src/p2p/Comms.ts registerInternalBinary respondWrapped, askBinary).
+//
+// Reading accepts every shape lib-net and shardus-core send: a Buffer as
+// {"value":b64,"dataType":"bb"|"u8ab"} (lib-types typeReviver) or as Node's
+// own Buffer.toJSON form {"type":"Buffer","data":[bytes]} in either key
+// order (lib-net src/util/Encoding.ts falls back to JSON.stringify;
+// shardus-core _extractPayloadBinary accepts it), either inside the route
+// envelope or as the whole data.
 package legacy
 
 import (
@@ -30,10 +40,13 @@ type Aug struct {
 	ReceivedTime      int64
 	ReplyTime         int64
 	ReplyReceivedTime int64
-	Timeout           int64 // ms; written only when HasTimeout
-	HasTimeout        bool  // replies carry no timeout key (index.ts respond)
+	Timeout           float64 // ms (JavaScript numbers may be fractional); written only when HasTimeout
+	HasTimeout        bool    // replies carry no timeout key (index.ts respond)
 	MsgDir            string
 	Route             string
+	// Reply writes Payload as the whole data, as shardus-core's binary ask
+	// expects a reply; otherwise data is the route envelope.
+	Reply bool
 	// Payload is the binary payload. On parse it is freshly allocated, or
 	// nil when data is not a binary route envelope (then Data holds a copy
 	// of the raw JSON of data). Both have capacity equal to their length.
@@ -57,18 +70,24 @@ func Append(dst []byte, a *Aug) ([]byte, Ops) {
 	dst = strconv.AppendInt(dst, int64(a.Port), 10)
 	dst = append(dst, `,"UUID":`...)
 	dst = appendString(dst, a.UUID)
-	dst = append(dst, `,"data":{"payload":{"value":"`...)
-	dst = base64.StdEncoding.AppendEncode(dst, a.Payload)
-	dst = append(dst, `","dataType":"bb"},"route":`...)
-	dst = appendString(dst, a.Route)
-	dst = append(dst, `},"msgDir":`...)
+	if a.Reply {
+		dst = append(dst, `,"data":{"value":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, a.Payload)
+		dst = append(dst, `","dataType":"bb"},"msgDir":`...)
+	} else {
+		dst = append(dst, `,"data":{"payload":{"value":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, a.Payload)
+		dst = append(dst, `","dataType":"bb"},"route":`...)
+		dst = appendString(dst, a.Route)
+		dst = append(dst, `},"msgDir":`...)
+	}
 	dst = appendString(dst, a.MsgDir)
 	dst = appendInt(dst, `,"receivedTime":`, a.ReceivedTime)
 	dst = appendInt(dst, `,"replyReceivedTime":`, a.ReplyReceivedTime)
 	dst = appendInt(dst, `,"replyTime":`, a.ReplyTime)
 	dst = appendInt(dst, `,"sendTime":`, a.SendTime)
 	if a.HasTimeout {
-		dst = appendInt(dst, `,"timeout":`, a.Timeout)
+		dst = strconv.AppendFloat(append(dst, `,"timeout":`...), a.Timeout, 'f', -1, 64)
 	}
 	return append(dst, '}'), Ops{JSON: 1, Base64: 1}
 }
@@ -105,40 +124,71 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// wireAug reads augData. Numbers are read as JavaScript numbers (float64):
+// Date.now() values are whole, but a timeout may be fractional.
 type wireAug struct {
 	UUID              string          `json:"UUID"`
-	Port              int             `json:"PORT"`
+	Port              float64         `json:"PORT"`
 	Address           string          `json:"ADDRESS"`
-	SendTime          int64           `json:"sendTime"`
-	ReceivedTime      int64           `json:"receivedTime"`
-	ReplyTime         int64           `json:"replyTime"`
-	ReplyReceivedTime int64           `json:"replyReceivedTime"`
-	Timeout           *int64          `json:"timeout"`
+	SendTime          float64         `json:"sendTime"`
+	ReceivedTime      float64         `json:"receivedTime"`
+	ReplyTime         float64         `json:"replyTime"`
+	ReplyReceivedTime float64         `json:"replyReceivedTime"`
+	Timeout           *float64        `json:"timeout"`
 	MsgDir            string          `json:"msgDir"`
 	Data              json.RawMessage `json:"data"`
 }
 
+// binValue is a Buffer or Uint8Array in any of its JSON forms.
 type binValue struct {
-	Value    *string `json:"value"`
-	DataType string  `json:"dataType"`
+	Value    *string `json:"value"`    // lib-types: base64
+	DataType string  `json:"dataType"` // lib-types: "bb" or "u8ab"
+	Type     string  `json:"type"`     // Buffer.toJSON: "Buffer"
+	Data     []int   `json:"data"`     // Buffer.toJSON: the bytes
 }
 
-type routeEnvelope struct {
+// dataShape reads data as the route envelope or as a binary value itself.
+type dataShape struct {
+	binValue
 	Payload *binValue `json:"payload"`
-	Route   string    `json:"route"`
+	Route   *string   `json:"route"`
 }
 
-// Parse reads augData JSON. A data field of the form
-// {"payload":{"value":b64,"dataType":"bb"|"u8ab"},"route":r} yields Payload
-// and Route (lib-types typeReviver); any other data is left in Data.
+// bytes returns v's bytes, or ok false if v is not a binary value. A
+// lib-types value whose base64 does not decode is an error.
+func (v *binValue) bytes() (b []byte, ok bool, err error) {
+	switch {
+	case v.Value != nil && (v.DataType == "bb" || v.DataType == "u8ab"):
+		b, err = base64.StdEncoding.DecodeString(*v.Value)
+		if err != nil {
+			return nil, false, fmt.Errorf("%w: payload: %w", ErrBadEnvelope, err)
+		}
+		return slices.Clip(b), true, nil
+	case v.Type == "Buffer" && v.Data != nil:
+		b = make([]byte, len(v.Data))
+		for i, x := range v.Data {
+			if x < 0 || x > 255 {
+				return nil, false, nil
+			}
+			b[i] = byte(x)
+		}
+		return b, true, nil
+	}
+	return nil, false, nil
+}
+
+// Parse reads augData JSON. A data field holding a binary value inside the
+// route envelope ({"payload":Buffer,"route":r}) or as the whole data (a
+// binary reply) yields Payload and Route; any other data is left in Data.
+// Buffer forms are listed in the package comment.
 func Parse(b []byte) (Aug, Ops, error) {
 	var w wireAug
 	ops := Ops{JSON: 1}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Aug{}, ops, fmt.Errorf("%w: %w", ErrBadEnvelope, err)
 	}
-	a := Aug{UUID: w.UUID, Port: w.Port, Address: w.Address, SendTime: w.SendTime,
-		ReceivedTime: w.ReceivedTime, ReplyTime: w.ReplyTime, ReplyReceivedTime: w.ReplyReceivedTime,
+	a := Aug{UUID: w.UUID, Port: int(w.Port), Address: w.Address, SendTime: int64(w.SendTime),
+		ReceivedTime: int64(w.ReceivedTime), ReplyTime: int64(w.ReplyTime), ReplyReceivedTime: int64(w.ReplyReceivedTime),
 		MsgDir: w.MsgDir, Data: slices.Clip(w.Data)}
 	if w.Timeout != nil {
 		a.Timeout, a.HasTimeout = *w.Timeout, true
@@ -146,17 +196,28 @@ func Parse(b []byte) (Aug, Ops, error) {
 	if len(w.Data) == 0 || w.Data[0] != '{' {
 		return a, ops, nil
 	}
-	var env routeEnvelope
+	var d dataShape
 	ops.JSON++
-	if json.Unmarshal(w.Data, &env) != nil || env.Payload == nil || env.Payload.Value == nil ||
-		(env.Payload.DataType != "bb" && env.Payload.DataType != "u8ab") {
+	if json.Unmarshal(w.Data, &d) != nil { // not one of the binary shapes
 		return a, ops, nil
 	}
-	ops.Base64++
-	p, err := base64.StdEncoding.DecodeString(*env.Payload.Value)
-	if err != nil {
-		return Aug{}, ops, fmt.Errorf("%w: payload: %w", ErrBadEnvelope, err)
+	v, route := &d.binValue, ""
+	if d.Payload != nil {
+		v = d.Payload
+		if d.Route != nil {
+			route = *d.Route
+		}
 	}
-	a.Payload, a.Binary, a.Route, a.Data = slices.Clip(p), true, env.Route, nil
+	p, ok, err := v.bytes()
+	if err != nil {
+		return Aug{}, ops, err
+	}
+	if !ok {
+		return a, ops, nil
+	}
+	if v.Value != nil {
+		ops.Base64++
+	}
+	a.Payload, a.Binary, a.Route, a.Data = p, true, route, nil
 	return a, ops, nil
 }
