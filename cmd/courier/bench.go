@@ -86,7 +86,7 @@ func runBench(args []string) error {
 	fs.IntVar(&cfg.Handlers, "handlers", 1, "application handlers on the receiving node")
 	fs.StringVar(&cfg.ContentTopic, "content-topic", "/courier/1/bench/proto", "content topic")
 	fs.StringVar(&cfg.PubsubTopic, "pubsub-topic", "/waku/2/rs/0/0", "pubsub topic")
-	fs.BoolVar(&cfg.Sign, "sign", false, "libnet: add signed rows")
+	fs.BoolVar(&cfg.Sign, "sign", false, "libnet: sign the raw lane too (the legacy lane always is)")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for temporary archives (default: the system temp dir)")
 	csvPath := fs.String("csv", "", "also write the rows as CSV to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")

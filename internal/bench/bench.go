@@ -40,7 +40,8 @@ type Config struct {
 	// ContentTopic and PubsubTopic of the workload. Defaults
 	// "/courier/1/bench/proto" and "/waku/2/rs/0/0".
 	ContentTopic, PubsubTopic string
-	// Sign adds signed rows to the libnet scenario.
+	// Sign signs the libnet scenario's raw lane too; its legacy lane is
+	// always signed, as lib-net requires.
 	Sign bool
 	// Dir is where temporary archives go. Default os.TempDir().
 	Dir string

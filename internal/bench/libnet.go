@@ -23,7 +23,7 @@ type LibnetConfig struct {
 	N      int   // measured messages per row; 0 means 1000
 	Warmup int   // warm-up messages per row, not measured; 0 means none
 	Seed   int64 // seeds payload bytes and the mix order (see Workload)
-	Sign   bool  // sign both lanes (raw lane with Config.SignRaw)
+	Sign   bool  // sign the raw lane too (Config.SignRaw); the legacy lane always is
 	// Sizes selects rows by payload size: "1kB", "10kB", "100kB", "mix"
 	// (the seed mix, 25/50/25 % of 10,000/50,000/150,000 bytes); nil = all.
 	Sizes []string
@@ -51,8 +51,9 @@ var libnetSizes = []string{"1kB", "10kB", "100kB", "mix"}
 // (the reply echoes the payload), on two endpoints over 127.0.0.1, then a
 // plain loopback TCP stream of 100 kB frames. Rows are named
 // libnet-<lane>-<op>-<size> and tcp-baseline-100kB. A tell is done when the
-// receiver's handler has run; an ask when its reply is back.
-// wire_bytes_per_msg counts the bytes the sending endpoint wrote per
+// receiver's handler has run; an ask when its reply is back. The legacy
+// lane is signed (lib-net reads no unsigned headered frame); the raw lane
+// only with Sign. wire_bytes_per_msg counts the bytes the sending endpoint wrote per
 // message (requests only); alloc figures are process-wide (both endpoints).
 func RunLibnet(ctx context.Context, cfg LibnetConfig) ([]Row, error) {
 	if cfg.N <= 0 {
@@ -112,11 +113,13 @@ func libnetProfile(name string) (Profile, error) {
 func libnetConfig(cfg LibnetConfig, lane libnet.Lane) libnet.Config {
 	base := libnet.Config{ListenAddr: "127.0.0.1:0", Lane: lane, NoLearn: true, QueueLen: 1024,
 		AskTimeout: libnetAskTimeout}
-	if cfg.Sign {
+	if cfg.Sign || lane == libnet.LaneLegacy { // the legacy lane is always signed, as lib-net requires
 		seed := make([]byte, ed25519.SeedSize)
 		binary.LittleEndian.PutUint64(seed, uint64(cfg.Seed))
 		base.HashKey = make([]byte, 32)
 		base.SigningKey = ed25519.NewKeyFromSeed(seed)
+	}
+	if cfg.Sign {
 		base.SignRaw, base.RequireSigned = true, true
 	}
 	return base
