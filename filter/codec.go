@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/couriernet/courier/internal/protowalk"
 	"github.com/couriernet/courier/message"
 )
 
@@ -254,38 +255,10 @@ func pushWireType(num protowire.Number) (protowire.Type, bool) {
 	return 0, false
 }
 
-// walk calls fn for every known field of data in order; unknown fields are
-// skipped. known gives the wire type of the known field numbers.
+// walk is protowalk.Walk with its errors wrapping ErrMalformed.
 func walk(data []byte, fn func(protowire.Number, []byte, uint64), known func(protowire.Number) (protowire.Type, bool)) error {
-	for off := 0; off < len(data); {
-		num, typ, n := protowire.ConsumeTag(data[off:])
-		if n < 0 {
-			return fmt.Errorf("%w: tag at offset %d: %v", ErrMalformed, off, protowire.ParseError(n))
-		}
-		off += n
-		want, ok := known(num)
-		if !ok {
-			if n = protowire.ConsumeFieldValue(num, typ, data[off:]); n < 0 {
-				return fmt.Errorf("%w: field %d at offset %d: %v", ErrMalformed, num, off, protowire.ParseError(n))
-			}
-			off += n
-			continue
-		}
-		if typ != want {
-			return fmt.Errorf("%w: field %d has wire type %d", ErrMalformed, num, typ)
-		}
-		var v []byte
-		var x uint64
-		if typ == protowire.BytesType {
-			v, n = protowire.ConsumeBytes(data[off:])
-		} else {
-			x, n = protowire.ConsumeVarint(data[off:])
-		}
-		if n < 0 {
-			return fmt.Errorf("%w: field %d at offset %d: %v", ErrMalformed, num, off, protowire.ParseError(n))
-		}
-		off += n
-		fn(num, v, x)
+	if err := protowalk.Walk(data, known, fn); err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return nil
 }

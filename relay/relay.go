@@ -120,13 +120,28 @@ func (r *Relay) validateBytes(pubsubTopic string, data []byte) (*message.Envelop
 		r.c.drop(DropInvalid)
 		return nil, pubsub.ValidationReject
 	}
-	if !r.timestampOK(m) {
+	if r.Check(m) != nil {
 		r.c.drop(DropTimestamp)
 		return nil, pubsub.ValidationIgnore
 	}
 	env := message.NewEnvelope(m, pubsubTopic, data, r.cfg.Counters)
 	env.Hash() // once, here: every consumer of a relayed message needs it
 	return env, pubsub.ValidationAccept
+}
+
+// ErrTimestamp is returned by Check for a message outside
+// Config.MaxTimestampSkew of local time.
+var ErrTimestamp = errors.New("relay: timestamp too far from local time")
+
+// Check applies the validator's rules that follow a successful decode to m
+// (today the timestamp window, when configured), so that a service taking
+// messages from light clients (lightpush) holds them to what the relay
+// validator would. It returns nil or an error wrapping ErrTimestamp.
+func (r *Relay) Check(m *message.Message) error {
+	if !r.timestampOK(m) {
+		return fmt.Errorf("%w: %d ns, window %v", ErrTimestamp, m.Timestamp, r.cfg.MaxTimestampSkew)
+	}
+	return nil
 }
 
 func (r *Relay) timestampOK(m *message.Message) bool {
@@ -266,6 +281,26 @@ func (r *Relay) Publish(ctx context.Context, pubsubTopic string, msg *message.Me
 		return nil, fmt.Errorf("relay: publish on %q: %w", pubsubTopic, err)
 	}
 	return env, nil
+}
+
+// PublishEnvelope publishes env.Wire() on env.PubsubTopic() as it is: no
+// encode, and env rides along as the validator data so the local validator
+// neither decodes nor hashes again. The envelope must have passed the
+// validator's rules (message.Decode and Check). It returns the number of
+// relay peers on the topic when it published (gossipsub floods a local
+// publish to all of them); errors wrap ErrClosed or come from gossipsub.
+func (r *Relay) PublishEnvelope(ctx context.Context, env *message.Envelope) (int, error) {
+	r.mu.Lock()
+	ts, err := r.topicLocked(env.PubsubTopic())
+	r.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	peers := len(ts.topic.ListPeers())
+	if err := ts.topic.Publish(ctx, env.Wire(), pubsub.WithValidatorData(env)); err != nil {
+		return 0, fmt.Errorf("relay: publish on %q: %w", env.PubsubTopic(), err)
+	}
+	return peers, nil
 }
 
 // Inject runs data through the topic validator and the dispatcher exactly

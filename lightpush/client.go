@@ -1,0 +1,142 @@
+package lightpush
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/couriernet/courier/internal/lpframe"
+	"github.com/couriernet/courier/message"
+)
+
+// StatusError is a v3 answer other than 200, or a v2 answer with
+// is_success false (Code 0 then).
+type StatusError struct {
+	Code uint32
+	Desc string
+}
+
+func (e *StatusError) Error() string {
+	if e.Code == 0 {
+		return "lightpush: refused: " + e.Desc
+	}
+	return fmt.Sprintf("lightpush: status %d: %s", e.Code, e.Desc)
+}
+
+// Err returns nil for a 200 answer and a *StatusError otherwise.
+func (r Response) Err() error {
+	if r.StatusCode == StatusOK {
+		return nil
+	}
+	return &StatusError{Code: r.StatusCode, Desc: r.StatusDesc}
+}
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Counters receives the encode counts. Nil means message.Default.
+	Counters *message.Counters
+	// Timeout bounds one request when the context has no deadline.
+	// Default 10 s.
+	Timeout time.Duration
+}
+
+// Client sends lightpush requests.
+type Client struct {
+	h   host.Host
+	cfg ClientConfig
+}
+
+// NewClient returns a client that opens its streams on h.
+func NewClient(h host.Host, cfg ClientConfig) *Client {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	return &Client{h: h, cfg: cfg}
+}
+
+// Push encodes msg once and asks p to publish it with lightpush v3 on
+// pubsubTopic, or on the topic autosharding gives when pubsubTopic is "".
+// It returns the answer whatever its status (see Response.Err); errors are
+// transport, framing or decode errors.
+func (c *Client) Push(ctx context.Context, p peer.ID, pubsubTopic string, msg *message.Message) (Response, error) {
+	req := Request{RequestID: newRequestID(), PubsubTopic: pubsubTopic, HasPubsubTopic: pubsubTopic != "", Message: msg.Encode(c.cfg.Counters)}
+	return c.Send(ctx, p, req)
+}
+
+// Send sends one v3 request as it is and returns the answer.
+func (c *Client) Send(ctx context.Context, p peer.ID, req Request) (Response, error) {
+	b, err := c.exchange(ctx, p, ProtocolID, req.Append(nil))
+	if err != nil {
+		return Response{}, err
+	}
+	resp, err := DecodeResponse(b)
+	if err != nil {
+		return Response{}, err
+	}
+	if resp.RequestID != req.RequestID && resp.RequestID != "N/A" {
+		return resp, fmt.Errorf("%w: answer to request %q, sent %q", ErrMalformed, resp.RequestID, req.RequestID)
+	}
+	return resp, nil
+}
+
+// PushLegacy asks p to publish msg on pubsubTopic with lightpush v2. A
+// refusal is a *StatusError with Code 0 and nwaku's info text.
+func (c *Client) PushLegacy(ctx context.Context, p peer.ID, pubsubTopic string, msg *message.Message) error {
+	rpc := LegacyRPC{RequestID: newRequestID(), Request: &LegacyRequest{PubsubTopic: pubsubTopic, Message: msg.Encode(c.cfg.Counters)}}
+	b, err := c.exchange(ctx, p, LegacyProtocolID, rpc.Append(nil))
+	if err != nil {
+		return err
+	}
+	back, err := DecodeLegacyRPC(b)
+	if err != nil {
+		return err
+	}
+	if back.Response == nil {
+		return fmt.Errorf("%w: response", ErrMissingField)
+	}
+	if !back.Response.IsSuccess {
+		return &StatusError{Desc: back.Response.Info}
+	}
+	return nil
+}
+
+func (c *Client) exchange(ctx context.Context, p peer.ID, proto protocol.ID, req []byte) ([]byte, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	st, err := c.h.NewStream(ctx, p, proto)
+	if err != nil {
+		return nil, fmt.Errorf("lightpush: open stream to %s: %w", p, err)
+	}
+	stop := context.AfterFunc(ctx, func() { st.Reset() })
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		st.SetDeadline(dl)
+	}
+	if err := lpframe.Write(st, req); err != nil {
+		st.Reset()
+		return nil, fmt.Errorf("lightpush: write request: %w", err)
+	}
+	st.CloseWrite()
+	b, err := lpframe.Read(st, MaxResponseSize)
+	if err != nil {
+		st.Reset()
+		return nil, fmt.Errorf("lightpush: read response: %w", err)
+	}
+	st.Close()
+	return b, nil
+}
+
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

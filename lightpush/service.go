@@ -1,0 +1,304 @@
+package lightpush
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/couriernet/courier/internal/lpframe"
+	"github.com/couriernet/courier/message"
+)
+
+// Publisher is what the service needs of the relay; *relay.Relay is one.
+type Publisher interface {
+	// Check applies the relay validator's rules that follow a decode.
+	Check(m *message.Message) error
+	// PublishEnvelope publishes env's wire bytes and returns the number of
+	// relay peers on its pubsub topic.
+	PublishEnvelope(ctx context.Context, env *message.Envelope) (int, error)
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("lightpush: invalid config")
+
+// Config configures a Service.
+type Config struct {
+	// Relay publishes the pushed messages. Required: nwaku mounts lightpush
+	// only with relay.
+	Relay Publisher
+	// Autoshard returns the pubsub topic of a content topic. Nil means
+	// static sharding: a v3 request without a pubsub topic is refused (420).
+	Autoshard func(contentTopic string) (string, error)
+	// Counters receives the decode, hash and encode counts. Nil means
+	// message.Default.
+	Counters *message.Counters
+	// Timeout bounds reading a request, publishing it and writing the
+	// response. Default 10 s.
+	Timeout time.Duration
+	// Logger receives debug records. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultTimeout is the default of Config.Timeout and ClientConfig.Timeout.
+const DefaultTimeout = 10 * time.Second
+
+// Service serves lightpush v3 and v2 on a host.
+type Service struct {
+	h   host.Host
+	cfg Config
+	c   counters
+
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// New mounts both protocols on h. Errors wrap ErrConfig.
+func New(h host.Host, cfg Config) (*Service, error) {
+	if cfg.Relay == nil {
+		return nil, fmt.Errorf("%w: no relay to publish with", ErrConfig)
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("%w: Timeout %v < 0", ErrConfig, cfg.Timeout)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Service{h: h, cfg: cfg, ctx: ctx, cancel: cancel}
+	if h != nil {
+		h.SetStreamHandler(ProtocolID, s.handleV3)
+		h.SetStreamHandler(LegacyProtocolID, s.handleV2)
+	}
+	return s, nil
+}
+
+// Close removes the stream handlers, cancels requests in flight and waits
+// for them. It is idempotent.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.h != nil {
+		s.h.RemoveStreamHandler(ProtocolID)
+		s.h.RemoveStreamHandler(LegacyProtocolID)
+	}
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Service) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Service) handleV3(st network.Stream) {
+	s.serve(st, func(ctx context.Context, b []byte) []byte {
+		resp := s.answerV3(ctx, b)
+		return resp.Append(nil)
+	})
+}
+
+func (s *Service) handleV2(st network.Stream) {
+	s.serve(st, func(ctx context.Context, b []byte) []byte {
+		resp := s.answerV2(ctx, b)
+		return resp.Append(nil)
+	})
+}
+
+// serve reads one request from st, answers it and closes the stream.
+func (s *Service) serve(st network.Stream, answer func(context.Context, []byte) []byte) {
+	if !s.enter() {
+		st.Reset()
+		return
+	}
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	defer cancel()
+	st.SetDeadline(time.Now().Add(s.cfg.Timeout))
+	b, err := lpframe.Read(st, MaxRequestSize)
+	if err != nil {
+		s.c.unreadable.Add(1)
+		st.Reset()
+		return
+	}
+	if err := lpframe.Write(st, answer(ctx, b)); err != nil {
+		st.Reset()
+		return
+	}
+	st.Close()
+}
+
+// answerV3 answers one encoded LightPushRequest (nwaku
+// waku_lightpush/protocol.nim handleRequest).
+func (s *Service) answerV3(ctx context.Context, b []byte) Response {
+	req, err := DecodeRequest(b)
+	if err != nil {
+		s.c.count(3, StatusBadRequest)
+		return Response{RequestID: "N/A", StatusCode: StatusBadRequest, StatusDesc: "decode_rpc_failure: " + err.Error()}
+	}
+	return s.Push(ctx, req)
+}
+
+// Push handles one v3 request as if it had come over the network, for
+// callers in the same process (the REST API on a node serving lightpush).
+// req.Message is handed over: the published envelope aliases it.
+func (s *Service) Push(ctx context.Context, req Request) Response {
+	code, desc, peers := s.push(ctx, req.Message, req.PubsubTopic, req.HasPubsubTopic, false)
+	s.c.count(3, code)
+	resp := Response{RequestID: req.RequestID, StatusCode: code, StatusDesc: desc}
+	if code == StatusOK {
+		resp.RelayPeerCount, resp.HasRelayPeerCount = uint32(peers), true
+	}
+	return resp
+}
+
+// answerV2 answers one encoded legacy PushRPC (nwaku
+// waku_lightpush_legacy/protocol.nim handleRequest).
+func (s *Service) answerV2(ctx context.Context, b []byte) LegacyRPC {
+	rpc, err := DecodeLegacyRPC(b)
+	var info string
+	switch {
+	case err != nil:
+		info = "decode_rpc_failure: " + err.Error()
+	case rpc.Request == nil:
+		info = "empty_request_body_failure"
+	default:
+		return LegacyRPC{RequestID: rpc.RequestID, Response: s.PushLegacy(ctx, *rpc.Request)}
+	}
+	s.c.count(2, StatusBadRequest)
+	return LegacyRPC{RequestID: rpc.RequestID, Response: &LegacyResponse{Info: info}}
+}
+
+// PushLegacy handles one v2 request, as Push does for v3. The answer's info
+// is "OK" on success, nwaku's text otherwise.
+func (s *Service) PushLegacy(ctx context.Context, req LegacyRequest) *LegacyResponse {
+	code, desc, _ := s.push(ctx, req.Message, req.PubsubTopic, true, true)
+	s.c.count(2, code)
+	if code == StatusOK {
+		return &LegacyResponse{IsSuccess: true, Info: "OK"}
+	}
+	return &LegacyResponse{Info: desc}
+}
+
+// push decodes wire once, applies the relay's rules, hashes once and
+// publishes. It returns the status code, its description and the number of
+// relay peers. legacy selects the v2 texts where they differ.
+func (s *Service) push(ctx context.Context, wire []byte, topic string, hasTopic, legacy bool) (uint32, string, int) {
+	m, err := message.Decode(wire, s.cfg.Counters)
+	if errors.Is(err, message.ErrTooLarge) {
+		// nwaku decodes, then relay's validateMessage refuses the size.
+		return StatusInvalidMessage, fmt.Sprintf("Message size exceeded maximum of %d bytes", message.MaxSize), 0
+	}
+	if err != nil {
+		return StatusBadRequest, "decode_rpc_failure: " + err.Error(), 0
+	}
+	if !hasTopic {
+		if s.cfg.Autoshard == nil {
+			return StatusInvalidMessage, "Pubsub topic must be specified when static sharding is enabled", 0
+		}
+		if topic, err = s.cfg.Autoshard(m.ContentTopic); err != nil {
+			return StatusInvalidMessage, "Invalid content-topic:" + err.Error(), 0
+		}
+	}
+	if strings.TrimSpace(topic) == "" {
+		return StatusBadRequest, "topic must not be empty", 0
+	}
+	if err := s.cfg.Relay.Check(m); err != nil {
+		return StatusInvalidMessage, err.Error(), 0
+	}
+	var env *message.Envelope
+	if m.Timestamp == 0 {
+		// nwaku's relay publish fills a zero timestamp with the current
+		// time (waku_relay/protocol.nim publish): the one case re-encoded.
+		filled := *m
+		filled.Timestamp, filled.Present = time.Now().UnixNano(), m.Present|message.HasTimestamp
+		shared, enc := filled.EncodeShared(s.cfg.Counters)
+		env = message.NewEnvelope(shared, topic, enc, s.cfg.Counters)
+		s.c.reencoded.Add(1)
+	} else {
+		env = message.NewEnvelope(m, topic, wire, s.cfg.Counters)
+		s.c.asArrived.Add(1)
+	}
+	env.Hash()
+	peers, err := s.cfg.Relay.PublishEnvelope(ctx, env)
+	if err != nil {
+		return StatusInternalServerError, err.Error(), 0
+	}
+	if peers == 0 {
+		if legacy {
+			return StatusNoPeersToRelay, "not_published_to_any_peer", 0
+		}
+		return StatusNoPeersToRelay, "No peers for topic, skipping publish", 0
+	}
+	return StatusOK, "", peers
+}
+
+// Stats counts the work of a Service.
+type Stats struct {
+	// Answers counts answers by protocol version ("v3", "v2") and status
+	// code (v2 answers are counted under the code v3 would have given).
+	Answers map[string]map[uint32]uint64
+	// PublishedAsArrived counts messages published with the bytes the
+	// request carried; Reencoded those whose zero timestamp was filled.
+	PublishedAsArrived, Reencoded uint64
+	// Unreadable counts streams whose request could not be read.
+	Unreadable uint64
+}
+
+type counters struct {
+	mu                               sync.Mutex
+	answers                          map[string]map[uint32]uint64
+	asArrived, reencoded, unreadable atomic.Uint64
+}
+
+func (c *counters) count(version int, code uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.answers == nil {
+		c.answers = map[string]map[uint32]uint64{}
+	}
+	v := fmt.Sprintf("v%d", version)
+	if c.answers[v] == nil {
+		c.answers[v] = map[uint32]uint64{}
+	}
+	c.answers[v][code]++
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Service) Stats() Stats {
+	st := Stats{Answers: map[string]map[uint32]uint64{},
+		PublishedAsArrived: s.c.asArrived.Load(), Reencoded: s.c.reencoded.Load(), Unreadable: s.c.unreadable.Load()}
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	for v, codes := range s.c.answers {
+		st.Answers[v] = map[uint32]uint64{}
+		for code, n := range codes {
+			st.Answers[v][code] = n
+		}
+	}
+	return st
+}
