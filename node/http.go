@@ -102,7 +102,7 @@ func (b restBackend) RelaySubscribe(topics []string) error {
 		return ErrNotRelaying
 	}
 	for _, t := range topics {
-		if err := b.n.relay.Subscribe(t); err != nil {
+		if err := b.n.relay.Subscribe(t, relay.OwnerREST); err != nil {
 			return err
 		}
 	}
@@ -114,7 +114,7 @@ func (b restBackend) RelayUnsubscribe(topics []string) error {
 		return ErrNotRelaying
 	}
 	for _, t := range topics {
-		if err := b.n.relay.Unsubscribe(t); err != nil && !errors.Is(err, relay.ErrNotSubscribed) {
+		if err := b.n.relay.Unsubscribe(t, relay.OwnerREST); err != nil && !errors.Is(err, relay.ErrNotSubscribed) {
 			return err
 		}
 	}

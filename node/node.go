@@ -248,7 +248,7 @@ func (n *Node) Start(ctx context.Context) error {
 			return err
 		}
 		for _, t := range topics {
-			if err := n.relay.Subscribe(t); err != nil {
+			if err := n.relay.Subscribe(t, relay.OwnerConfig); err != nil {
 				return err
 			}
 		}

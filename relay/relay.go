@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ var (
 	ErrClosed        = errors.New("relay: closed")
 	ErrNotSubscribed = errors.New("relay: not subscribed to pubsub topic")
 	ErrInvalid       = errors.New("relay: invalid message")
+	ErrNoOwner       = errors.New("relay: subscription owner is empty")
 )
 
 // Relay is a node's 11/WAKU2-RELAY service.
@@ -41,9 +43,10 @@ type Relay struct {
 }
 
 type topicState struct {
-	topic *pubsub.Topic
-	sub   *pubsub.Subscription
-	stats topicCounters
+	topic  *pubsub.Topic
+	sub    *pubsub.Subscription // nil when no owner needs the topic
+	owners map[Owner]struct{}   // who needs sub; empty exactly when sub is nil
+	stats  topicCounters
 }
 
 // New starts gossipsub on h with the Waku relay protocol id first and the
@@ -184,31 +187,101 @@ func (r *Relay) topicLocked(pubsubTopic string) (*topicState, error) {
 	if err := t.SetScoreParams(topicScoreParams()); err != nil {
 		r.cfg.Logger.Warn("relay: topic score params", "topic", pubsubTopic, "err", err)
 	}
-	ts := &topicState{topic: t}
+	ts := &topicState{topic: t, owners: map[Owner]struct{}{}}
 	r.topics[pubsubTopic] = ts
 	return ts, nil
 }
 
-// Subscribe joins pubsubTopic and dispatches every message relayed on it to
-// the archive and the handlers. Subscribing twice is a no-op.
-func (r *Relay) Subscribe(pubsubTopic string) error {
+// Owner names who needs a subscription: the node's configuration, the
+// REST API, the filter or lightpush service, or anything else that makes
+// the relay follow a pubsub topic. Owners are compared as strings; a
+// service that keeps track of several clients may use one owner per client
+// (for example "filter/" followed by the peer id) or count them itself.
+//
+// A topic is relayed while at least one owner needs it, so one owner
+// letting a topic go (a REST client's DELETE) never stops the relaying
+// another needs (the shards the node was started with, and so their
+// archiving).
+type Owner string
+
+// The owners of this module's services.
+const (
+	OwnerConfig    Owner = "config"    // the shards and topics the node is configured with
+	OwnerREST      Owner = "rest"      // REST /relay/v1/subscriptions and /relay/v1/auto/subscriptions
+	OwnerFilter    Owner = "filter"    // the filter service, for its subscribers' shards
+	OwnerLightpush Owner = "lightpush" // the lightpush service
+)
+
+// Subscribe adds owner to the owners of pubsubTopic. When it is the first,
+// the relay joins the topic (if it has not yet) and dispatches every
+// message relayed on it to the archive and the handlers. Subscribing again
+// with an owner the topic already has is a no-op: owners are a set, not a
+// count. Errors wrap ErrNoOwner (owner ""), ErrClosed, or come from
+// gossipsub.
+func (r *Relay) Subscribe(pubsubTopic string, owner Owner) error {
+	if owner == "" {
+		return ErrNoOwner
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ts, err := r.topicLocked(pubsubTopic)
 	if err != nil {
 		return err
 	}
-	if ts.sub != nil {
+	if ts.sub == nil {
+		sub, err := ts.topic.Subscribe(pubsub.WithBufferSize(r.cfg.SubscriptionBufferSize))
+		if err != nil {
+			return fmt.Errorf("relay: subscribe %q: %w", pubsubTopic, err)
+		}
+		ts.sub = sub
+		r.wg.Add(1)
+		go r.subscriptionLoop(ts, sub)
+	}
+	ts.owners[owner] = struct{}{}
+	return nil
+}
+
+// Unsubscribe removes owner from the owners of pubsubTopic; when no owner
+// is left, the relay stops relaying the topic. The topic stays joined, with
+// its validator, so that Publish on it still works (through gossipsub's
+// fanout). Errors wrap ErrNoOwner (owner "") or ErrNotSubscribed (owner is
+// not an owner of the topic; nothing changes).
+func (r *Relay) Unsubscribe(pubsubTopic string, owner Owner) error {
+	if owner == "" {
+		return ErrNoOwner
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ts, ok := r.topics[pubsubTopic]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotSubscribed, pubsubTopic)
+	}
+	if _, ok := ts.owners[owner]; !ok {
+		return fmt.Errorf("%w: %s by %s", ErrNotSubscribed, pubsubTopic, owner)
+	}
+	delete(ts.owners, owner)
+	if len(ts.owners) == 0 {
+		ts.sub.Cancel()
+		ts.sub = nil
+	}
+	return nil
+}
+
+// Owners returns the owners of pubsubTopic, sorted; nil when the relay does
+// not relay it.
+func (r *Relay) Owners(pubsubTopic string) []Owner {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ts, ok := r.topics[pubsubTopic]
+	if !ok || len(ts.owners) == 0 {
 		return nil
 	}
-	sub, err := ts.topic.Subscribe(pubsub.WithBufferSize(r.cfg.SubscriptionBufferSize))
-	if err != nil {
-		return fmt.Errorf("relay: subscribe %q: %w", pubsubTopic, err)
+	out := make([]Owner, 0, len(ts.owners))
+	for o := range ts.owners {
+		out = append(out, o)
 	}
-	ts.sub = sub
-	r.wg.Add(1)
-	go r.subscriptionLoop(ts, sub)
-	return nil
+	slices.Sort(out)
+	return out
 }
 
 func (r *Relay) subscriptionLoop(ts *topicState, sub *pubsub.Subscription) {
@@ -228,21 +301,8 @@ func (r *Relay) subscriptionLoop(ts *topicState, sub *pubsub.Subscription) {
 	}
 }
 
-// Unsubscribe stops relaying pubsubTopic. The topic stays joined, with its
-// validator, so that Publish on it still works (through gossipsub's fanout).
-func (r *Relay) Unsubscribe(pubsubTopic string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ts, ok := r.topics[pubsubTopic]
-	if !ok || ts.sub == nil {
-		return fmt.Errorf("%w: %s", ErrNotSubscribed, pubsubTopic)
-	}
-	ts.sub.Cancel()
-	ts.sub = nil
-	return nil
-}
-
-// Topics returns the pubsub topics the relay is subscribed to.
+// Topics returns the pubsub topics the relay is subscribed to (those with
+// at least one owner), in no particular order.
 func (r *Relay) Topics() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -68,10 +69,10 @@ func TestRelayDecodeOnce(t *testing.T) {
 		got[i] = ch
 		defer rb.AddHandler(fmt.Sprint("h", i), func(env *message.Envelope) { ch <- env })()
 	}
-	if err := rb.Subscribe(topic); err != nil {
+	if err := rb.Subscribe(topic, relay.OwnerConfig); err != nil {
 		t.Fatal(err)
 	}
-	if err := ra.Subscribe(topic); err != nil {
+	if err := ra.Subscribe(topic, relay.OwnerConfig); err != nil {
 		t.Fatal(err)
 	}
 	if err := ha.Connect(context.Background(), peer.AddrInfo{ID: hb.ID(), Addrs: hb.Addrs()}); err != nil {
@@ -191,17 +192,17 @@ func TestSubscribeUnsubscribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if err := r.Unsubscribe(topic); !errors.Is(err, relay.ErrNotSubscribed) {
+	if err := r.Unsubscribe(topic, relay.OwnerREST); !errors.Is(err, relay.ErrNotSubscribed) {
 		t.Fatalf("Unsubscribe before Subscribe = %v", err)
 	}
 	for range 2 {
-		if err := r.Subscribe(topic); err != nil {
+		if err := r.Subscribe(topic, relay.OwnerREST); err != nil {
 			t.Fatal(err)
 		}
 		if got := r.Topics(); len(got) != 1 || got[0] != topic {
 			t.Fatalf("Topics = %v", got)
 		}
-		if err := r.Unsubscribe(topic); err != nil {
+		if err := r.Unsubscribe(topic, relay.OwnerREST); err != nil {
 			t.Fatal(err)
 		}
 		if got := r.Topics(); len(got) != 0 {
@@ -212,7 +213,57 @@ func TestSubscribeUnsubscribe(t *testing.T) {
 		t.Fatalf("publish after unsubscribe: %v", err)
 	}
 	r.Close()
-	if err := r.Subscribe(topic); !errors.Is(err, relay.ErrClosed) {
+	if err := r.Subscribe(topic, relay.OwnerREST); !errors.Is(err, relay.ErrClosed) {
 		t.Fatalf("Subscribe after Close = %v", err)
 	}
+}
+
+// TestSubscriptionOwners: a topic is relayed while any owner needs it; one
+// owner letting go leaves the others' subscription in place, an owner that
+// never subscribed changes nothing, and owners are a set.
+func TestSubscriptionOwners(t *testing.T) {
+	r, err := relay.New(newHost(t), relay.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	subscribed := func(want ...relay.Owner) {
+		t.Helper()
+		if got := r.Owners(topic); !slices.Equal(got, want) {
+			t.Fatalf("Owners = %v, want %v", got, want)
+		}
+		if got := r.Topics(); (len(want) > 0) != slices.Contains(got, topic) {
+			t.Fatalf("Topics = %v with owners %v", got, want)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(r.Subscribe(topic, relay.OwnerConfig))
+	must(r.Subscribe(topic, relay.OwnerREST))
+	must(r.Subscribe(topic, relay.OwnerREST)) // a set: no second count
+	subscribed(relay.OwnerConfig, relay.OwnerREST)
+	must(r.Unsubscribe(topic, relay.OwnerREST))
+	subscribed(relay.OwnerConfig)
+	if err := r.Unsubscribe(topic, relay.OwnerREST); !errors.Is(err, relay.ErrNotSubscribed) {
+		t.Fatalf("second Unsubscribe by rest = %v, want ErrNotSubscribed", err)
+	}
+	if err := r.Unsubscribe(topic, relay.OwnerFilter); !errors.Is(err, relay.ErrNotSubscribed) {
+		t.Fatalf("Unsubscribe by a non-owner = %v, want ErrNotSubscribed", err)
+	}
+	subscribed(relay.OwnerConfig)
+	if err := r.Subscribe(topic, ""); !errors.Is(err, relay.ErrNoOwner) {
+		t.Fatalf("Subscribe without owner = %v, want ErrNoOwner", err)
+	}
+	if err := r.Unsubscribe(topic, ""); !errors.Is(err, relay.ErrNoOwner) {
+		t.Fatalf("Unsubscribe without owner = %v, want ErrNoOwner", err)
+	}
+	must(r.Subscribe(topic, "filter/peer-1"))
+	must(r.Unsubscribe(topic, relay.OwnerConfig))
+	subscribed("filter/peer-1")
+	must(r.Unsubscribe(topic, "filter/peer-1"))
+	subscribed()
 }
