@@ -232,16 +232,24 @@ func (a *Embedded) scan(ctx context.Context, stmt string, args []any) ([]row, er
 	}
 	defer rs.Close()
 	var out []row
-	var h []byte
+	// RawBytes and one string per distinct pubsub topic: a page of rows
+	// allocates no copy of either.
+	var h, topic sql.RawBytes
+	topics := map[string]string{}
 	for rs.Next() {
 		var r row
-		if err := rs.Scan(&h, &r.ts, &r.topic, &r.seg, &r.off, &r.length); err != nil {
+		if err := rs.Scan(&h, &r.ts, &topic, &r.seg, &r.off, &r.length); err != nil {
 			return nil, fmt.Errorf("archive: index: %w", err)
 		}
 		if len(h) != len(r.hash) {
 			return nil, fmt.Errorf("%w: index row with a %d-byte hash", ErrCorrupt, len(h))
 		}
 		copy(r.hash[:], h)
+		var ok bool
+		if r.topic, ok = topics[string(topic)]; !ok {
+			r.topic = string(topic)
+			topics[r.topic] = r.topic
+		}
 		out = append(out, r)
 	}
 	if err := rs.Err(); err != nil {
