@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/message"
+)
+
+// BenchmarkServe answers one page of 20 messages with data (one content
+// topic and a time range) from an embedded archive of 2,000 messages:
+// request decode, archive query, response encode, without the network.
+// allocs/msg is the allocations of one answer divided by the messages it
+// returns.
+//
+//	go test -run '^$' -bench Serve -benchtime 2000x ./store/
+func BenchmarkServe(b *testing.B) {
+	for _, size := range []int{100, 10_000} {
+		b.Run(fmt.Sprintf("payload=%d", size), func(b *testing.B) {
+			a := openArchive(b)
+			const n = 2000
+			for i := range n {
+				m := &message.Message{Payload: make([]byte, size), ContentTopic: ct("x"), Timestamp: int64(i + 1), Present: message.HasTimestamp}
+				m.Payload[0] = byte(i)
+				m.Payload[1] = byte(i >> 8)
+				wire := m.Encode(nil)
+				env := message.NewEnvelope(m, topicA, wire, nil)
+				if i == n-1 {
+					appendWait(b, a, env)
+				} else if err := a.Append(context.Background(), env, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s := &Server{a: a}
+			req := (&Request{RequestID: "bench", IncludeData: true, PubsubTopic: topicA, ContentTopics: []string{ct("x")},
+				StartTime: i64(100), EndTime: i64(1900), Limit: 20}).Append(nil)
+			if got := s.answer(context.Background(), req); len(got) < 20*size {
+				b.Fatalf("response of %d bytes", len(got))
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b.ReportAllocs()
+			b.SetBytes(int64(20 * size))
+			b.ResetTimer()
+			for range b.N {
+				s.answer(context.Background(), req)
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N)/20, "allocs/msg")
+		})
+	}
+}
+
+var _ archive.Archive = (*archive.Embedded)(nil)

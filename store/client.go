@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/couriernet/courier/message"
+)
+
+// Errors of Query.
+var (
+	// ErrRequestID: a successful response carries another request id than
+	// the request's.
+	ErrRequestID = errors.New("store: response for another request id")
+)
+
+// StatusError is returned by Query for a response whose status code is
+// not 2xx. Code and Desc are the response's.
+type StatusError struct {
+	Code uint32
+	Desc string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("store: status %d: %s", e.Code, e.Desc) }
+
+// Query sends req to peer p over h and returns the response. A request
+// without a RequestID gets a random one (32 hex digits); req itself is not
+// modified. ctx bounds the whole exchange, dialing included.
+//
+// The response's messages are decoded once each, counted in c (nil means
+// message.Default), and alias the response frame. A response whose status
+// is not 2xx is returned as a *StatusError; a 2xx response for another
+// request id as ErrRequestID. Other errors come from the stream or wrap
+// ErrMalformed or ErrFrameTooLarge.
+func Query(ctx context.Context, h host.Host, p peer.ID, req *Request, c *message.Counters) (*Response, error) {
+	r := *req
+	if r.RequestID == "" {
+		var id [16]byte
+		rand.Read(id[:])
+		r.RequestID = hex.EncodeToString(id[:])
+	}
+	st, err := h.NewStream(ctx, p, ProtocolID)
+	if err != nil {
+		return nil, fmt.Errorf("store: open stream to %s: %w", p, err)
+	}
+	stop := context.AfterFunc(ctx, func() { st.Reset() })
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		st.SetDeadline(dl)
+	}
+	body := r.Append(nil)
+	buf := protowire.AppendVarint(make([]byte, 0, protowire.SizeVarint(uint64(len(body)))+len(body)), uint64(len(body)))
+	if _, err := st.Write(append(buf, body...)); err != nil {
+		st.Reset()
+		return nil, fmt.Errorf("store: write request: %w", err)
+	}
+	st.CloseWrite()
+	data, err := readFrame(st, MaxResponseSize)
+	if err != nil {
+		st.Reset()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("store: read response: %w", err)
+	}
+	st.Close()
+	resp, err := DecodeResponse(data, c)
+	switch {
+	case err != nil:
+		return nil, err
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return nil, &StatusError{Code: resp.StatusCode, Desc: resp.StatusDesc}
+	case resp.RequestID != r.RequestID:
+		return nil, fmt.Errorf("%w: %q, sent %q", ErrRequestID, resp.RequestID, r.RequestID)
+	}
+	return resp, nil
+}

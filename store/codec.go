@@ -1,0 +1,403 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/couriernet/courier/message"
+)
+
+// Field numbers of StoreQueryRequest, StoreQueryResponse and
+// WakuMessageKeyValue (rfc-index 13/store.md, package waku.store.v3).
+const (
+	fieldReqID         protowire.Number = 1
+	fieldIncludeData   protowire.Number = 2
+	fieldPubsubTopic   protowire.Number = 10
+	fieldContentTopics protowire.Number = 11
+	fieldTimeStart     protowire.Number = 12
+	fieldTimeEnd       protowire.Number = 13
+	fieldMessageHashes protowire.Number = 20
+	fieldCursor        protowire.Number = 51
+	fieldForward       protowire.Number = 52
+	fieldLimit         protowire.Number = 53
+	fieldRespReqID     protowire.Number = 1
+	fieldStatusCode    protowire.Number = 10
+	fieldStatusDesc    protowire.Number = 11
+	fieldMessages      protowire.Number = 20
+	fieldRespCursor    protowire.Number = 51
+	fieldKVHash        protowire.Number = 1
+	fieldKVMessage     protowire.Number = 2
+	fieldKVPubsubTopic protowire.Number = 3
+)
+
+const hashSize = len(message.Hash{})
+
+// ErrMalformed is wrapped by every error of DecodeRequest and
+// DecodeResponse. The text after it names the failure the way nwaku's
+// decoder does (minprotobuf's ProtoError names, or "MissingRequiredField
+// <field>"), so that a server can answer with nwaku's status text.
+var ErrMalformed = errors.New("store: malformed rpc")
+
+// decodeError is a decode failure with nwaku's name for it.
+type decodeError struct{ name string }
+
+func (e *decodeError) Error() string { return ErrMalformed.Error() + ": " + e.name }
+func (e *decodeError) Unwrap() error { return ErrMalformed }
+
+var (
+	errVarint     = &decodeError{"VarintDecode"}
+	errIncomplete = &decodeError{"MessageIncomplete"}
+	errWireType   = &decodeError{"BadWireType"}
+)
+
+// Request is a StoreQueryRequest. The zero value is a valid query for the
+// newest DefaultPageSize hashes of the whole archive.
+type Request struct {
+	// RequestID is field 1. It is always written: nwaku's decoder refuses a
+	// request without it.
+	RequestID string
+	// IncludeData is field 2: true returns each message and its pubsub
+	// topic, false the hashes only.
+	IncludeData bool
+	// PubsubTopic is field 10, written when not "".
+	PubsubTopic string
+	// ContentTopics is field 11.
+	ContentTopics []string
+	// StartTime and EndTime are fields 12 and 13, Unix nanoseconds (sint64),
+	// written when not nil. nwaku treats both as inclusive.
+	StartTime, EndTime *int64
+	// Hashes is field 20. A field of another length than 32 bytes is
+	// truncated or padded with zero bytes, as nwaku's decoder does
+	// (waku_store/rpc_codec.nim, copyFrom).
+	Hashes []message.Hash
+	// Cursor is field 51, written when not nil; decoded like a hash.
+	Cursor *message.Hash
+	// Forward is field 52: true pages from old to new.
+	Forward bool
+	// Limit is field 53, the page size, written when not 0 (0 means the
+	// server's default, 20 at nwaku).
+	Limit uint64
+}
+
+// Append appends the encoding of r to dst and returns it. Fields 1, 2 and
+// 52 are always written, as nwaku's encoder writes them.
+func (r *Request) Append(dst []byte) []byte {
+	dst = appendString(dst, fieldReqID, r.RequestID)
+	dst = appendBool(dst, fieldIncludeData, r.IncludeData)
+	if r.PubsubTopic != "" {
+		dst = appendString(dst, fieldPubsubTopic, r.PubsubTopic)
+	}
+	for _, c := range r.ContentTopics {
+		dst = appendString(dst, fieldContentTopics, c)
+	}
+	if r.StartTime != nil {
+		dst = protowire.AppendTag(dst, fieldTimeStart, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, protowire.EncodeZigZag(*r.StartTime))
+	}
+	if r.EndTime != nil {
+		dst = protowire.AppendTag(dst, fieldTimeEnd, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, protowire.EncodeZigZag(*r.EndTime))
+	}
+	for i := range r.Hashes {
+		dst = protowire.AppendTag(dst, fieldMessageHashes, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, r.Hashes[i][:])
+	}
+	if r.Cursor != nil {
+		dst = protowire.AppendTag(dst, fieldCursor, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, r.Cursor[:])
+	}
+	dst = appendBool(dst, fieldForward, r.Forward)
+	if r.Limit != 0 {
+		dst = protowire.AppendTag(dst, fieldLimit, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, r.Limit)
+	}
+	return dst
+}
+
+// DecodeRequest parses an encoded StoreQueryRequest. It copies what it
+// keeps, so data may be reused afterwards. Field 1 must be present (it may
+// be empty), as nwaku requires; unknown fields are skipped and a repeated
+// singular field takes the last value. Errors wrap ErrMalformed.
+func DecodeRequest(data []byte) (*Request, error) {
+	r := new(Request)
+	haveID := false
+	err := walk(data, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+		switch num {
+		case fieldReqID:
+			r.RequestID, haveID = string(v), true
+		case fieldIncludeData:
+			r.IncludeData = x != 0
+		case fieldPubsubTopic:
+			r.PubsubTopic = string(v)
+		case fieldContentTopics:
+			r.ContentTopics = append(r.ContentTopics, string(v))
+		case fieldTimeStart:
+			t := protowire.DecodeZigZag(x)
+			r.StartTime = &t
+		case fieldTimeEnd:
+			t := protowire.DecodeZigZag(x)
+			r.EndTime = &t
+		case fieldMessageHashes:
+			var h message.Hash
+			copy(h[:], v)
+			r.Hashes = append(r.Hashes, h)
+		case fieldCursor:
+			c := new(message.Hash)
+			copy(c[:], v)
+			r.Cursor = c
+		case fieldForward:
+			r.Forward = x != 0
+		case fieldLimit:
+			r.Limit = x
+		}
+		return nil
+	}, requestWireType)
+	if err != nil {
+		return nil, err
+	}
+	if !haveID {
+		return nil, &decodeError{"MissingRequiredField request_id"}
+	}
+	return r, nil
+}
+
+func requestWireType(num protowire.Number) (protowire.Type, bool) {
+	switch num {
+	case fieldReqID, fieldPubsubTopic, fieldContentTopics, fieldMessageHashes, fieldCursor:
+		return protowire.BytesType, true
+	case fieldIncludeData, fieldTimeStart, fieldTimeEnd, fieldForward, fieldLimit:
+		return protowire.VarintType, true
+	}
+	return 0, false
+}
+
+// KeyValue is a WakuMessageKeyValue: a message hash and, when the query
+// included data, the message and its pubsub topic.
+type KeyValue struct {
+	// Hash is field 1.
+	Hash message.Hash
+	// Wire is field 2, the encoded WakuMessage, nil when absent. Encoding
+	// writes it as it is (no re-encode). Decoded, it aliases the response's
+	// input bytes.
+	Wire []byte
+	// Message is Wire decoded by DecodeResponse (it aliases Wire); encoding
+	// ignores it.
+	Message *message.Message
+	// PubsubTopic is field 3, written together with Wire.
+	PubsubTopic string
+}
+
+// size returns the length of the encoding of kv.
+func (kv *KeyValue) size() int {
+	n := protowire.SizeTag(fieldKVHash) + protowire.SizeBytes(hashSize)
+	if kv.Wire != nil {
+		n += protowire.SizeTag(fieldKVMessage) + protowire.SizeBytes(len(kv.Wire))
+		n += protowire.SizeTag(fieldKVPubsubTopic) + protowire.SizeBytes(len(kv.PubsubTopic))
+	}
+	return n
+}
+
+func (kv *KeyValue) append(dst []byte) []byte {
+	dst = protowire.AppendTag(dst, fieldKVHash, protowire.BytesType)
+	dst = protowire.AppendBytes(dst, kv.Hash[:])
+	if kv.Wire != nil {
+		dst = protowire.AppendTag(dst, fieldKVMessage, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, kv.Wire)
+		dst = appendString(dst, fieldKVPubsubTopic, kv.PubsubTopic)
+	}
+	return dst
+}
+
+// Response is a StoreQueryResponse.
+type Response struct {
+	// RequestID is field 1: the request's on success, "" on an error and
+	// "N/A" when rate limited (nwaku waku_store/protocol.nim).
+	RequestID string
+	// StatusCode and StatusDesc are fields 10 and 11 (see the Status
+	// constants).
+	StatusCode uint32
+	StatusDesc string
+	// Messages is field 20, in forward order (timestamp, then hash).
+	Messages []KeyValue
+	// Cursor is field 51: pass it as Request.Cursor for the next page in the
+	// same direction. nil means there are no more pages.
+	Cursor *message.Hash
+}
+
+// Size returns the length in bytes of the encoding Append produces.
+func (r *Response) Size() int {
+	n := protowire.SizeTag(fieldRespReqID) + protowire.SizeBytes(len(r.RequestID))
+	n += protowire.SizeTag(fieldStatusCode) + protowire.SizeVarint(uint64(r.StatusCode))
+	n += protowire.SizeTag(fieldStatusDesc) + protowire.SizeBytes(len(r.StatusDesc))
+	for i := range r.Messages {
+		n += protowire.SizeTag(fieldMessages) + protowire.SizeBytes(r.Messages[i].size())
+	}
+	if r.Cursor != nil {
+		n += protowire.SizeTag(fieldRespCursor) + protowire.SizeBytes(hashSize)
+	}
+	return n
+}
+
+// Append appends the encoding of r to dst and returns it. Fields 1, 10 and
+// 11 are always written, zero values included: nwaku's decoder requires
+// them. Each message's Wire is copied in as it is.
+func (r *Response) Append(dst []byte) []byte {
+	dst = appendString(dst, fieldRespReqID, r.RequestID)
+	dst = protowire.AppendTag(dst, fieldStatusCode, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(r.StatusCode))
+	dst = appendString(dst, fieldStatusDesc, r.StatusDesc)
+	for i := range r.Messages {
+		dst = protowire.AppendTag(dst, fieldMessages, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(r.Messages[i].size()))
+		dst = r.Messages[i].append(dst)
+	}
+	if r.Cursor != nil {
+		dst = protowire.AppendTag(dst, fieldRespCursor, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, r.Cursor[:])
+	}
+	return dst
+}
+
+// DecodeResponse parses an encoded StoreQueryResponse and decodes each
+// included message once (counting in c; nil means message.Default). The
+// result aliases data: the caller gives up data and must not modify it.
+// Absent fields 1, 10 and 11 read as zero values (go-waku and courier
+// accept what nwaku writes and more). A key-value's message and pubsub
+// topic are kept only when both are present, as nwaku reads them. Errors
+// wrap ErrMalformed, or a message decode error of package message.
+func DecodeResponse(data []byte, c *message.Counters) (*Response, error) {
+	r := new(Response)
+	err := walk(data, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+		switch num {
+		case fieldRespReqID:
+			r.RequestID = string(v)
+		case fieldStatusCode:
+			r.StatusCode = uint32(x)
+		case fieldStatusDesc:
+			r.StatusDesc = string(v)
+		case fieldMessages:
+			kv, err := decodeKeyValue(v, c)
+			if err != nil {
+				return err
+			}
+			r.Messages = append(r.Messages, kv)
+		case fieldRespCursor:
+			h := new(message.Hash)
+			copy(h[:], v)
+			r.Cursor = h
+		}
+		return nil
+	}, responseWireType)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func responseWireType(num protowire.Number) (protowire.Type, bool) {
+	switch num {
+	case fieldRespReqID, fieldStatusDesc, fieldMessages, fieldRespCursor:
+		return protowire.BytesType, true
+	case fieldStatusCode:
+		return protowire.VarintType, true
+	}
+	return 0, false
+}
+
+func decodeKeyValue(data []byte, c *message.Counters) (KeyValue, error) {
+	var kv KeyValue
+	var haveHash, haveTopic bool
+	err := walk(data, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+		switch num {
+		case fieldKVHash:
+			copy(kv.Hash[:], v)
+			haveHash = true
+		case fieldKVMessage:
+			kv.Wire = v[:len(v):len(v)]
+		case fieldKVPubsubTopic:
+			kv.PubsubTopic, haveTopic = string(v), true
+		}
+		return nil
+	}, func(num protowire.Number) (protowire.Type, bool) {
+		switch num {
+		case fieldKVHash, fieldKVMessage, fieldKVPubsubTopic:
+			return protowire.BytesType, true
+		}
+		return 0, false
+	})
+	switch {
+	case err != nil:
+		return KeyValue{}, err
+	case !haveHash:
+		return KeyValue{}, &decodeError{"MissingRequiredField message_hash"}
+	case kv.Wire == nil || !haveTopic:
+		kv.Wire, kv.PubsubTopic = nil, ""
+		return kv, nil
+	}
+	if kv.Message, err = message.Decode(kv.Wire, c); err != nil {
+		return KeyValue{}, fmt.Errorf("store: message %s: %w", kv.Hash, err)
+	}
+	return kv, nil
+}
+
+// walk calls f for every field of data whose number wireType knows, with
+// its bytes (v, aliasing data) or varint (x), and skips the others.
+func walk(data []byte, f func(protowire.Number, protowire.Type, []byte, uint64) error, wireType func(protowire.Number) (protowire.Type, bool)) error {
+	for off := 0; off < len(data); {
+		num, typ, n := protowire.ConsumeTag(data[off:])
+		if n < 0 {
+			return errVarint
+		}
+		off += n
+		want, known := wireType(num)
+		if !known {
+			if n = protowire.ConsumeFieldValue(num, typ, data[off:]); n < 0 {
+				return parseErr(n)
+			}
+			off += n
+			continue
+		}
+		if typ != want {
+			return errWireType
+		}
+		var v []byte
+		var x uint64
+		if typ == protowire.BytesType {
+			v, n = protowire.ConsumeBytes(data[off:])
+			if v == nil && n >= 0 {
+				v = []byte{}
+			}
+		} else {
+			x, n = protowire.ConsumeVarint(data[off:])
+		}
+		if n < 0 {
+			return parseErr(n)
+		}
+		off += n
+		if err := f(num, typ, v, x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseErr names a protowire error code as minprotobuf would.
+func parseErr(n int) error {
+	if errors.Is(protowire.ParseError(n), io.ErrUnexpectedEOF) {
+		return errIncomplete
+	}
+	return errVarint
+}
+
+func appendString(dst []byte, num protowire.Number, s string) []byte {
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	return protowire.AppendString(dst, s)
+}
+
+func appendBool(dst []byte, num protowire.Number, b bool) []byte {
+	dst = protowire.AppendTag(dst, num, protowire.VarintType)
+	return protowire.AppendVarint(dst, protowire.EncodeBool(b))
+}

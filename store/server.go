@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/message"
+)
+
+// ProtocolID is the libp2p protocol id of store v3 (rfc-index 13/store.md).
+const ProtocolID protocol.ID = "/vac/waku/store-query/3.0.0"
+
+// Status codes of StoreQueryResponse (nwaku waku_store/common.nim).
+const (
+	StatusOK                 = 200
+	StatusBadResponse        = 300
+	StatusBadRequest         = 400
+	StatusTooManyRequests    = 429
+	StatusServiceUnavailable = 503
+	StatusPeerDialFailure    = 504
+)
+
+// Frame limits.
+const (
+	// MaxRequestSize is the largest request frame a Server reads, in bytes:
+	// room for archive.MaxQueryHashes hashes and more. nwaku reads requests
+	// of any size; a bound keeps a peer from making us buffer without limit.
+	MaxRequestSize = 256 << 10
+	// MaxResponseSize is the largest response frame a Client reads, in
+	// bytes: a full page of the largest messages, with room for the
+	// key-value framing.
+	MaxResponseSize = archive.MaxPageSize*(message.MaxSize+1024) + 64<<10
+)
+
+// Errors of the Server.
+var (
+	// ErrConfig is wrapped by an invalid Config.
+	ErrConfig = errors.New("store: invalid config")
+	// ErrClosed is returned by Close's second call.
+	ErrClosed = errors.New("store: closed")
+)
+
+// Config configures a Server. The zero value serves without a rate limit.
+type Config struct {
+	// RateLimit admits requests as nwaku's --rate-limit for store does
+	// (package internal/ratelimit): a refused request is answered with 429
+	// TOO_MANY_REQUESTS and request id "N/A". The zero value sets no limit,
+	// nwaku's default.
+	RateLimit ratelimit.Setting
+	// Timeout bounds one request: reading it, querying the archive and
+	// writing the response. Zero means DefaultTimeout; negative is invalid.
+	Timeout time.Duration
+	// Logger receives the server's logs. nil means slog.Default().
+	Logger *slog.Logger
+	// Now gives the time to the rate limiter. nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultTimeout is Config.Timeout's default.
+const DefaultTimeout = 30 * time.Second
+
+func (c *Config) setDefaults() {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	if c.Timeout < 0 {
+		return fmt.Errorf("%w: Timeout %v is negative", ErrConfig, c.Timeout)
+	}
+	return nil
+}
+
+// Server answers store v3 queries from an archive. Each inbound stream
+// carries one request and one response, each framed by an unsigned-varint
+// length prefix; the server closes the stream after the response, as
+// nwaku does (waku_store/protocol.nim).
+type Server struct {
+	h       host.Host
+	a       archive.Archive
+	cfg     Config
+	limiter *ratelimit.Limiter
+	rejects []byte // the encoded 429 response, built once as nwaku does
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+
+	answered, failed, limited, badRequests atomic.Uint64
+}
+
+// NewServer mounts the store protocol on h, answering from a. Close
+// unmounts it.
+func NewServer(h host.Host, a archive.Archive, cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	reject := &Response{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "TOO_MANY_REQUESTS"}
+	s := &Server{h: h, a: a, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, cfg.Now), rejects: frame(reject)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	h.SetStreamHandler(ProtocolID, s.handle)
+	return s, nil
+}
+
+// Close unmounts the protocol, cancels the queries in progress and waits
+// for their handlers to return.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.h.RemoveStreamHandler(ProtocolID)
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// ServerStats counts requests since NewServer.
+type ServerStats struct {
+	Answered    uint64 // responses written, errors included
+	BadRequests uint64 // requests that did not decode (400)
+	RateLimited uint64 // requests refused by the rate limit (429)
+	Failed      uint64 // streams reset: read, archive or write failures
+}
+
+// Stats returns a snapshot of the server's counters.
+func (s *Server) Stats() ServerStats {
+	return ServerStats{Answered: s.answered.Load(), BadRequests: s.badRequests.Load(),
+		RateLimited: s.limited.Load(), Failed: s.failed.Load()}
+}
+
+func (s *Server) handle(st network.Stream) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		st.Reset()
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { st.Reset() })
+	defer stop()
+	st.SetDeadline(time.Now().Add(s.cfg.Timeout))
+	if err := s.serve(ctx, st); err != nil {
+		s.failed.Add(1)
+		s.cfg.Logger.Debug("store request failed", "peer", st.Conn().RemotePeer(), "err", err)
+		st.Reset()
+		return
+	}
+	s.answered.Add(1)
+	st.Close()
+}
+
+func (s *Server) serve(ctx context.Context, st network.Stream) error {
+	peer := st.Conn().RemotePeer()
+	if !s.limiter.Allow(string(peer)) {
+		// nwaku answers before reading the request, so the id is "N/A".
+		s.limited.Add(1)
+		_, err := st.Write(s.rejects)
+		return err
+	}
+	req, err := readFrame(st, MaxRequestSize)
+	if err != nil {
+		return fmt.Errorf("read request: %w", err)
+	}
+	_, err = st.Write(s.answer(ctx, req))
+	return err
+}
+
+// answer returns the framed response to one encoded request.
+func (s *Server) answer(ctx context.Context, data []byte) []byte {
+	req, err := DecodeRequest(data)
+	if err != nil {
+		s.badRequests.Add(1)
+		var de *decodeError
+		errors.As(err, &de)
+		return frame(&Response{StatusCode: StatusBadRequest, StatusDesc: "decoding rpc failed: " + de.name})
+	}
+	res, err := s.a.Query(ctx, archiveQuery(req))
+	if err != nil {
+		return frame(&Response{StatusCode: StatusBadResponse, StatusDesc: archiveErrorText(err)})
+	}
+	resp := Response{RequestID: req.RequestID, StatusCode: StatusOK, StatusDesc: "OK",
+		Messages: make([]KeyValue, len(res.Messages)), Cursor: res.Cursor}
+	for i := range res.Messages {
+		m := &res.Messages[i]
+		resp.Messages[i] = KeyValue{Hash: m.Hash, Wire: m.Wire}
+		if m.Wire != nil {
+			resp.Messages[i].PubsubTopic = m.PubsubTopic
+		}
+	}
+	return frame(&resp)
+}
+
+// archiveQuery maps a request to an archive query as nwaku's toArchiveQuery
+// does (waku/node/kernel_api/store.nim): a page size over the archive's
+// maximum is cut to it, 0 takes the default.
+func archiveQuery(r *Request) archive.Query {
+	limit := archive.MaxPageSize
+	if r.Limit < uint64(limit) {
+		limit = int(r.Limit)
+	}
+	return archive.Query{
+		PubsubTopic: r.PubsubTopic, ContentTopics: r.ContentTopics,
+		StartTime: r.StartTime, EndTime: r.EndTime, Hashes: r.Hashes,
+		Cursor: r.Cursor, Forward: r.Forward, Limit: limit, IncludeData: r.IncludeData,
+	}
+}
+
+// archiveErrorText renders an archive error as nwaku's status text: the
+// StoreError "BAD_RESPONSE: " prefix, then "archive error: " and the
+// ArchiveError (waku_archive/common.nim; texts of waku_archive/archive.nim
+// and the drivers' "cursor not found").
+func archiveErrorText(err error) string {
+	const prefix = "BAD_RESPONSE: archive error: "
+	switch {
+	case errors.Is(err, archive.ErrUnknownCursor):
+		return prefix + "DRIVER_ERROR: cursor not found"
+	case errors.Is(err, archive.ErrZeroCursor):
+		return prefix + "INVALID_QUERY: all zeroes cursor hash"
+	case errors.Is(err, archive.ErrTooManyContentTopics):
+		return prefix + "INVALID_QUERY: too many content topics"
+	case errors.Is(err, archive.ErrBadQuery):
+		return prefix + "INVALID_QUERY: " + err.Error()
+	}
+	return prefix + "DRIVER_ERROR: " + err.Error()
+}
+
+// frame returns the length-prefixed encoding of r in one buffer.
+func frame(r *Response) []byte {
+	n := r.Size()
+	buf := make([]byte, 0, protowire.SizeVarint(uint64(n))+n)
+	buf = protowire.AppendVarint(buf, uint64(n))
+	return r.Append(buf)
+}
