@@ -3,9 +3,9 @@ package storesync
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -14,9 +14,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
 )
 
@@ -395,61 +395,21 @@ func (s *Service) write(str network.Stream, b []byte) error {
 // writeFrame sends one length-prefixed frame and counts its bytes in sent.
 func (s *Service) writeFrame(str network.Stream, b []byte, sent *atomic.Uint64) error {
 	_ = str.SetWriteDeadline(time.Now().Add(s.cfg.IOTimeout))
-	frame := protowire.AppendVarint(make([]byte, 0, len(b)+binaryVarintLen), uint64(len(b)))
-	if _, err := str.Write(append(frame, b...)); err != nil {
+	frame := lpframe.Append(make([]byte, 0, len(b)+binary.MaxVarintLen64), b)
+	if _, err := str.Write(frame); err != nil {
 		return fmt.Errorf("storesync: write: %w", err)
 	}
-	sent.Add(uint64(len(frame) + len(b)))
+	sent.Add(uint64(len(frame)))
 	return nil
 }
-
-const binaryVarintLen = 10
 
 // read receives and decodes one payload.
 func (s *Service) read(str network.Stream, r *bufio.Reader) (*Payload, error) {
 	_ = str.SetReadDeadline(time.Now().Add(s.cfg.IOTimeout))
-	b, err := readFrame(r, s.cfg.MaxPayloadSize)
+	b, err := lpframe.Read(r, s.cfg.MaxPayloadSize)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("storesync: read: %w", err)
 	}
 	s.st.reconBytesReceived.Add(uint64(len(b)))
 	return DecodePayload(b)
-}
-
-// ErrFrameTooLarge is returned for a frame over its bound.
-var ErrFrameTooLarge = errors.New("storesync: frame too large")
-
-// readFrame reads one unsigned-varint length-prefixed frame of at most max
-// bytes into a fresh buffer the caller owns.
-func readFrame(r *bufio.Reader, max int) ([]byte, error) {
-	n, err := readUvarint(r)
-	if err != nil {
-		return nil, err
-	}
-	if n > uint64(max) {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrFrameTooLarge, n, max)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, fmt.Errorf("storesync: truncated frame: %w", err)
-	}
-	return b, nil
-}
-
-func readUvarint(r *bufio.Reader) (uint64, error) {
-	var v uint64
-	for i := 0; i < binaryVarintLen; i++ {
-		c, err := r.ReadByte()
-		if err != nil {
-			if i > 0 && err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return 0, err
-		}
-		v |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return v, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: frame length varint too long", ErrMalformed)
 }

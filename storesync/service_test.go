@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
 )
 
@@ -217,27 +218,15 @@ func TestServiceRejectsUnexpectedTransfer(t *testing.T) {
 	w := bufio.NewWriter(str)
 	for _, env := range envs {
 		frame := AppendMessageAndTopic(nil, testTopic, env.Wire())
-		w.Write(appendLen(frame))
+		w.Write(lpframe.Append(nil, frame))
 	}
-	w.Write(appendLen([]byte{0x0a, 0x01})) // malformed
+	w.Write(lpframe.Append(nil, []byte{0x0a, 0x01})) // malformed
 	w.Flush()
 	str.Close()
 	waitFor(t, "rejections", func() bool { return a.sync.Stats().Rejected == 4 })
 	if n := a.has(t, envs); n != 0 || a.sync.Storage().Len() != 0 {
 		t.Fatalf("archive holds %d rogue messages, index %d", n, a.sync.Storage().Len())
 	}
-}
-
-func appendLen(b []byte) []byte {
-	return append(appendUvarint(nil, uint64(len(b))), b...)
-}
-
-func appendUvarint(b []byte, v uint64) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
 }
 
 // TestServiceRoundNoPeer: a round with no peer serving store-sync fails

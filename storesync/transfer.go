@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
 )
 
@@ -148,7 +149,7 @@ func (s *Service) handleTransfer(str network.Stream) {
 	r := bufio.NewReader(str)
 	for {
 		_ = str.SetReadDeadline(time.Now().Add(s.cfg.IOTimeout))
-		b, err := readFrame(r, maxTransferFrame)
+		b, err := lpframe.Read(r, maxTransferFrame)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				s.cfg.Logger.Debug("store-sync transfer ended", "peer", p, "err", err)
