@@ -59,6 +59,7 @@ func TestE2E(t *testing.T) {
 	t.Run("MessageHash", func(t *testing.T) { testE2EMessageHash(t, bin) })
 	t.Run("RelayLine", func(t *testing.T) { testE2ERelayLine(t, bin) })
 	t.Run("NwakuCommandLine", func(t *testing.T) { testE2ENwakuCommandLine(t, bin) })
+	t.Run("StoreSync", func(t *testing.T) { testE2EStoreSync(t, bin) })
 }
 
 // buildCourier builds the package in the current directory (the test's
@@ -941,22 +942,26 @@ func checkArchive(t *testing.T, n *nodeProc, want map[message.Hash]restMessage, 
 		hashes = append(hashes, h)
 	}
 	got := map[message.Hash]archive.Stored{}
-	q := archive.Query{Hashes: hashes, IncludeData: true, Forward: true, Limit: archive.MaxPageSize}
-	for {
-		res, err := arc.Query(context.Background(), q)
-		if err != nil {
-			t.Fatalf("query %s's archive: %v", n.name, err)
-		}
-		for _, s := range res.Messages {
-			if _, dup := got[s.Hash]; dup {
-				t.Errorf("%s's archive returned %s twice", n.name, s.Hash)
+	for len(hashes) > 0 {
+		chunk := hashes[:min(len(hashes), archive.MaxQueryHashes)]
+		hashes = hashes[len(chunk):]
+		q := archive.Query{Hashes: chunk, IncludeData: true, Forward: true, Limit: archive.MaxPageSize}
+		for {
+			res, err := arc.Query(context.Background(), q)
+			if err != nil {
+				t.Fatalf("query %s's archive: %v", n.name, err)
 			}
-			got[s.Hash] = s
+			for _, s := range res.Messages {
+				if _, dup := got[s.Hash]; dup {
+					t.Errorf("%s's archive returned %s twice", n.name, s.Hash)
+				}
+				got[s.Hash] = s
+			}
+			if res.Cursor == nil {
+				break
+			}
+			q.Cursor = res.Cursor
 		}
-		if res.Cursor == nil {
-			break
-		}
-		q.Cursor = res.Cursor
 	}
 	if s, ok := got[absent.hash()]; ok {
 		t.Errorf("%s's archive holds the ephemeral message %s", n.name, s.Hash)
