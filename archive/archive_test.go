@@ -235,7 +235,7 @@ func hashesOf(ss []archive.Stored) []message.Hash {
 
 func TestErrorsHavePrefix(t *testing.T) {
 	for _, err := range []error{archive.ErrClosed, archive.ErrBadQuery, archive.ErrUnknownCursor,
-		archive.ErrBadEnvelope, archive.ErrBadConfig, archive.ErrLocked, archive.ErrCorrupt} {
+		archive.ErrBadEnvelope, archive.ErrBadConfig, archive.ErrLocked, archive.ErrCorrupt, archive.ErrSchema, archive.ErrNwakuDatabase} {
 		if !strings.HasPrefix(err.Error(), "archive: ") {
 			t.Errorf("%q lacks the prefix", err)
 		}

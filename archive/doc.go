@@ -2,7 +2,10 @@
 // answers 13/WAKU2-STORE v3 queries. Archive is the interface the relay
 // dispatcher and the store protocol use; Embedded, returned by Open, is the
 // default implementation: an SQLite index plus segment files in one
-// directory. A Postgres driver can implement the same interface.
+// directory. Postgres, returned by OpenPostgres (or OpenURL with a
+// postgres:// URL), keeps the same messages in a PostgreSQL table and
+// answers the same queries in the same order; one conformance suite runs
+// against both.
 //
 // # Design: an index of small rows, payloads appended once
 //
@@ -104,6 +107,7 @@
 //	archive.go    the Archive interface, Query, Config, Stats, sentinel errors
 //	queue.go      the write queue bounded in bytes (both drivers)
 //	retention.go  retention policies (both drivers)
+//	embedded_retention.go, embedded_schema.go   the embedded side of both
 //	url.go        opening an archive by database URL
 //	postgres*.go  the Postgres driver
 //
@@ -117,9 +121,23 @@
 //	segment.go    the segment and record format
 //	query.go      store v3 queries
 //
-// # Not yet
+// # Schema versions
 //
-// Retention: a time or size limit would delete the rows of the oldest
-// segment in one transaction and then remove the whole file; nothing is
-// rewritten. Postgres: a second implementation of Archive.
+// Both drivers number their schema and migrate it at Open, one version per
+// transaction (SQLite's user_version; Postgres's courier_schema table,
+// under an advisory lock so nodes sharing a database migrate once).
+// Config.NoMigration refuses instead. A database from a newer build is
+// refused (ErrSchema), and so is one that nwaku wrote (ErrNwakuDatabase,
+// recognised by its messages table's messageHash column): it is read only
+// to recognise it, never changed.
+//
+// # Retention
+//
+// Config.Retention takes nwaku's policies (ParseRetention): time, capacity,
+// size. A goroutine applies them right after Open and every
+// Config.RetentionInterval (30 minutes), beside the writer. The embedded
+// archive deletes whole segments once every message in them has expired:
+// the writer deletes their rows between batches, a few thousand at a time,
+// and the file is then removed; nothing is rewritten. Postgres deletes the
+// oldest rows in batches of a few thousand, each its own transaction.
 package archive

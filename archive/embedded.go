@@ -23,7 +23,9 @@ import (
 // Lock order: syncMu before segMu. The queue's mutex and readMu are never
 // held together with another lock, and no lock is held while waiting on a
 // channel or calling a done callback. The writer and the syncer talk through wake,
-// ckpt and quit, never by holding each other's locks.
+// ckpt and quit, never by holding each other's locks. The retention
+// goroutine sends its deletes to the writer through ckpt too, and takes
+// readMu exclusively only to remove a segment file.
 type Embedded struct {
 	// Set by Open, read-only afterwards.
 	dir     string
@@ -77,6 +79,9 @@ type Embedded struct {
 
 	// st is updated atomically by whoever does the work.
 	st counters
+	// retention applies Config.Retention; its deletes run on the writer,
+	// sent through ckpt.
+	retention *retentionLoop
 }
 
 var _ Archive = (*Embedded)(nil)
@@ -128,12 +133,14 @@ func Open(dir string, cfg Config) (*Embedded, error) {
 	}
 	go a.writeLoop()
 	go a.syncLoop()
+	a.retention = startRetention(cfg, a, &a.st)
 	return a, nil
 }
 
 // Close implements Archive.
 func (a *Embedded) Close() error {
 	a.closeOnce.Do(func() {
+		a.retention.stop() // before the writer, which runs its deletes
 		a.q.close()
 		<-a.writerDone
 		close(a.quit)
@@ -167,7 +174,7 @@ func (a *Embedded) Close() error {
 func (a *Embedded) Stats() Stats {
 	qb, qm := a.q.len()
 	s := a.st.snapshot()
-	s.Messages = a.stored0 + s.Inserts
+	s.Messages = a.stored0 + s.Inserts - min(s.Deleted, a.stored0+s.Inserts)
 	s.QueuedBytes, s.QueuedMessages = qb, qm
 	return s
 }

@@ -15,26 +15,11 @@ import (
 
 const indexName = "index.db"
 
-const schema = `
-CREATE TABLE IF NOT EXISTS messages (
-	id            INTEGER PRIMARY KEY, -- append order: segment order
-	hash          BLOB    NOT NULL,    -- 32 bytes
-	ts            INTEGER NOT NULL,    -- Unix ns, orders with hash
-	pubsub_topic  TEXT    NOT NULL,
-	content_topic TEXT    NOT NULL,
-	seg           INTEGER NOT NULL,    -- segment id
-	off           INTEGER NOT NULL,    -- offset of the wire bytes in the segment
-	len           INTEGER NOT NULL     -- wire bytes
-);
-CREATE UNIQUE INDEX IF NOT EXISTS messages_hash ON messages(hash);
-CREATE INDEX IF NOT EXISTS messages_time ON messages(ts, hash);
-CREATE INDEX IF NOT EXISTS messages_pubsub ON messages(pubsub_topic, ts, hash);
-CREATE INDEX IF NOT EXISTS messages_content ON messages(pubsub_topic, content_topic, ts, hash);
-PRAGMA user_version = 1;
-`
-
 func (a *Embedded) openIndex() error {
 	path := filepath.Join(a.dir, indexName)
+	if err := refuseNwakuSQLite(path); err != nil {
+		return err
+	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate"
 	var err error
@@ -48,10 +33,13 @@ func (a *Embedded) openIndex() error {
 	if a.wcon, err = a.wdb.Conn(ctx); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}
-	// The writer checkpoints after each fsync round (see checkpoint), so
-	// SQLite never checkpoints on its own on the commit path.
-	if _, err = a.wcon.ExecContext(ctx, "PRAGMA page_size=1024; PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"+schema); err != nil {
-		return fmt.Errorf("archive: index schema: %w", err)
+	if err := migrateSQLite(ctx, a.wcon, !a.cfg.NoMigration); err != nil {
+		return err
+	}
+	if a.cfg.Vacuum {
+		if _, err := a.wcon.ExecContext(ctx, "VACUUM"); err != nil {
+			return fmt.Errorf("archive: index: vacuum: %w", err)
+		}
 	}
 	a.ins, err = a.wcon.PrepareContext(ctx,
 		"INSERT OR IGNORE INTO messages(hash, ts, pubsub_topic, content_topic, seg, off, len) VALUES (?,?,?,?,?,?,?)")

@@ -1,7 +1,12 @@
 package archive_test
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -46,5 +51,129 @@ func TestParseRetention(t *testing.T) {
 	}
 	if a, err := archive.Open(t.TempDir(), archive.Config{Retention: "size:1kb"}); !errors.Is(err, archive.ErrBadConfig) || a != nil {
 		t.Errorf("Open with a bad policy: %v, want ErrBadConfig", err)
+	}
+}
+
+// TestRetention applies each kind of policy to both drivers. Every message
+// fills an embedded segment of its own (SegmentSize at its minimum), so
+// whole-segment deletion and Postgres's row deletion keep the same
+// messages.
+func TestRetention(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	payload := make([]byte, 149_000)
+	for _, tt := range []struct {
+		policy string
+		ages   []time.Duration // of the messages appended, oldest first
+		keep   int             // the newest this many remain
+	}{
+		{"time:3600", []time.Duration{3 * time.Hour, 2 * time.Hour, 61 * time.Minute, 59 * time.Minute, time.Minute, 0}, 3},
+		{"time:3600", []time.Duration{10 * time.Minute, 5 * time.Minute}, 2},
+		// capacity 4: runs from 5 messages (4 * 1.3) and keeps 4 (4 * 1.15).
+		{"capacity:4", []time.Duration{7, 6, 5, 4, 3, 2, 1}, 4},
+		{"capacity:4", []time.Duration{4, 3, 2, 1}, 4},
+		// 1 MiB holds 7 messages of 149 kB.
+		{"size:1MB", []time.Duration{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, 7},
+		{"size:1MB;capacity:4", []time.Duration{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, 4},
+		{"none", []time.Duration{1000 * time.Hour, 1}, 2},
+	} {
+		t.Run(tt.policy+"/"+strconv.Itoa(len(tt.ages)), func(t *testing.T) {
+			forDrivers(t, func(t *testing.T, d driver) {
+				cfg := archive.Config{SegmentSize: archive.MinSegmentSize}
+				a, reopen := d.open(t, cfg)
+				var want []int64
+				for i, age := range tt.ages {
+					payload[0] = byte(i)
+					ts := now.Add(-age).UnixNano()
+					appendWait(t, a, newEnv(t, "p", "/a/1/b/c", ts, payload))
+					if i >= len(tt.ages)-tt.keep {
+						want = append(want, ts)
+					}
+				}
+				if err := a.Close(); err != nil {
+					t.Fatal(err)
+				}
+				cfg.Retention, cfg.Now = tt.policy, func() time.Time { return now }
+				a = reopen(cfg)
+				deadline := time.Now().Add(time.Minute)
+				for a.Stats().RetentionRuns == 0 && tt.policy != "none" {
+					if time.Now().After(deadline) {
+						t.Fatal("retention did not run")
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				res, err := a.Query(context.Background(), archive.Query{Forward: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []int64
+				for _, m := range res.Messages {
+					got = append(got, m.Timestamp)
+				}
+				st := a.Stats()
+				if !slices.Equal(got, want) || st.Deleted != uint64(len(tt.ages)-tt.keep) || st.RetentionErrors != 0 || st.Messages != uint64(tt.keep) {
+					t.Fatalf("%s: kept %v, want %v; stats %+v", tt.policy, got, want, st)
+				}
+				// The archive goes on.
+				appendWait(t, a, newEnv(t, "p", "/a/1/b/c", now.UnixNano()+1, []byte("after")))
+			})
+		})
+	}
+}
+
+// TestRetentionRemovesSegments: the embedded archive deletes expired
+// segments whole, files included, keeps a segment while one message in it
+// is unexpired, and removes a segment file no row points into.
+// (database/sql's "sqlite3" driver is the one the archive registers.)
+func TestRetentionRemovesSegments(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	dir := t.TempDir()
+	cfg := archive.Config{SegmentSize: 3 * archive.MinSegmentSize / 2}
+	a := openT(t, dir, cfg)
+	payload := make([]byte, 100_000) // two messages per segment
+	ages := []time.Duration{10 * time.Minute, 5 * time.Minute, 3 * time.Hour, 4 * time.Hour, 2 * time.Hour, time.Minute, 0}
+	for i, age := range ages {
+		payload[0] = byte(i)
+		appendWait(t, a, newEnv(t, "p", "/a/1/b/c", now.Add(-age).UnixNano(), payload))
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs := func() []string {
+		s, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+		for i := range s {
+			s[i] = filepath.Base(s[i])
+		}
+		return s
+	}
+	if got := segs(); len(got) != 4 {
+		t.Fatalf("segments %v, want 4", got)
+	}
+	// Segment 1's rows gone, its file left: what a crash between deleting
+	// a segment's rows and removing its file leaves behind.
+	db, err := sql.Open("sqlite3", filepath.Join(dir, "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DELETE FROM messages WHERE seg = 1"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	cfg.Retention, cfg.Now = "time:3600", func() time.Time { return now }
+	a = openT(t, dir, cfg)
+	defer a.Close()
+	deadline := time.Now().Add(time.Minute)
+	for a.Stats().RetentionRuns == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("retention did not run")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Segment 1 has no rows, segment 2 (3 h, 4 h) expired, segment 3
+	// (2 h, 1 min) keeps a live message, segment 4 is appended to.
+	if got := segs(); !slices.Equal(got, []string{"0000000003.seg", "0000000004.seg"}) {
+		t.Fatalf("segments after retention %v", got)
+	}
+	if st := a.Stats(); st.Deleted != 2 || st.Messages != 3 {
+		t.Fatalf("stats %+v; want 2 deleted, 3 left", st)
 	}
 }
