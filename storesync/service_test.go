@@ -25,7 +25,7 @@ type syncNode struct {
 	counters *message.Counters
 }
 
-func newSyncNode(t *testing.T, cfg Config) *syncNode {
+func newSyncNode(t testing.TB, cfg Config) *syncNode {
 	t.Helper()
 	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
 	if err != nil {
@@ -51,7 +51,7 @@ func newSyncNode(t *testing.T, cfg Config) *syncNode {
 	return n
 }
 
-func (n *syncNode) start(t *testing.T) {
+func (n *syncNode) start(t testing.TB) {
 	t.Helper()
 	if err := n.sync.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func (n *syncNode) start(t *testing.T) {
 
 // store appends envelopes to the archive and the index, as the relay's
 // dispatcher does, and waits until they are committed.
-func (n *syncNode) store(t *testing.T, envs []*message.Envelope) {
+func (n *syncNode) store(t testing.TB, envs []*message.Envelope) {
 	t.Helper()
 	errs := make(chan error, len(envs))
 	for _, env := range envs {
@@ -99,7 +99,7 @@ func testEnvelopes(n int, tag string) []*message.Envelope {
 	return out
 }
 
-func connect(t *testing.T, a, b host.Host) {
+func connect(t testing.TB, a, b host.Host) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -132,7 +132,7 @@ func (n *syncNode) has(t *testing.T, envs []*message.Envelope) int {
 	return got
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
