@@ -72,6 +72,22 @@ type Config struct {
 	// --store-sync-relay-jitter, in seconds on the command line). Zero
 	// means nwaku's defaults: 300 s, 3600 s and 20 s.
 	StoreSyncInterval, StoreSyncRange, StoreSyncRelayJitter time.Duration
+	// Filter serves filter v2 to light clients (--filter); relayed
+	// messages matching a subscription are pushed to it. Off by default.
+	Filter bool
+	// FilterMaxPeersToServe, FilterMaxCriteria and FilterSubscriptionTimeout
+	// are the filter service's limits (--filter-max-peers-to-serve,
+	// --filter-max-criteria, --filter-subscription-timeout in seconds).
+	// Zero means nwaku's defaults: 1000, 1000 and 300 s.
+	FilterMaxPeersToServe, FilterMaxCriteria int
+	FilterSubscriptionTimeout                time.Duration
+	// Lightpush serves lightpush v3 and v2 (--lightpush; needs Relay).
+	// Off by default.
+	Lightpush bool
+	// FilterNode and LightpushNode are the multiaddrs, with /p2p/<id>, of
+	// the service nodes this node's filter and lightpush clients (the REST
+	// API's) use (--filternode, --lightpushnode). Empty: no client.
+	FilterNode, LightpushNode string
 	// DBURL selects the archive (--db-url): empty or "embedded" for the
 	// embedded default in DataDir.
 	DBURL string
@@ -180,6 +196,12 @@ func (c *Config) validate() error {
 	}
 	if c.StoreSync && !c.Store {
 		return fmt.Errorf("%w: store-sync needs store", ErrConfig)
+	}
+	if c.Lightpush && !c.Relay {
+		return fmt.Errorf("%w: lightpush needs relay (nwaku mounts lightpush only with relay)", ErrConfig)
+	}
+	if c.FilterMaxPeersToServe < 0 || c.FilterMaxCriteria < 0 || c.FilterSubscriptionTimeout < 0 {
+		return fmt.Errorf("%w: filter limits must not be negative", ErrConfig)
 	}
 	if c.StaticRedialMin < 0 || c.StaticRedialMax < c.StaticRedialMin {
 		return fmt.Errorf("%w: static re-dial backoff %v..%v", ErrConfig, c.StaticRedialMin, c.StaticRedialMax)

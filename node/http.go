@@ -152,10 +152,10 @@ func (b restBackend) Health() rest.Health {
 	if b.n.relay != nil {
 		relayHealth = rest.Ready
 	}
-	return rest.Health{NodeHealth: h.NodeHealth, ProtocolsHealth: []rest.ProtocolHealth{
-		{Protocol: "Relay", Health: relayHealth},
-		{Protocol: "Store", Health: rest.NotMounted},
-	}}
+	services, clients := b.n.lightHealth(b.n.relayReady())
+	entries := append([]rest.ProtocolHealth{{Protocol: "Relay", Health: relayHealth}}, services...)
+	entries = append(entries, rest.ProtocolHealth{Protocol: "Store", Health: rest.NotMounted})
+	return rest.Health{NodeHealth: h.NodeHealth, ProtocolsHealth: append(entries, clients...)}
 }
 
 func (b restBackend) Peers() []rest.Peer {

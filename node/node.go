@@ -61,6 +61,7 @@ type Node struct {
 	lock       *os.File // flock on DataDir/LOCK
 	rest       *rest.Server
 	storeSync  *storesync.Service
+	light      light
 
 	mu    sync.Mutex
 	state string
@@ -131,6 +132,9 @@ func (n *Node) build() error {
 		}
 	}
 	if err := n.buildStoreSync(); err != nil {
+		return err
+	}
+	if err := n.buildLight(); err != nil {
 		return err
 	}
 	n.metadata, err = metadata.New(n.host, metadata.Config{ClusterID: n.cfg.ClusterID, Shards: n.shards}, n.cfg.Logger)
@@ -268,6 +272,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.startStoreSync(ctx); err != nil {
 		return err
 	}
+	n.startLight()
 	if err := n.startHTTP(); err != nil {
 		return err
 	}
@@ -346,7 +351,7 @@ func (n *Node) getState() string {
 }
 
 func (n *Node) closeParts() error {
-	var errs []error
+	errs := []error{n.closeLight()}
 	if n.relay != nil {
 		errs = append(errs, n.relay.Close())
 	}

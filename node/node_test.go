@@ -35,6 +35,8 @@ func TestConfigValidate(t *testing.T) {
 		{"not a static-shard topic", func(c *Config) { c.PubsubTopics = []string{"/waku/2/default-waku/proto"} }},
 		{"unknown db url", func(c *Config) { c.DataDir = "x"; c.DBURL = "mysql://x" }},
 		{"backoff", func(c *Config) { c.StaticRedialMin, c.StaticRedialMax = time.Second, time.Millisecond }},
+		{"lightpush without relay", func(c *Config) { c.Relay, c.Lightpush = false, true }},
+		{"negative filter limit", func(c *Config) { c.FilterMaxCriteria = -1 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

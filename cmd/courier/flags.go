@@ -27,8 +27,6 @@ type nodeOptions struct {
 // Owners: areas of work that will implement a refused row.
 const (
 	ownerStore     = "store"
-	ownerFilter    = "filter"
-	ownerLightpush = "lightpush"
 	ownerDiscovery = "discovery"
 	ownerWebSocket = "websocket"
 	ownerStoreSync = "store-sync"
@@ -204,16 +202,19 @@ var nodeFlags = []flagDef{
 
 	// Filter and lightpush.
 	{name: "filter", kind: kindBool, nwaku: "false", usage: "filter protocol (service)",
-		refuse: "the filter protocol is not supported by this node yet", quiet: whenFalse, owner: ownerFilter},
-	{name: "filternode", usage: "filter peer multiaddr",
-		refuse: "filter clients are not supported by this node yet", quiet: whenEmpty, owner: ownerFilter},
-	{name: "filter-subscription-timeout", kind: kindInt, nwaku: "300", usage: "seconds", with: "filter"},
-	{name: "filter-max-peers-to-serve", kind: kindInt, nwaku: "1000", usage: "filter clients served", with: "filter"},
-	{name: "filter-max-criteria", kind: kindInt, nwaku: "1000", usage: "criteria per filter client", with: "filter"},
-	{name: "lightpush", kind: kindBool, nwaku: "false", usage: "lightpush protocol (service)",
-		refuse: "the lightpush protocol is not supported by this node yet", quiet: whenFalse, owner: ownerLightpush},
-	{name: "lightpushnode", usage: "lightpush peer multiaddr",
-		refuse: "lightpush clients are not supported by this node yet", quiet: whenEmpty, owner: ownerLightpush},
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Filter = v.bool(); return nil }},
+	{name: "filternode", usage: "filter peer multiaddr (the REST filter API's service node)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.FilterNode = v.str(); return nil }},
+	{name: "filter-subscription-timeout", kind: kindInt, nwaku: "300", usage: "seconds a filter subscription lives without a request",
+		apply: func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.FilterSubscriptionTimeout, v) }},
+	{name: "filter-max-peers-to-serve", kind: kindInt, nwaku: "1000", usage: "filter clients served",
+		apply: func(o *nodeOptions, v flagVal) error { return positive(&o.cfg.FilterMaxPeersToServe, v) }},
+	{name: "filter-max-criteria", kind: kindInt, nwaku: "1000", usage: "criteria per filter client",
+		apply: func(o *nodeOptions, v flagVal) error { return positive(&o.cfg.FilterMaxCriteria, v) }},
+	{name: "lightpush", kind: kindBool, nwaku: "false", usage: "lightpush protocol (service; needs relay)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Lightpush = v.bool(); return nil }},
+	{name: "lightpushnode", usage: "lightpush peer multiaddr (the REST lightpush API's service node)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.LightpushNode = v.str(); return nil }},
 	// reliability: nwaku's delivery service for its library API, which the
 	// node command does not have.
 	{name: "reliability", kind: kindBool, nwaku: "true", usage: "ignored (nwaku: library send/receive reliability)",
@@ -309,6 +310,15 @@ func seconds(d *time.Duration, v flagVal) error {
 		return fmt.Errorf("want a positive number of seconds")
 	}
 	*d = time.Duration(v.int()) * time.Second
+	return nil
+}
+
+// positive sets *n to a value that must be at least 1.
+func positive(n *int, v flagVal) error {
+	if v.int() < 1 {
+		return fmt.Errorf("want a positive number")
+	}
+	*n = v.int()
 	return nil
 }
 

@@ -86,7 +86,7 @@ func TestNodeFlagsRows(t *testing.T) {
 	for i := range nodeFlags {
 		rows[nodeFlags[i].name] = &nodeFlags[i]
 	}
-	owners := []string{"", ownerStore, ownerFilter, ownerLightpush, ownerDiscovery, ownerWebSocket, ownerStoreSync}
+	owners := []string{"", ownerStore, ownerDiscovery, ownerWebSocket, ownerStoreSync}
 	for _, d := range nodeFlags {
 		switch {
 		case d.apply != nil && (d.refuse != "" || d.quiet != nil || d.owner != "" || d.with != ""):
@@ -198,6 +198,13 @@ func TestNodeFlagsForms(t *testing.T) {
 		{"store sync", []string{"--store=true", "--store-sync=true", "--store-sync-interval=60", "--store-sync-range=600", "--store-sync-relay-jitter=5"}, nil,
 			func(o *nodeOptions) bool {
 				return o.cfg.StoreSync && o.cfg.StoreSyncInterval == time.Minute && o.cfg.StoreSyncRange == 10*time.Minute && o.cfg.StoreSyncRelayJitter == 5*time.Second
+			}},
+		{"filter and lightpush", []string{"--filter=true", "--filter-subscription-timeout=60", "--filter-max-peers-to-serve=5",
+			"--filter-max-criteria=7", "--lightpush=true", "--filternode=/ip4/127.0.0.1/tcp/1/p2p/x", "--lightpushnode=/ip4/127.0.0.1/tcp/2/p2p/y"}, nil,
+			func(o *nodeOptions) bool {
+				c := o.cfg
+				return c.Filter && c.Lightpush && c.FilterSubscriptionTimeout == time.Minute && c.FilterMaxPeersToServe == 5 &&
+					c.FilterMaxCriteria == 7 && c.FilterNode == "/ip4/127.0.0.1/tcp/1/p2p/x" && c.LightpushNode == "/ip4/127.0.0.1/tcp/2/p2p/y"
 			}},
 		{"admin and cache", []string{"--rest-admin=true", "--rest-relay-cache-capacity=7"}, nil,
 			func(o *nodeOptions) bool { return o.cfg.RESTAdmin && o.cfg.RESTCacheCapacity == 7 }},

@@ -1,0 +1,186 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/couriernet/courier/filter"
+	"github.com/couriernet/courier/lightpush"
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/rest"
+)
+
+// light holds the node's light-client protocols: the filter and lightpush
+// services it serves, and the clients the REST API uses with FilterNode
+// and LightpushNode.
+type light struct {
+	filter          *filter.Service
+	lightpush       *lightpush.Service
+	filterClient    *filter.Client
+	lightpushClient *lightpush.Client
+	filterPeer      peer.ID
+	lightpushPeer   peer.ID
+	removePush      func()
+	// onFilterPush receives the messages the filter client is pushed.
+	onFilterPush func(env *message.Envelope)
+}
+
+// buildLight mounts the services and clients the config asks for.
+func (n *Node) buildLight() error {
+	if n.cfg.Filter {
+		svc, err := filter.New(n.host, filter.Config{
+			MaxPeers: n.cfg.FilterMaxPeersToServe, MaxCriteria: n.cfg.FilterMaxCriteria,
+			SubscriptionTimeout: n.cfg.FilterSubscriptionTimeout,
+			Logger:              n.cfg.Logger.With("protocol", "filter"),
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		n.light.filter = svc
+	}
+	if n.cfg.Lightpush {
+		lc := lightpush.Config{Relay: n.relay, Counters: n.cfg.Counters, Logger: n.cfg.Logger.With("protocol", "lightpush")}
+		if n.auto != nil {
+			lc.Autoshard = n.auto.PubsubTopic
+		}
+		svc, err := lightpush.New(n.host, lc)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		n.light.lightpush = svc
+	}
+	var err error
+	if n.cfg.FilterNode != "" {
+		if n.light.filterPeer, err = n.addServicePeer("filternode", n.cfg.FilterNode); err != nil {
+			return err
+		}
+		n.light.filterClient = filter.NewClient(n.host, filter.ClientConfig{
+			Counters: n.cfg.Counters, Logger: n.cfg.Logger.With("protocol", "filter-client"),
+			Handler: func(env *message.Envelope, _ peer.ID) {
+				if f := n.light.onFilterPush; f != nil {
+					f(env)
+				}
+			},
+		})
+	}
+	if n.cfg.LightpushNode != "" {
+		if n.light.lightpushPeer, err = n.addServicePeer("lightpushnode", n.cfg.LightpushNode); err != nil {
+			return err
+		}
+		n.light.lightpushClient = lightpush.NewClient(n.host, lightpush.ClientConfig{Counters: n.cfg.Counters})
+	}
+	return nil
+}
+
+// addServicePeer parses a service node's multiaddr and keeps its addresses.
+func (n *Node) addServicePeer(flag, s string) (peer.ID, error) {
+	addr, err := ma.NewMultiaddr(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: --%s %q: %w", ErrConfig, flag, s, err)
+	}
+	pi, err := peer.AddrInfoFromP2pAddr(addr)
+	if err != nil {
+		return "", fmt.Errorf("%w: --%s %q needs /p2p/<peer id>: %w", ErrConfig, flag, s, err)
+	}
+	n.host.Peerstore().AddAddrs(pi.ID, pi.Addrs, peerstore.PermanentAddrTTL)
+	return pi.ID, nil
+}
+
+// startLight feeds the filter service from the relay's dispatcher: the
+// same envelope every consumer gets, pushed to the matching subscribers.
+func (n *Node) startLight() {
+	if n.light.filter != nil && n.relay != nil {
+		n.light.removePush = n.relay.AddHandler("filter", n.light.filter.Push)
+	}
+}
+
+// closeLight stops the light-client protocols; the relay is closed after.
+func (n *Node) closeLight() error {
+	if n.light.removePush != nil {
+		n.light.removePush()
+	}
+	var err error
+	if n.light.filter != nil {
+		err = n.light.filter.Close()
+	}
+	if n.light.lightpush != nil {
+		err = n.light.lightpush.Close()
+	}
+	if n.light.filterClient != nil {
+		err = n.light.filterClient.Close()
+	}
+	return err
+}
+
+// Filter returns the filter service, nil unless Config.Filter.
+func (n *Node) Filter() *filter.Service { return n.light.filter }
+
+// Lightpush returns the lightpush service, nil unless Config.Lightpush.
+func (n *Node) Lightpush() *lightpush.Service { return n.light.lightpush }
+
+// FilterClient returns the filter client and its service peer, nil unless
+// Config.FilterNode is set.
+func (n *Node) FilterClient() (*filter.Client, peer.ID) {
+	return n.light.filterClient, n.light.filterPeer
+}
+
+// LightpushClient returns the lightpush client and its service peer, nil
+// unless Config.LightpushNode is set.
+func (n *Node) LightpushClient() (*lightpush.Client, peer.ID) {
+	return n.light.lightpushClient, n.light.lightpushPeer
+}
+
+// lightHealth returns the /health entries of the light-client protocols as
+// nwaku v0.38.1 reports them (node/health_monitor/node_health_monitor.nim):
+// the services are READY when relay is, the clients when their service
+// peer is known to speak the protocol.
+func (n *Node) lightHealth(relayReady bool) (services, clients []rest.ProtocolHealth) {
+	service := func(name string, mounted bool, notReady string) rest.ProtocolHealth {
+		switch {
+		case !mounted:
+			return rest.ProtocolHealth{Protocol: name, Health: rest.NotMounted}
+		case relayReady:
+			return rest.ProtocolHealth{Protocol: name, Health: rest.Ready}
+		}
+		return rest.ProtocolHealth{Protocol: name, Health: rest.NotReady, Desc: notReady}
+	}
+	const noPush = "Node has no relay peers to fullfill push requests"
+	services = []rest.ProtocolHealth{
+		service("Lightpush", n.light.lightpush != nil, noPush),
+		service("Legacy Lightpush", n.light.lightpush != nil, noPush),
+		service("Filter", n.light.filter != nil, "Relay is not ready, filter will not be able to sort out messages"),
+	}
+	client := func(name string, p peer.ID, proto protocol.ID, notReady string) rest.ProtocolHealth {
+		if p == "" {
+			return rest.ProtocolHealth{Protocol: name, Health: rest.NotMounted}
+		}
+		if ok, _ := n.host.Peerstore().SupportsProtocols(p, proto); len(ok) > 0 {
+			return rest.ProtocolHealth{Protocol: name, Health: rest.Ready}
+		}
+		return rest.ProtocolHealth{Protocol: name, Health: rest.NotReady, Desc: notReady}
+	}
+	const noLightpush = "No Lightpush service peer available yet"
+	clients = []rest.ProtocolHealth{
+		client("Lightpush Client", n.light.lightpushPeer, lightpush.ProtocolID, noLightpush),
+		client("Legacy Lightpush Client", n.light.lightpushPeer, lightpush.LegacyProtocolID, noLightpush),
+		client("Filter Client", n.light.filterPeer, filter.SubscribeProtocolID, "No Filter service peer available yet"),
+	}
+	return services, clients
+}
+
+// relayReady reports whether the relay has a peer on any of its topics.
+func (n *Node) relayReady() bool {
+	if n.relay == nil {
+		return false
+	}
+	for _, t := range n.relay.Topics() {
+		if len(n.relay.TopicPeers(t)) > 0 {
+			return true
+		}
+	}
+	return false
+}

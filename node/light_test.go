@@ -1,0 +1,86 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/shard"
+)
+
+// TestLightClientThroughNodes runs a light node C (no relay) against two
+// relay nodes: C pushes with lightpush through A, B relays it, and B's
+// filter service pushes it to C, which subscribed there. /health reports
+// the services and clients.
+func TestLightClientThroughNodes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := func(cfg Config) *Node {
+		t.Helper()
+		cfg.ListenAddress, cfg.Logger = "127.0.0.1", slog.New(slog.DiscardHandler)
+		n, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Stop(context.Background()) })
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a := start(Config{Relay: true, Lightpush: true})
+	b := start(Config{Relay: true, Filter: true})
+	addr := func(n *Node) string { return n.ListenAddresses()[0] }
+	c := start(Config{FilterNode: addr(b), LightpushNode: addr(a)})
+	got := make(chan *message.Envelope, 1)
+	c.light.onFilterPush = func(env *message.Envelope) { got <- env }
+
+	if err := a.Host().Connect(ctx, peer.AddrInfo{ID: b.Host().ID(), Addrs: b.Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	topic := shard.RelayShard{}.PubsubTopic()
+	for len(a.Relay().TopicPeers(topic)) == 0 || len(b.Relay().TopicPeers(topic)) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no relay mesh")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	fc, fp := c.FilterClient()
+	if err := fc.Subscribe(ctx, fp, topic, "/app/1/chat/proto"); err != nil {
+		t.Fatal(err)
+	}
+	lc, lp := c.LightpushClient()
+	msg := &message.Message{Payload: []byte("from a light node"), ContentTopic: "/app/1/chat/proto", Timestamp: time.Now().UnixNano()}
+	resp, err := lc.Push(ctx, lp, topic, msg)
+	if err != nil || resp.Err() != nil || resp.RelayPeerCount != 1 {
+		t.Fatalf("lightpush: %+v %v", resp, err)
+	}
+	select {
+	case env := <-got:
+		if !bytes.Equal(env.Message().Payload, msg.Payload) || env.PubsubTopic() != topic || env.Hash() != msg.Hash(topic, nil) {
+			t.Fatalf("filter push %q on %q", env.Message().Payload, env.PubsubTopic())
+		}
+	case <-ctx.Done():
+		t.Fatal("no filter push")
+	}
+	health := func(n *Node) string {
+		var s string
+		for _, p := range (restBackend{n}).Health().ProtocolsHealth {
+			s += fmt.Sprintf("%s=%s ", p.Protocol, p.Health)
+		}
+		return s
+	}
+	if h := health(a); h != "Relay=READY Lightpush=READY Legacy Lightpush=READY Filter=NOT_MOUNTED Store=NOT_MOUNTED Lightpush Client=NOT_MOUNTED Legacy Lightpush Client=NOT_MOUNTED Filter Client=NOT_MOUNTED " {
+		t.Errorf("A health %s", h)
+	}
+	if h := health(c); h != "Relay=NOT_MOUNTED Lightpush=NOT_MOUNTED Legacy Lightpush=NOT_MOUNTED Filter=NOT_MOUNTED Store=NOT_MOUNTED Lightpush Client=READY Legacy Lightpush Client=READY Filter Client=READY " {
+		t.Errorf("C health %s", h)
+	}
+}
