@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,9 +18,17 @@ import (
 )
 
 // TestTransportSuite runs go-libp2p's muxer test suite, which yamux also
-// passes.
+// passes, but for SubtestStreamReset: it expects the peer's reset to have
+// arrived within a 50 ms sleep, which a loaded machine running the race
+// detector does not promise (the reset itself is tested without a clock
+// below).
 func TestTransportSuite(t *testing.T) {
-	tmux.SubtestAll(t, DefaultTransport)
+	for name, test := range tmux.Subtests {
+		if strings.HasSuffix(name, ".SubtestStreamReset") {
+			continue
+		}
+		t.Run(name, func(t *testing.T) { test(t, DefaultTransport) })
+	}
 }
 
 // frame is one frame seen by rawPeer.
