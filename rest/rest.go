@@ -11,6 +11,7 @@
 //	DELETE /relay/v1/auto/subscriptions            JSON array of content topics
 //	GET    /relay/v1/auto/messages/{contentTopic}  drains the content topic's cache
 //	POST   /relay/v1/auto/messages                 publishes on the content topic's shard
+//	GET    /store/v3/messages                      StoreResponse (see StoreBackend)
 //	GET    /health                                 Health
 //	GET    /info, /debug/v1/info                   Info
 //	GET    /version, /debug/v1/version             version text
@@ -173,6 +174,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /relay/v1/auto/subscriptions", s.deleteAutoSubscriptions)
 	s.mux.HandleFunc("GET /relay/v1/auto/messages/{contentTopic}", s.getAutoMessages)
 	s.mux.HandleFunc("POST /relay/v1/auto/messages", s.postAutoMessage)
+	s.mux.HandleFunc("GET /store/v3/messages", s.getStoreMessages)
 	s.mux.HandleFunc("GET /health", s.getHealth)
 	s.mux.HandleFunc("GET /info", s.getInfo)
 	s.mux.HandleFunc("GET /debug/v1/info", s.getInfo)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
 )
 
@@ -19,6 +19,9 @@ var (
 	// ErrRequestID: a successful response carries another request id than
 	// the request's.
 	ErrRequestID = errors.New("store: response for another request id")
+	// ErrDial: no stream to the peer could be opened (nwaku's
+	// PEER_DIAL_FAILURE).
+	ErrDial = errors.New("store: peer dial failure")
 )
 
 // StatusError is returned by Query for a response whose status code is
@@ -37,8 +40,9 @@ func (e *StatusError) Error() string { return fmt.Sprintf("store: status %d: %s"
 // The response's messages are decoded once each, counted in c (nil means
 // message.Default), and alias the response frame. A response whose status
 // is not 2xx is returned as a *StatusError; a 2xx response for another
-// request id as ErrRequestID. Other errors come from the stream or wrap
-// ErrMalformed or ErrFrameTooLarge.
+// request id as ErrRequestID; a failure to open the stream wraps ErrDial.
+// Other errors come from the stream or wrap ErrMalformed or
+// lpframe.ErrTooLarge.
 func Query(ctx context.Context, h host.Host, p peer.ID, req *Request, c *message.Counters) (*Response, error) {
 	r := *req
 	if r.RequestID == "" {
@@ -48,21 +52,19 @@ func Query(ctx context.Context, h host.Host, p peer.ID, req *Request, c *message
 	}
 	st, err := h.NewStream(ctx, p, ProtocolID)
 	if err != nil {
-		return nil, fmt.Errorf("store: open stream to %s: %w", p, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrDial, p, err)
 	}
 	stop := context.AfterFunc(ctx, func() { st.Reset() })
 	defer stop()
 	if dl, ok := ctx.Deadline(); ok {
 		st.SetDeadline(dl)
 	}
-	body := r.Append(nil)
-	buf := protowire.AppendVarint(make([]byte, 0, protowire.SizeVarint(uint64(len(body)))+len(body)), uint64(len(body)))
-	if _, err := st.Write(append(buf, body...)); err != nil {
+	if err := lpframe.Write(st, r.Append(nil)); err != nil {
 		st.Reset()
 		return nil, fmt.Errorf("store: write request: %w", err)
 	}
 	st.CloseWrite()
-	data, err := readFrame(st, MaxResponseSize)
+	data, err := lpframe.Read(st, MaxResponseSize)
 	if err != nil {
 		st.Reset()
 		if ctx.Err() != nil {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
 )
@@ -184,7 +185,7 @@ func (s *Server) serve(ctx context.Context, st network.Stream) error {
 		_, err := st.Write(s.rejects)
 		return err
 	}
-	req, err := readFrame(st, MaxRequestSize)
+	req, err := lpframe.Read(st, MaxRequestSize)
 	if err != nil {
 		return fmt.Errorf("read request: %w", err)
 	}
@@ -201,11 +202,48 @@ func (s *Server) answer(ctx context.Context, data []byte) []byte {
 		errors.As(err, &de)
 		return frame(&Response{StatusCode: StatusBadRequest, StatusDesc: "decoding rpc failed: " + de.name})
 	}
-	res, err := s.a.Query(ctx, archiveQuery(req))
+	resp, err := Answer(ctx, s.a, req)
 	if err != nil {
-		return frame(&Response{StatusCode: StatusBadResponse, StatusDesc: archiveErrorText(err)})
+		return frame(&Response{StatusCode: StatusBadResponse, StatusDesc: err.Error()})
 	}
-	resp := Response{RequestID: req.RequestID, StatusCode: StatusOK, StatusDesc: "OK",
+	return frame(resp)
+}
+
+// AnswerError is an archive failure as Answer reports it. Its text is
+// nwaku's status text: the StoreError "BAD_RESPONSE: " prefix, then
+// "archive error: " and the ArchiveError (waku_archive/common.nim; texts
+// of waku_archive/archive.nim and the drivers' "cursor not found").
+type AnswerError struct{ Err error }
+
+func (e *AnswerError) Error() string {
+	const prefix = "BAD_RESPONSE: archive error: "
+	err := e.Err
+	switch {
+	case errors.Is(err, archive.ErrUnknownCursor):
+		return prefix + "DRIVER_ERROR: cursor not found"
+	case errors.Is(err, archive.ErrZeroCursor):
+		return prefix + "INVALID_QUERY: all zeroes cursor hash"
+	case errors.Is(err, archive.ErrTooManyContentTopics):
+		return prefix + "INVALID_QUERY: too many content topics"
+	case errors.Is(err, archive.ErrBadQuery):
+		return prefix + "INVALID_QUERY: " + err.Error()
+	}
+	return prefix + "DRIVER_ERROR: " + err.Error()
+}
+
+func (e *AnswerError) Unwrap() error { return e.Err }
+
+// Answer answers req from a as the protocol handler does, for a query the
+// node makes to itself (nwaku handleSelfStoreRequest, used by the REST
+// API): a 200 response carrying req's request id, each message's stored
+// bytes in KeyValue.Wire (not decoded; KeyValue.Message is nil). An
+// archive failure is returned as an *AnswerError wrapping it.
+func Answer(ctx context.Context, a archive.Archive, req *Request) (*Response, error) {
+	res, err := a.Query(ctx, archiveQuery(req))
+	if err != nil {
+		return nil, &AnswerError{err}
+	}
+	resp := &Response{RequestID: req.RequestID, StatusCode: StatusOK, StatusDesc: "OK",
 		Messages: make([]KeyValue, len(res.Messages)), Cursor: res.Cursor}
 	for i := range res.Messages {
 		m := &res.Messages[i]
@@ -214,7 +252,7 @@ func (s *Server) answer(ctx context.Context, data []byte) []byte {
 			resp.Messages[i].PubsubTopic = m.PubsubTopic
 		}
 	}
-	return frame(&resp)
+	return resp, nil
 }
 
 // archiveQuery maps a request to an archive query as nwaku's toArchiveQuery
@@ -230,25 +268,6 @@ func archiveQuery(r *Request) archive.Query {
 		StartTime: r.StartTime, EndTime: r.EndTime, Hashes: r.Hashes,
 		Cursor: r.Cursor, Forward: r.Forward, Limit: limit, IncludeData: r.IncludeData,
 	}
-}
-
-// archiveErrorText renders an archive error as nwaku's status text: the
-// StoreError "BAD_RESPONSE: " prefix, then "archive error: " and the
-// ArchiveError (waku_archive/common.nim; texts of waku_archive/archive.nim
-// and the drivers' "cursor not found").
-func archiveErrorText(err error) string {
-	const prefix = "BAD_RESPONSE: archive error: "
-	switch {
-	case errors.Is(err, archive.ErrUnknownCursor):
-		return prefix + "DRIVER_ERROR: cursor not found"
-	case errors.Is(err, archive.ErrZeroCursor):
-		return prefix + "INVALID_QUERY: all zeroes cursor hash"
-	case errors.Is(err, archive.ErrTooManyContentTopics):
-		return prefix + "INVALID_QUERY: too many content topics"
-	case errors.Is(err, archive.ErrBadQuery):
-		return prefix + "INVALID_QUERY: " + err.Error()
-	}
-	return prefix + "DRIVER_ERROR: " + err.Error()
 }
 
 // frame returns the length-prefixed encoding of r in one buffer.

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
 )
@@ -332,7 +333,7 @@ func raw(t *testing.T, f *fixture, body []byte) *Response {
 	if _, err := st.Write(protowire.AppendBytes(nil, body)); err != nil {
 		t.Fatal(err)
 	}
-	data, err := readFrame(st, MaxResponseSize)
+	data, err := lpframe.Read(st, MaxResponseSize)
 	if err != nil {
 		t.Fatal(err)
 	}
