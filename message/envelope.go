@@ -20,15 +20,16 @@ type Envelope struct {
 // NewEnvelope binds msg, pubsubTopic and wire; the deterministic hash is
 // computed (and counted in c) on the first call of Hash. wire must be the
 // encoding msg was decoded from or encoded to; msg may alias it, so neither
-// may be modified afterwards.
+// may be modified afterwards. The envelope keeps wire capped at its length
+// (see Wire).
 func NewEnvelope(msg *Message, pubsubTopic string, wire []byte, c *Counters) *Envelope {
-	return &Envelope{msg: msg, pubsubTopic: pubsubTopic, wire: wire, counters: c}
+	return &Envelope{msg: msg, pubsubTopic: pubsubTopic, wire: wire[:len(wire):len(wire)], counters: c}
 }
 
 // NewEnvelopeWithHash is NewEnvelope for a message whose hash is already
 // known, for example one read back from an archive. It never hashes.
 func NewEnvelopeWithHash(msg *Message, pubsubTopic string, wire []byte, h Hash) *Envelope {
-	e := &Envelope{msg: msg, pubsubTopic: pubsubTopic, wire: wire}
+	e := &Envelope{msg: msg, pubsubTopic: pubsubTopic, wire: wire[:len(wire):len(wire)]}
 	e.once.Do(func() { e.hash = h })
 	return e
 }
@@ -48,5 +49,6 @@ func (e *Envelope) Hash() Hash {
 
 // Wire returns the encoded WakuMessage (at most MaxSize bytes). The slice is
 // shared with gossipsub's message cache and every consumer: read it, store
-// it or write it, but never modify it or return it to a pool.
+// it or write it, but never modify it or return it to a pool. Its len equals
+// its cap, so an append copies.
 func (e *Envelope) Wire() []byte { return e.wire }

@@ -84,7 +84,9 @@ type Message struct {
 // Decode parses one encoded WakuMessage of at most MaxSize bytes.
 //
 // The returned Message aliases data (no byte of the payload is copied): the
-// caller gives up data and must never modify it afterwards. Unknown fields
+// caller gives up data and must never modify it afterwards. Every slice of
+// the Message has len == cap, so an append to one copies instead of
+// writing into data. Unknown fields
 // are skipped; a repeated known field takes the last value, as protobuf does.
 // Decode counts one decode and len(data) decoded bytes in c (nil: not counted).
 //
@@ -128,6 +130,7 @@ func (m *Message) decode(data []byte) error {
 		var x uint64
 		if typ == protowire.BytesType {
 			v, n = protowire.ConsumeBytes(data[off:])
+			v = v[:len(v):len(v)] // an append to a field must never write into data
 		} else {
 			x, n = protowire.ConsumeVarint(data[off:])
 		}

@@ -212,6 +212,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
+		checkCapped(t, m)
 		wire := m.Encode(nil)
 		m2, err := message.Decode(wire, nil)
 		if err != nil {

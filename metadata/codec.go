@@ -3,6 +3,7 @@ package metadata
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -68,7 +69,7 @@ func (r *RPC) Append(dst []byte) []byte {
 }
 
 // Decode parses one encoded RPC of at most MaxRPCSize bytes. It does not
-// alias data. Shards are read from field 3 if it holds any, else from packed
+// alias data; Shards has len == cap. Shards are read from field 3 if it holds any, else from packed
 // field 2, else from unpacked field 2, the order of nwaku's decoder. A varint
 // wider than 32 bits is truncated, as protobuf does for uint32. Unknown
 // fields are skipped; a repeated cluster id takes the last value. Errors wrap
@@ -118,6 +119,7 @@ func Decode(data []byte) (RPC, error) {
 	default:
 		r.Shards = unpacked2
 	}
+	r.Shards = slices.Clip(r.Shards) // an append by the caller copies
 	return r, nil
 }
 

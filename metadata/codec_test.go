@@ -145,6 +145,9 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if len(r.Shards) != cap(r.Shards) {
+			t.Fatalf("Shards len %d, cap %d", len(r.Shards), cap(r.Shards))
+		}
 		// Whatever decodes re-encodes to bytes that decode to the same RPC.
 		again, err := Decode(r.Append(nil))
 		if err != nil && !errors.Is(err, ErrTooLarge) {
@@ -165,4 +168,22 @@ func FuzzReadFrame(f *testing.F) {
 			t.Fatalf("frame of %d bytes", len(b))
 		}
 	})
+}
+
+// TestDecodeShardsCapped: the decoded shard list has len == cap, so an
+// append by the caller never shares memory with the decoder's.
+func TestDecodeShardsCapped(t *testing.T) {
+	for _, data := range [][]byte{
+		{0x08, 0x01, 0x1a, 0x03, 0x00, 0x01, 0x02},       // packed field 3: shards 0, 1, 2
+		{0x08, 0x01, 0x18, 0x00, 0x18, 0x01, 0x18, 0x02}, // unpacked field 3
+		{0x08, 0x01, 0x12, 0x03, 0x00, 0x01, 0x02},       // packed field 2 (deprecated)
+	} {
+		r, err := Decode(data)
+		if err != nil {
+			t.Fatalf("% x: %v", data, err)
+		}
+		if !equalShards(r.Shards, []uint32{0, 1, 2}) || len(r.Shards) != cap(r.Shards) {
+			t.Fatalf("% x: Shards %v len %d cap %d; want [0 1 2] with len == cap", data, r.Shards, len(r.Shards), cap(r.Shards))
+		}
+	}
 }

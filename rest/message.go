@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,7 +70,8 @@ func NewMessage(m *message.Message) Message {
 // The optional fields given are marked in Message.Present. An absent
 // timestamp stays 0: ParseMessage never fills in the current time (the
 // publish handlers do), so the hash of a parsed message is the hash of the
-// message as written. Errors wrap ErrInvalidBody or ErrBase64.
+// message as written. The Message's slices are fresh, with len == cap.
+// Errors wrap ErrInvalidBody or ErrBase64.
 func ParseMessage(data []byte) (*message.Message, error) {
 	if fields, ok := scanFlat(data); ok {
 		return messageFromFields(fields)
@@ -241,7 +243,7 @@ func decodeBase64(key, s string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: Field `%s`: %v", ErrBase64, key, err)
 	}
-	return b, nil
+	return slices.Clip(b), nil // DecodeString leaves room for padding
 }
 
 // uintField parses an unsigned integer literal of at most bits bits.

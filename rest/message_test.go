@@ -134,6 +134,7 @@ func FuzzParseMessage(f *testing.F) {
 		if len(m.Payload) == 0 || len(m.Meta) > message.MaxMetaSize {
 			t.Fatalf("accepted %+v", m)
 		}
+		checkCapped(t, m)
 		// The REST form parses back to the same field values.
 		b, err := json.Marshal(NewMessage(m))
 		if err != nil {
@@ -148,4 +149,29 @@ func FuzzParseMessage(f *testing.F) {
 			t.Fatalf("re-parse %+v, want %+v", again, m)
 		}
 	})
+}
+
+// TestParseMessageSlicesCapped: every slice ParseMessage hands out has len
+// == cap (base64 decoding leaves room for padding otherwise), on the flat
+// fast path and the general parser alike.
+func TestParseMessageSlicesCapped(t *testing.T) {
+	for _, body := range []string{
+		`{"payload":"AQI=","contentTopic":"/a/1/b/c","meta":"AQ==","proof":"AQ=="}`,
+		`{"payload":"AQI=","contentTopic":"/a/1/b/c","meta":"AQ==","proof":"AQ==","unknown":{"nested":[1]}}`,
+	} {
+		m, err := ParseMessage([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		checkCapped(t, m)
+	}
+}
+
+func checkCapped(t testing.TB, m *message.Message) {
+	t.Helper()
+	for name, b := range map[string][]byte{"payload": m.Payload, "meta": m.Meta, "proof": m.RateLimitProof} {
+		if len(b) != cap(b) {
+			t.Fatalf("%s: len %d, cap %d", name, len(b), cap(b))
+		}
+	}
 }
