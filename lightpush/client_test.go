@@ -42,7 +42,7 @@ func newRelay(t *testing.T, h host.Host, ctr *message.Counters) *relay.Relay {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	if err := r.Subscribe(topic); err != nil {
+	if err := r.Subscribe(topic, relay.OwnerConfig); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -181,7 +181,7 @@ func (d *decoder) bytes(n int, what string) []byte {
 		d.fail("truncated (%s)", what)
 		return nil
 	}
-	b := d.buf[d.off : d.off+n]
+	b := d.buf[d.off : d.off+n : d.off+n]
 	d.off += n
 	return b
 }
@@ -258,7 +258,7 @@ func AppendMessageAndTopic(dst []byte, pubsubTopic string, wire []byte) []byte {
 
 // DecodeMessageAndTopic reads a WakuMessageAndTopic in nwaku's field order
 // or the spec's and returns the pubsub topic and the encoded WakuMessage.
-// wire aliases buf. Which field is which is told by content: the topic is
+// wire aliases buf, with len == cap. Which field is which is told by content: the topic is
 // UTF-8 starting with '/', the message a valid WakuMessage. Errors wrap
 // ErrMalformed.
 func DecodeMessageAndTopic(buf []byte) (pubsubTopic string, wire []byte, err error) {
@@ -281,6 +281,7 @@ func DecodeMessageAndTopic(buf []byte) (pubsubTopic string, wire []byte, err err
 		if n < 0 {
 			return "", nil, fmt.Errorf("%w: transfer frame: truncated field %d", ErrMalformed, num)
 		}
+		v = v[:len(v):len(v)] // an append to wire must never write into buf
 		b = b[n:]
 		if num == 1 {
 			f1, have1 = v, true

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/couriernet/courier/message"
 )
 
@@ -187,5 +189,30 @@ func FuzzDecodeMessageAndTopic(f *testing.F) {
 		if len(wire) > len(b) || len(topic) > len(b) {
 			t.Fatalf("decoded more than the input")
 		}
+		if len(wire) != cap(wire) {
+			t.Fatalf("wire len %d, cap %d", len(wire), cap(wire))
+		}
 	})
+}
+
+// TestMessageAndTopicWireCapped: the wire DecodeMessageAndTopic returns
+// has len == cap, so an append to it cannot overwrite the frame (here: the
+// topic field that follows it in the spec's order).
+func TestMessageAndTopicWireCapped(t *testing.T) {
+	m := &message.Message{Payload: []byte("hi"), ContentTopic: "/a/1/b/c"}
+	enc := m.Encode(nil)
+	frame := appendField(nil, 1, enc)
+	frame = appendField(frame, 2, []byte("/waku/2/rs/0/0"))
+	topic, wire, err := DecodeMessageAndTopic(frame)
+	if err != nil || topic != "/waku/2/rs/0/0" || !bytes.Equal(wire, enc) {
+		t.Fatalf("DecodeMessageAndTopic = %q, %x, %v", topic, wire, err)
+	}
+	if len(wire) != cap(wire) {
+		t.Fatalf("wire len %d, cap %d", len(wire), cap(wire))
+	}
+}
+
+func appendField(dst []byte, num protowire.Number, v []byte) []byte {
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	return protowire.AppendBytes(dst, v)
 }

@@ -16,7 +16,7 @@ var ErrMalformed = errors.New("malformed protobuf")
 
 // Walk calls fn for every field of data whose number known accepts, in the
 // order they appear, with the field's bytes (length-delimited fields, an
-// alias of data) or its varint value. known returns the wire type a field
+// alias of data with len == cap) or its varint value. known returns the wire type a field
 // number must have and whether the number is known.
 func Walk(data []byte, known func(protowire.Number) (protowire.Type, bool), fn func(num protowire.Number, v []byte, x uint64)) error {
 	for off := 0; off < len(data); {
@@ -40,6 +40,7 @@ func Walk(data []byte, known func(protowire.Number) (protowire.Type, bool), fn f
 		var x uint64
 		if typ == protowire.BytesType {
 			v, n = protowire.ConsumeBytes(data[off:])
+			v = v[:len(v):len(v)] // an append to a field must never write into data
 		} else {
 			x, n = protowire.ConsumeVarint(data[off:])
 		}
