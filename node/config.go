@@ -24,9 +24,23 @@ type Config struct {
 	// TCPPort is the libp2p TCP port (--tcp-port). DefaultConfig sets 60000;
 	// 0 picks a free port.
 	TCPPort int
-	// WebSocketPort, when positive, also listens for libp2p over WebSocket
-	// (--websocket-port; off by default).
+	// WebSocket also serves libp2p over WebSocket (/ws) on WebSocketPort
+	// (--websocket-support; off by default). js-waku reaches a node only
+	// this way.
+	WebSocket bool
+	// WebSocketPort is the WebSocket port (--websocket-port). DefaultConfig
+	// sets 8000, as nwaku; 0 picks a free port. It has no effect without
+	// WebSocket or WebSocketSecure.
 	WebSocketPort int
+	// WebSocketSecure serves secure WebSocket (/wss) on WebSocketPort in
+	// place of /ws, with the PEM private key and certificate chain at
+	// WebSocketSecureKeyPath and WebSocketSecureCertPath, both required
+	// (--websocket-secure-support, --websocket-secure-key-path,
+	// --websocket-secure-cert-path). It turns WebSocket on, as nwaku's
+	// waku/factory/conf_builder/web_socket_conf_builder.nim does.
+	WebSocketSecure         bool
+	WebSocketSecureKeyPath  string
+	WebSocketSecureCertPath string
 	// NoListen starts the host without listening (in-process use).
 	NoListen bool
 	// NodeKey is a hex secp256k1 private key (--nodekey, as nwaku takes it).
@@ -139,12 +153,15 @@ type Config struct {
 // shard 0, TCP port 60000 on all interfaces.
 func DefaultConfig() Config {
 	return Config{
-		ListenAddress: "0.0.0.0", TCPPort: 60000, Relay: true, MaxConnections: 150,
+		ListenAddress: "0.0.0.0", TCPPort: 60000, WebSocketPort: 8000, Relay: true, MaxConnections: 150,
 		RESTAddress: "127.0.0.1", RESTPort: 8645, MetricsAddress: "127.0.0.1", MetricsPort: 8008,
 	}
 }
 
 func (c *Config) setDefaults() {
+	if c.WebSocketSecure {
+		c.WebSocket = true
+	}
 	if c.ListenAddress == "" {
 		c.ListenAddress = "0.0.0.0"
 	}
@@ -214,6 +231,9 @@ func (c *Config) validate() error {
 // shards in the network (nwaku networks_config.nim validateShards), and
 // pubsub topics of the form /waku/2/rs/<ClusterID>/<shard>.
 func (c *Config) validateShards() error {
+	if c.WebSocketSecure && (c.WebSocketSecureKeyPath == "" || c.WebSocketSecureCertPath == "") {
+		return fmt.Errorf("%w: secure WebSocket needs a key path and a cert path", ErrConfig)
+	}
 	for _, s := range c.Shards {
 		if _, err := shard.NewRelayShard(c.ClusterID, s); err != nil {
 			return fmt.Errorf("%w: --shard %d: %w", ErrConfig, s, err)

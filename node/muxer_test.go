@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
@@ -37,18 +38,7 @@ func TestMuxerChoice(t *testing.T) {
 		{"mplex only", []libp2p.Option{libp2p.Muxer(mplex.ID, mplex.DefaultTransport)}, mplex.ID},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := append([]libp2p.Option{libp2p.NoListenAddrs, libp2p.Security(noise.ID, noise.New)}, tt.opts...)
-			h, err := libp2p.New(opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
-			// mounted before connecting: the node checks it on connect
-			md, err := metadata.New(h, metadata.Config{Shards: func() []uint16 { return []uint16{0} }}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer md.Close()
+			h, md := newClient(t, tt.opts...)
 			if err := h.Connect(ctx, peer.AddrInfo{ID: n.Host().ID(), Addrs: n.Host().Addrs()}); err != nil {
 				t.Fatal(err)
 			}
@@ -72,4 +62,22 @@ func TestMuxerChoice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newClient returns a host that does not listen, speaks Noise and opts,
+// and answers metadata on cluster 0 shard 0, which the node checks on
+// connect. Both are closed when the test ends.
+func newClient(t *testing.T, opts ...libp2p.Option) (host.Host, *metadata.Service) {
+	t.Helper()
+	h, err := libp2p.New(append([]libp2p.Option{libp2p.NoListenAddrs, libp2p.Security(noise.ID, noise.New)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	md, err := metadata.New(h, metadata.Config{Shards: func() []uint16 { return []uint16{0} }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { md.Close() })
+	return h, md
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	cryptotls "crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -161,15 +162,21 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 		libp2p.Ping(false), // mounted by the node itself, below
 		libp2p.UserAgent(n.cfg.AgentString),
 	}
-	if n.cfg.WebSocketPort > 0 {
-		opts = append(opts, libp2p.Transport(websocket.New))
+	ws, err := n.webSocket()
+	if err != nil {
+		return nil, err
 	}
+	opts = append(opts, ws...)
 	if n.cfg.NoListen {
 		opts = append(opts, libp2p.NoListenAddrs)
 	} else {
 		addrs := []string{fmt.Sprintf("/ip4/%s/tcp/%d", n.cfg.ListenAddress, n.cfg.TCPPort)}
-		if n.cfg.WebSocketPort > 0 {
-			addrs = append(addrs, fmt.Sprintf("/ip4/%s/tcp/%d/ws", n.cfg.ListenAddress, n.cfg.WebSocketPort))
+		if n.cfg.WebSocket {
+			scheme := "ws"
+			if n.cfg.WebSocketSecure {
+				scheme = "wss"
+			}
+			addrs = append(addrs, fmt.Sprintf("/ip4/%s/tcp/%d/%s", n.cfg.ListenAddress, n.cfg.WebSocketPort, scheme))
 		}
 		opts = append(opts, libp2p.ListenAddrStrings(addrs...))
 	}
@@ -178,6 +185,23 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
 	}
 	return h, nil
+}
+
+// webSocket returns the options that add the WebSocket transport, with
+// the certificate for /wss loaded, or none when WebSocket is off.
+func (n *Node) webSocket() ([]libp2p.Option, error) {
+	if !n.cfg.WebSocket {
+		return nil, nil
+	}
+	if !n.cfg.WebSocketSecure {
+		return []libp2p.Option{libp2p.Transport(websocket.New)}, nil
+	}
+	cert, err := cryptotls.LoadX509KeyPair(n.cfg.WebSocketSecureCertPath, n.cfg.WebSocketSecureKeyPath)
+	if err != nil {
+		return nil, fmt.Errorf("node: secure WebSocket certificate: %w", err)
+	}
+	conf := &cryptotls.Config{Certificates: []cryptotls.Certificate{cert}, MinVersion: cryptotls.VersionTLS12}
+	return []libp2p.Option{libp2p.Transport(websocket.New, websocket.WithTLSConfig(conf))}, nil
 }
 
 // loadKey parses hexKey, or else reads DataDir/nodekey, or else creates it
@@ -441,10 +465,13 @@ func (n *Node) startTopics() ([]string, error) {
 }
 
 // ListenAddresses returns the host's listen addresses with /p2p/<id>.
+// Secure WebSocket is written /wss, as nwaku writes it, where go-libp2p
+// writes the equivalent /tls/ws.
 func (n *Node) ListenAddresses() []string {
 	var out []string
 	for _, a := range n.host.Addrs() {
-		out = append(out, fmt.Sprintf("%s/p2p/%s", a, n.host.ID()))
+		s := strings.Replace(a.String(), "/tls/ws", "/wss", 1)
+		out = append(out, fmt.Sprintf("%s/p2p/%s", s, n.host.ID()))
 	}
 	return out
 }

@@ -28,7 +28,6 @@ type nodeOptions struct {
 const (
 	ownerStore     = "store"
 	ownerDiscovery = "discovery"
-	ownerWebSocket = "websocket"
 	ownerStoreSync = "store-sync"
 )
 
@@ -282,12 +281,14 @@ var nodeFlags = []flagDef{
 	// WebSocket.
 	{name: "websocket-support", kind: kindBool, nwaku: "false", usage: "also listen for libp2p over WebSocket",
 		apply: func(o *nodeOptions, v flagVal) error { o.wsSupport = v.bool(); return nil }},
-	{name: "websocket-port", kind: kindInt, nwaku: "8000", usage: "WebSocket port (with --websocket-support)",
+	{name: "websocket-port", kind: kindInt, nwaku: "8000", usage: "WebSocket port (with --websocket-support or --websocket-secure-support)",
 		apply: func(o *nodeOptions, v flagVal) error { o.wsPort = v.int(); return nil }},
-	{name: "websocket-secure-support", kind: kindBool, nwaku: "false", usage: "secure WebSocket",
-		refuse: "secure WebSocket is not supported by this node yet", quiet: whenFalse, owner: ownerWebSocket},
-	{name: "websocket-secure-key-path", usage: "secure WebSocket key", with: "websocket-secure-support"},
-	{name: "websocket-secure-cert-path", usage: "secure WebSocket certificate", with: "websocket-secure-support"},
+	{name: "websocket-secure-support", kind: kindBool, nwaku: "false", usage: "serve secure WebSocket (/wss) on --websocket-port; turns WebSocket on",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.WebSocketSecure = v.bool(); return nil }},
+	{name: "websocket-secure-key-path", usage: "PEM private key for /wss",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.WebSocketSecureKeyPath = v.str(); return nil }},
+	{name: "websocket-secure-cert-path", usage: "PEM certificate chain for /wss",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.WebSocketSecureCertPath = v.str(); return nil }},
 
 	{name: "rate-limit", kind: kindList, usage: "protocol:volume/period",
 		refuse: "rate limits are not supported by this node yet", quiet: whenEmpty},

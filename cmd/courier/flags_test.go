@@ -86,7 +86,7 @@ func TestNodeFlagsRows(t *testing.T) {
 	for i := range nodeFlags {
 		rows[nodeFlags[i].name] = &nodeFlags[i]
 	}
-	owners := []string{"", ownerStore, ownerDiscovery, ownerWebSocket, ownerStoreSync}
+	owners := []string{"", ownerStore, ownerDiscovery, ownerStoreSync}
 	for _, d := range nodeFlags {
 		switch {
 		case d.apply != nil && (d.refuse != "" || d.quiet != nil || d.owner != "" || d.with != ""):
@@ -127,7 +127,7 @@ func TestNodeFlagsDefaults(t *testing.T) {
 	}
 	if c.ListenAddress != "0.0.0.0" || c.TCPPort != 60000 || c.RESTAddress != "127.0.0.1" || c.RESTPort != 8645 ||
 		c.MetricsAddress != "127.0.0.1" || c.MetricsPort != 8008 || c.MaxConnections != 150 || c.ClusterID != 0 ||
-		c.NumShardsInNetwork != 0 || c.RESTCacheCapacity != 50 || c.WebSocketPort != 0 || c.AgentString != node.Version {
+		c.NumShardsInNetwork != 0 || c.RESTCacheCapacity != 50 || c.WebSocket || c.WebSocketPort != 8000 || c.AgentString != node.Version {
 		t.Errorf("config %+v", c)
 	}
 	if o.logLevel != slog.LevelInfo || o.logJSON {
@@ -187,7 +187,13 @@ func TestNodeFlagsForms(t *testing.T) {
 			func(o *nodeOptions) bool { return o.logLevel > slog.LevelInfo && o.logLevel < slog.LevelWarn }},
 		{"ports shift", []string{"--ports-shift=10", "--websocket-support=true"}, nil,
 			func(o *nodeOptions) bool {
-				return o.cfg.TCPPort == 60010 && o.cfg.RESTPort == 8655 && o.cfg.MetricsPort == 8018 && o.cfg.WebSocketPort == 8010
+				return o.cfg.TCPPort == 60010 && o.cfg.RESTPort == 8655 && o.cfg.MetricsPort == 8018 && o.cfg.WebSocket && o.cfg.WebSocketPort == 8010
+			}},
+		{"websocket port alone", []string{"--websocket-port=9000"}, nil,
+			func(o *nodeOptions) bool { return !o.cfg.WebSocket && o.cfg.WebSocketPort == 9000 }},
+		{"secure websocket", []string{"--websocket-secure-support=true", "--websocket-secure-key-path=k.pem", "--websocket-secure-cert-path=c.pem"}, nil,
+			func(o *nodeOptions) bool {
+				return o.cfg.WebSocketSecure && o.cfg.WebSocketSecureKeyPath == "k.pem" && o.cfg.WebSocketSecureCertPath == "c.pem" && o.cfg.WebSocketPort == 8000
 			}},
 		{"quiet values", []string{"--rln-relay=false", "--keep-alive=true", "--rendezvous=false", "--peer-exchange=false",
 			"--nat=none", "--max-msg-size=150KiB", "--rln-relay-eth-client-address=http://x:1/", "--store-sync-interval=60",

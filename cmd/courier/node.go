@@ -100,9 +100,8 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 // that differ from nwaku's.
 func (o *nodeOptions) finish(p *parsedFlags) {
 	c := &o.cfg
-	if o.wsSupport {
-		c.WebSocketPort = o.wsPort
-	}
+	// As in nwaku, --websocket-port alone does not turn WebSocket on.
+	c.WebSocket, c.WebSocketPort = o.wsSupport, o.wsPort
 	if s := o.portsShift; s != 0 {
 		for _, port := range []*int{&c.TCPPort, &c.WebSocketPort, &c.RESTPort, &c.MetricsPort} {
 			if *port != 0 {
