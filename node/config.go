@@ -80,6 +80,10 @@ type Config struct {
 	// /vac/waku/reconciliation/1.0.0 and fetches what it lacks
 	// (--store-sync; needs Store). Off by default, as nwaku.
 	StoreSync bool
+	// StoreResume fills the archive at start from a store peer with what
+	// it missed since its newest message, at most 6 h back
+	// (--store-resume; needs Store). Off by default, as nwaku.
+	StoreResume bool
 	// StoreSyncInterval, StoreSyncRange and StoreSyncRelayJitter are the
 	// time between rounds, how far back a round reaches and how far before
 	// now it stops (--store-sync-interval, --store-sync-range,
@@ -213,6 +217,9 @@ func (c *Config) validate() error {
 	}
 	if c.StoreSync && !c.Store {
 		return fmt.Errorf("%w: store-sync needs store", ErrConfig)
+	}
+	if c.StoreResume && !c.Store {
+		return fmt.Errorf("%w: store-resume needs store", ErrConfig)
 	}
 	if c.Lightpush && !c.Relay {
 		return fmt.Errorf("%w: lightpush needs relay (nwaku mounts lightpush only with relay)", ErrConfig)

@@ -312,6 +312,10 @@ func (n *Node) Start(ctx context.Context) error {
 		n.wg.Add(1)
 		go n.keepConnected(runCtx, pi)
 	}
+	if n.cfg.StoreResume && n.archive != nil {
+		n.wg.Add(1)
+		go n.resume(runCtx)
+	}
 	n.setState("READY")
 	return nil
 }

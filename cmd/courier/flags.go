@@ -28,7 +28,6 @@ type nodeOptions struct {
 const (
 	ownerStore     = "store"
 	ownerDiscovery = "discovery"
-	ownerStoreSync = "store-sync"
 )
 
 // nodeFlags is the node's command line: every flag of nwaku v0.38.1
@@ -188,8 +187,8 @@ var nodeFlags = []flagDef{
 		with: "store-message-db-url"},
 	{name: "store-max-num-db-connections", kind: kindInt, nwaku: "50", usage: "most Postgres connections",
 		with: "store-message-db-url"},
-	{name: "store-resume", kind: kindBool, nwaku: "false", usage: "fill the archive from a store peer at start",
-		refuse: "store resume is not supported by this node yet", quiet: whenFalse, owner: ownerStoreSync},
+	{name: "store-resume", kind: kindBool, nwaku: "false", usage: "fill the archive from a store peer at start (needs --store)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.StoreResume = v.bool(); return nil }},
 	{name: "store-sync", kind: kindBool, nwaku: "false", usage: "store sync protocol (needs --store)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.StoreSync = v.bool(); return nil }},
 	{name: "store-sync-interval", kind: kindInt, nwaku: "300", usage: "seconds between syncs",

@@ -86,7 +86,7 @@ func TestNodeFlagsRows(t *testing.T) {
 	for i := range nodeFlags {
 		rows[nodeFlags[i].name] = &nodeFlags[i]
 	}
-	owners := []string{"", ownerStore, ownerDiscovery, ownerStoreSync}
+	owners := []string{"", ownerStore, ownerDiscovery}
 	for _, d := range nodeFlags {
 		switch {
 		case d.apply != nil && (d.refuse != "" || d.quiet != nil || d.owner != "" || d.with != ""):
