@@ -149,6 +149,8 @@ type Config struct {
 	// StaticRedialMin and StaticRedialMax bound the re-dial backoff of
 	// static nodes. Defaults 1 s and 30 s.
 	StaticRedialMin, StaticRedialMax time.Duration
+	// Discovery configures the node's ENR and how it finds peers.
+	Discovery DiscoveryConfig
 	// Logger receives the node's logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -197,6 +199,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Discovery.setDefaults()
 }
 
 func (c *Config) validate() error {
@@ -230,7 +233,7 @@ func (c *Config) validate() error {
 	if c.StaticRedialMin < 0 || c.StaticRedialMax < c.StaticRedialMin {
 		return fmt.Errorf("%w: static re-dial backoff %v..%v", ErrConfig, c.StaticRedialMin, c.StaticRedialMax)
 	}
-	return nil
+	return c.Discovery.validate()
 }
 
 // validateShards checks the relayed shards against the cluster and the

@@ -142,7 +142,9 @@ func (b restBackend) ContentTopicShard(ct string) (string, error) {
 	return b.n.auto.PubsubTopic(ct)
 }
 
-func (b restBackend) Info() rest.Info { return rest.Info{ListenAddresses: b.n.ListenAddresses()} }
+func (b restBackend) Info() rest.Info {
+	return rest.Info{ListenAddresses: b.n.ListenAddresses(), ENRURI: b.n.ENR()}
+}
 
 func (b restBackend) Version() string { return Version }
 

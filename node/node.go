@@ -30,6 +30,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/internal/dirlock"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
@@ -60,6 +61,8 @@ type Node struct {
 	removeREST func()
 	static     map[peer.ID]bool
 	lock       *os.File // flock on DataDir/LOCK
+	key        crypto.PrivKey
+	record     *discovery.LocalRecord
 	rest       *rest.Server
 	storeSync  *storesync.Service
 	light      light
@@ -111,6 +114,7 @@ func (n *Node) build() error {
 	if err != nil {
 		return err
 	}
+	n.key = key
 	if n.cfg.Store {
 		dir := filepath.Join(n.cfg.DataDir, "archive")
 		a, err := archive.Open(dir, n.cfg.ArchiveConfig)
@@ -297,6 +301,9 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	n.startLight()
+	if err := n.startRecord(n.key, 0); err != nil {
+		return err
+	}
 	if err := n.startHTTP(); err != nil {
 		return err
 	}
@@ -397,6 +404,9 @@ func (n *Node) closeParts() error {
 	}
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
+	}
+	if n.record != nil {
+		n.record.Close()
 	}
 	if n.lock != nil {
 		errs = append(errs, n.lock.Close())

@@ -1,0 +1,150 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/couriernet/courier/discovery"
+)
+
+func decodeENR(t *testing.T, text string) discovery.Peer {
+	t.Helper()
+	n, err := discovery.ParseENR(text)
+	if err != nil {
+		t.Fatalf("ENR %q: %v", text, err)
+	}
+	p, err := discovery.DecodePeer(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func addrStrings(as []ma.Multiaddr) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.String())
+	}
+	return out
+}
+
+// TestNodeENRInInfo starts a node with REST and checks that enrUri of
+// /debug/v1/info names the node's key, listen address, capabilities and
+// shards.
+func TestNodeENRInInfo(t *testing.T) {
+	cfg := Config{ListenAddress: "127.0.0.1", Relay: true, ClusterID: 16, Shards: []uint16{1, 32}, REST: true, RESTAddress: "127.0.0.1"}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop(context.Background())
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + n.HTTPAddrs()[0] + "/debug/v1/info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var info struct {
+		ListenAddresses []string `json:"listenAddresses"`
+		ENRURI          string   `json:"enrUri"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+		t.Fatal(err)
+	}
+	p := decodeENR(t, info.ENRURI)
+	if p.ID != n.Host().ID() {
+		t.Errorf("ENR peer %s, node %s", p.ID, n.Host().ID())
+	}
+	tcp, _ := n.boundPorts()
+	if got, want := addrStrings(p.Addrs), []string{"/ip4/127.0.0.1/tcp/" + strconv.Itoa(tcp)}; !slices.Equal(got, want) {
+		t.Errorf("ENR addrs %q, want %q", got, want)
+	}
+	if p.Caps != discovery.Relay {
+		t.Errorf("waku2 %v, want relay", p.Caps)
+	}
+	if !p.HasShards || p.Shards.ClusterID != 16 || !slices.Equal(p.Shards.Shards, []uint16{1, 32}) {
+		t.Errorf("shards %+v", p.Shards)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestRecordConfigAddresses checks which addresses the record announces
+// for the external-address settings (nwaku net_config.nim).
+func TestRecordConfigAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		dc        DiscoveryConfig
+		ws        bool
+		ip        string
+		tcp       int
+		multiaddr []string
+	}{
+		{name: "listen address", ip: "127.0.0.1", tcp: -1},
+		{name: "nat extip", dc: DiscoveryConfig{NAT: "extip:203.0.113.7"}, ip: "203.0.113.7", tcp: -1},
+		{name: "ext tcp and wss", dc: DiscoveryConfig{ExtMultiaddrs: []string{"/ip4/198.51.100.2/tcp/30303", "/dns4/node.example.org/tcp/443/wss"}},
+			ip: "198.51.100.2", tcp: 30303, multiaddr: []string{"/dns4/node.example.org/tcp/443/wss"}},
+		{name: "dns4 name with ws", ws: true, dc: DiscoveryConfig{DNS4DomainName: "node.example.org"}, ip: "127.0.0.1", tcp: -1,
+			multiaddr: []string{"/dns4/node.example.org/tcp/TCP", "/dns4/node.example.org/tcp/WS/ws"}},
+		{name: "ext only", dc: DiscoveryConfig{ExtMultiaddrOnly: true, ExtMultiaddrs: []string{"/dns4/node.example.org/tcp/443/wss"}},
+			multiaddr: []string{"/dns4/node.example.org/tcp/443/wss"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{ListenAddress: "127.0.0.1", Relay: true, Discovery: tc.dc}
+			if tc.ws {
+				cfg.WebSocketPort = freePort(t)
+			}
+			n, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Stop(context.Background())
+			rc, err := n.recordConfig(9000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tcp, ws := n.boundPorts()
+			wantTCP := tc.tcp
+			if wantTCP == -1 {
+				wantTCP = tcp
+			}
+			if (rc.IP == nil) != (tc.ip == "") || (rc.IP != nil && rc.IP.String() != tc.ip) || rc.TCPPort != wantTCP {
+				t.Errorf("ip %v tcp %d, want %q %d", rc.IP, rc.TCPPort, tc.ip, wantTCP)
+			}
+			var want []string
+			for _, m := range tc.multiaddr {
+				m = strings.ReplaceAll(m, "TCP", strconv.Itoa(tcp))
+				want = append(want, strings.ReplaceAll(m, "WS", strconv.Itoa(ws)))
+			}
+			if got := addrStrings(rc.Multiaddrs); !slices.Equal(got, want) {
+				t.Errorf("multiaddrs %q, want %q", got, want)
+			}
+		})
+	}
+	for _, bad := range []DiscoveryConfig{{NAT: "upnp"}, {NAT: "extip:host"}, {ExtMultiaddrs: []string{"nope"}}, {ExtMultiaddrOnly: true}} {
+		cfg := Config{Discovery: bad}
+		cfg.setDefaults()
+		if err := cfg.validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}
