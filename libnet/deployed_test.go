@@ -338,61 +338,62 @@ func TestUnsignedLegacyFramesDropped(t *testing.T) {
 // 64 bytes, header 2 KiB, frame 2 MiB), whose checks panic the
 // connection's task (header_v1.rs check_variable_size @9d454a4).
 func TestLegacyLimits(t *testing.T) {
-	b := legacyEndpoint(t, Config{})
-	got := make(chan int, 1)
-	b.Handle("binary/t", func(_ *Header, p []byte, _ Respond) { got <- len(p) }, RouteOptions{})
-	c := dialRaw(t, b.Addr(), nil)
-	small := augJSON("1", "tell", `{"payload":{"value":"AQID","dataType":"bb"},"route":"binary/t"}`, time.Now().UnixMilli(), "0")
-	tracker := strings.Repeat("t", 4096-36-len("lib-net-node")) // a header of exactly 4,096 bytes
-	big := make([]byte, 3<<20)
-	large := augJSON("1", "tell", `{"payload":{"value":"`+base64.StdEncoding.EncodeToString(big)+`","dataType":"bb"},"route":"binary/t"}`,
-		time.Now().UnixMilli(), "0")
-	for _, tc := range []struct {
-		name string
-		spec v1Spec
-		want int
-	}{
-		{"4096-byte header", v1Spec{data: []byte(small), uuid: handID, sender: "lib-net-node", tracker: tracker}, 3},
-		{"3 MiB payload", v1Spec{data: []byte(large), uuid: handID, sender: "lib-net-node"}, 3 << 20},
-	} {
-		if _, err := c.Write(v1Frame(t, tc.spec)); err != nil {
+	read := func(t *testing.T, spec v1Spec) int {
+		t.Helper()
+		b := legacyEndpoint(t, Config{})
+		got := make(chan int, 1)
+		b.Handle("binary/t", func(_ *Header, p []byte, _ Respond) { got <- len(p) }, RouteOptions{})
+		dialRaw(t, b.Addr(), v1Frame(t, spec))
+		return recv(t, got)
+	}
+	t.Run("4096-byte header read", func(t *testing.T) {
+		small := augJSON("1", "tell", `{"payload":{"value":"AQID","dataType":"bb"},"route":"binary/t"}`, time.Now().UnixMilli(), "0")
+		tracker := strings.Repeat("t", 4096-36-len("lib-net-node")) // a header of exactly 4,096 bytes
+		if n := read(t, v1Spec{data: []byte(small), uuid: handID, sender: "lib-net-node", tracker: tracker}); n != 3 {
+			t.Fatalf("payload of %d bytes", n)
+		}
+	})
+	t.Run("3 MiB payload read", func(t *testing.T) {
+		big := make([]byte, 3<<20)
+		large := augJSON("1", "tell", `{"payload":{"value":"`+base64.StdEncoding.EncodeToString(big)+`","dataType":"bb"},"route":"binary/t"}`,
+			time.Now().UnixMilli(), "0")
+		if n := read(t, v1Spec{data: []byte(large), uuid: handID, sender: "lib-net-node"}); n != 3<<20 {
+			t.Fatalf("payload of %d bytes", n)
+		}
+	})
+	t.Run("sender id over 64 not sent", func(t *testing.T) {
+		key, sk := testKeys(t)
+		long := strings.Repeat("s", 65)
+		if _, err := New(Config{Lane: LaneLegacy, HashKey: key, SigningKey: sk, SenderID: long}); !errors.Is(err, ErrBadConfig) {
+			t.Fatalf("65-byte sender id on the legacy lane: %v", err)
+		}
+		for _, cfg := range []Config{
+			{Lane: LaneLegacy, HashKey: key, SigningKey: sk, SenderID: long, LegacySend: SendLimits{SenderID: 65}},
+			{Lane: LaneRaw, SenderID: strings.Repeat("s", 255)},
+		} {
+			e, err := New(cfg)
+			if err != nil {
+				t.Fatalf("New(sender id %d, %+v): %v", len(cfg.SenderID), cfg.LegacySend, err)
+			}
+			e.Close()
+		}
+	})
+	t.Run("frame over 2 MiB not sent", func(t *testing.T) {
+		n := newHandNode(t)
+		a := legacyEndpoint(t, Config{PayloadLimit: 8 << 20})
+		p := make([]byte, 1600<<10) // base64 makes a frame over 2 MiB
+		err := a.Tell(context.Background(), n.addr(), Msg{Route: "binary/t", Payload: p})
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "LegacySend.Frame 2097152") {
+			t.Fatalf("legacy frame over 2 MiB: %v", err)
+		}
+		a2 := legacyEndpoint(t, Config{PayloadLimit: 8 << 20, LegacySend: SendLimits{Frame: 4 << 20}})
+		if err := a2.Tell(context.Background(), n.addr(), Msg{Route: "binary/t", Payload: p}); err != nil {
 			t.Fatal(err)
 		}
-		if n := recv(t, got); n != tc.want {
-			t.Fatalf("%s: payload of %d bytes", tc.name, n)
+		if h, data := n.read(); int(h.messageLen) != len(data) || len(data) < 2<<20 {
+			t.Fatalf("frame of %d bytes", len(data))
 		}
-	}
-
-	key, sk := testKeys(t)
-	long := strings.Repeat("s", 65)
-	if _, err := New(Config{Lane: LaneLegacy, HashKey: key, SigningKey: sk, SenderID: long}); !errors.Is(err, ErrBadConfig) {
-		t.Fatalf("65-byte sender id on the legacy lane: %v", err)
-	}
-	for _, cfg := range []Config{
-		{Lane: LaneLegacy, HashKey: key, SigningKey: sk, SenderID: long, LegacySend: SendLimits{SenderID: 65}},
-		{Lane: LaneRaw, SenderID: strings.Repeat("s", 255)},
-	} {
-		e, err := New(cfg)
-		if err != nil {
-			t.Fatalf("New(sender id %d, %+v): %v", len(cfg.SenderID), cfg.LegacySend, err)
-		}
-		e.Close()
-	}
-
-	n := newHandNode(t)
-	a := legacyEndpoint(t, Config{PayloadLimit: 8 << 20})
-	p := make([]byte, 1600<<10) // base64 makes a frame over 2 MiB
-	err := a.Tell(context.Background(), n.addr(), Msg{Route: "binary/t", Payload: p})
-	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "LegacySend.Frame 2097152") {
-		t.Fatalf("legacy frame over 2 MiB: %v", err)
-	}
-	a2 := legacyEndpoint(t, Config{PayloadLimit: 8 << 20, LegacySend: SendLimits{Frame: 4 << 20}})
-	if err := a2.Tell(context.Background(), n.addr(), Msg{Route: "binary/t", Payload: p}); err != nil {
-		t.Fatal(err)
-	}
-	if h, data := n.read(); int(h.messageLen) != len(data) || len(data) < 2<<20 {
-		t.Fatalf("frame of %d bytes", len(data))
-	}
+	})
 }
 
 // 5 and 6. A legacy ask is read whatever JavaScript number its timeout is
@@ -401,39 +402,55 @@ func TestLegacyLimits(t *testing.T) {
 // answered once sendTime + timeout has passed, as lib-net's respond()
 // returns without sending (src/index.ts).
 func TestLegacyReplyRules(t *testing.T) {
-	b := legacyEndpoint(t, Config{})
-	res := make(chan error, 1)
-	b.Handle("binary/q", func(_ *Header, p []byte, respond Respond) { res <- respond(p) }, RouteOptions{})
-	n := newHandNode(t)
-	c := dialRaw(t, b.Addr(), nil)
-	ask := func(sendTime int64, timeout, tracker string) {
-		t.Helper()
-		aug := augJSON(n.port, "ask", `{"payload":{"value":"BAABqg==","dataType":"bb"},"route":"binary/q"}`, sendTime, timeout)
-		if _, err := c.Write(v1Frame(t, v1Spec{data: []byte(aug), uuid: handID, sender: "lib-net-node", tracker: tracker})); err != nil {
-			t.Fatal(err)
+	setup := func(t *testing.T) (*Endpoint, *handNode, chan error, func(sendTime int64, timeout, tracker string)) {
+		b := legacyEndpoint(t, Config{})
+		res := make(chan error, 1)
+		b.Handle("binary/q", func(_ *Header, p []byte, respond Respond) { res <- respond(p) }, RouteOptions{})
+		n := newHandNode(t)
+		c := dialRaw(t, b.Addr(), nil)
+		return b, n, res, func(sendTime int64, timeout, tracker string) {
+			t.Helper()
+			aug := augJSON(n.port, "ask", `{"payload":{"value":"BAABqg==","dataType":"bb"},"route":"binary/q"}`, sendTime, timeout)
+			if _, err := c.Write(v1Frame(t, v1Spec{data: []byte(aug), uuid: handID, sender: "lib-net-node", tracker: tracker})); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-
-	ask(time.Now().UnixMilli()-10_000, "5000", "late")
-	if err := recv(t, res); !errors.Is(err, ErrAskExpired) {
-		t.Fatalf("respond after sendTime+timeout: %v", err)
-	}
-	if s := b.Stats(); s.Sent.Msgs != 0 {
-		t.Fatalf("an expired ask was answered (%d sent)", s.Sent.Msgs)
-	}
-
-	ask(time.Now().UnixMilli(), "5000.5", "tr-1")
-	if err := recv(t, res); err != nil {
-		t.Fatal(err)
-	}
-	h, data := n.read()
-	if h.uuid != handID || h.tracker != "tr-1" || h.sender != "go-node" || h.comp != 0 {
-		t.Fatalf("reply header %+v", h)
-	}
-	if !strings.Contains(string(data), `"data":{"value":"BAABqg==","dataType":"bb"},"msgDir":"resp"`) {
-		t.Fatalf("reply data %s", data)
-	}
-	if s := b.Stats(); s.Drops != [dropReasons]uint64{} {
-		t.Fatalf("drops %v", s.Drops)
-	}
+	t.Run("expired ask not answered", func(t *testing.T) {
+		b, _, res, ask := setup(t)
+		ask(time.Now().UnixMilli()-10_000, "5000", "late")
+		if err := recv(t, res); !errors.Is(err, ErrAskExpired) {
+			t.Fatalf("respond after sendTime+timeout: %v", err)
+		}
+		if s := b.Stats(); s.Sent.Msgs != 0 {
+			t.Fatalf("an expired ask was answered (%d sent)", s.Sent.Msgs)
+		}
+	})
+	t.Run("fractional timeout", func(t *testing.T) {
+		b, n, res, ask := setup(t)
+		ask(time.Now().UnixMilli(), "5000.5", "")
+		if err := recv(t, res); err != nil {
+			t.Fatal(err)
+		}
+		if h, _ := n.read(); h.uuid != handID {
+			t.Fatalf("reply uuid %x", h.uuid)
+		}
+		if s := b.Stats(); s.Drops != [dropReasons]uint64{} {
+			t.Fatalf("drops %v", s.Drops)
+		}
+	})
+	t.Run("tracker id echoed", func(t *testing.T) {
+		_, n, res, ask := setup(t)
+		ask(time.Now().UnixMilli(), "5000", "tr-1")
+		if err := recv(t, res); err != nil {
+			t.Fatal(err)
+		}
+		h, data := n.read()
+		if h.uuid != handID || h.tracker != "tr-1" || h.sender != "go-node" || h.comp != 0 {
+			t.Fatalf("reply header %+v", h)
+		}
+		if !strings.Contains(string(data), `"data":{"value":"BAABqg==","dataType":"bb"},"msgDir":"resp"`) {
+			t.Fatalf("reply data %s", data)
+		}
+	})
 }
