@@ -161,7 +161,11 @@ func (n *Node) recordConfig(udpPort int) (discovery.RecordConfig, error) {
 		if dc.DNS4DomainName != "" {
 			host = "/dns4/" + dc.DNS4DomainName
 		}
-		if a, err := ma.NewMultiaddr(fmt.Sprintf("%s/tcp/%d/ws", host, wsPort)); err == nil && rc.IP != nil {
+		scheme := "ws"
+		if n.cfg.WebSocketSecure {
+			scheme = "wss"
+		}
+		if a, err := ma.NewMultiaddr(fmt.Sprintf("%s/tcp/%d/%s", host, wsPort, scheme)); err == nil && rc.IP != nil {
 			rc.Multiaddrs = append(rc.Multiaddrs, a)
 		}
 	}

@@ -111,7 +111,7 @@ func TestRecordConfigAddresses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{ListenAddress: "127.0.0.1", Relay: true, Discovery: tc.dc}
 			if tc.ws {
-				cfg.WebSocketPort = freePort(t)
+				cfg.WebSocket, cfg.WebSocketPort = true, freePort(t)
 			}
 			n, err := New(cfg)
 			if err != nil {
