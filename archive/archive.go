@@ -201,6 +201,11 @@ type Config struct {
 	// writer commits whatever is queued, up to MaxBatch, never waiting for
 	// more. 0 means DefaultMaxBatch (1024); negative is invalid.
 	MaxBatch int
+	// IndexPath is the embedded archive's SQLite index file (with SQLite's
+	// -wal and -shm files beside it), for nwaku's
+	// --store-message-db-url=sqlite://PATH. "" means index.db in the
+	// archive's directory. Postgres ignores it.
+	IndexPath string
 	// Now gives the receive time stored for messages without a positive
 	// timestamp, and the time retention measures age from. nil means
 	// time.Now.

@@ -263,3 +263,27 @@ func TestOpenLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestIndexPath(t *testing.T) {
+	dir := t.TempDir()
+	index := filepath.Join(dir, "store.sqlite3")
+	segs := filepath.Join(dir, "store.sqlite3.segments")
+	a := openT(t, segs, archive.Config{IndexPath: index})
+	env := newEnv(t, "/waku/2/rs/0/0", "/a/1/b/c", 5, []byte("x"))
+	appendWait(t, a, env)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(index); err != nil {
+		t.Fatalf("no index at IndexPath: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(segs, "index.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an index.db beside the segments: %v", err)
+	}
+	b := openT(t, segs, archive.Config{IndexPath: index})
+	defer b.Close()
+	res, err := b.Query(context.Background(), archive.Query{Hashes: []message.Hash{env.Hash()}, IncludeData: true})
+	if err != nil || len(res.Messages) != 1 || !bytes.Equal(res.Messages[0].Wire, env.Wire()) {
+		t.Fatalf("reopened: %+v, %v", res, err)
+	}
+}

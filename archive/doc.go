@@ -102,6 +102,9 @@
 //	0000000001.seg ...                     segments, Config.SegmentSize each (256 MiB)
 //	synced                                 the last row covered by an fsync round
 //
+// Config.IndexPath puts the index elsewhere (nwaku's sqlite://PATH); the
+// segments, the synced mark and the lock stay in the directory.
+//
 // # Code
 //
 //	archive.go    the Archive interface, Query, Config, Stats, sentinel errors

@@ -15,8 +15,17 @@ import (
 
 const indexName = "index.db"
 
+// indexPath returns the index file's path: Config.IndexPath, else
+// index.db in the archive's directory.
+func (a *Embedded) indexPath() string {
+	if a.cfg.IndexPath != "" {
+		return a.cfg.IndexPath
+	}
+	return filepath.Join(a.dir, indexName)
+}
+
 func (a *Embedded) openIndex() error {
-	path := filepath.Join(a.dir, indexName)
+	path := a.indexPath()
 	if err := refuseNwakuSQLite(path); err != nil {
 		return err
 	}
@@ -57,7 +66,7 @@ func (a *Embedded) openIndex() error {
 // syncIndex fsyncs the index's WAL, which holds every commit since the
 // last checkpoint: with synchronous=NORMAL, SQLite does not fsync on commit.
 func (a *Embedded) syncIndex() error {
-	f, err := os.OpenFile(filepath.Join(a.dir, indexName+"-wal"), os.O_RDWR, 0)
+	f, err := os.OpenFile(a.indexPath()+"-wal", os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

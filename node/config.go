@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/shard"
 )
@@ -106,9 +107,22 @@ type Config struct {
 	// the service nodes this node's filter and lightpush clients (the REST
 	// API's) use (--filternode, --lightpushnode). Empty: no client.
 	FilterNode, LightpushNode string
-	// DBURL selects the archive (--db-url): empty or "embedded" for the
-	// embedded default in DataDir.
+	// DBURL selects the archive (--store-message-db-url, alias --db-url):
+	//   - "sqlite://PATH": the embedded archive with its SQLite index at
+	//     PATH (relative to the working directory, as nwaku resolves it)
+	//     and its payload segments in the directory PATH.segments;
+	//   - "postgres://user:password@host:port/db": the Postgres archive;
+	//   - "" : DataDir/archive when DataDir is set, else DefaultDBURL
+	//     (nwaku's sqlite://store.sqlite3); "embedded": DataDir/archive.
 	DBURL string
+	// StoreNode is the multiaddr, with /p2p/<id>, of the store node the
+	// REST API's store queries go to without a peerAddr (--storenode).
+	// Empty: a connected peer that serves store.
+	StoreNode string
+	// RateLimit holds --rate-limit values in nwaku's grammar (e.g.
+	// "store:100/1s"); the store server applies the setting for store.
+	// Empty: no limit, nwaku's default.
+	RateLimit []string
 	// StaticNodes are multiaddrs with /p2p/<id> dialled at start and
 	// re-dialled with backoff when they drop (--staticnode).
 	StaticNodes []string
@@ -215,8 +229,11 @@ func (c *Config) validate() error {
 	if err := c.validateShards(); err != nil {
 		return err
 	}
-	if c.DBURL != "" && c.DBURL != "embedded" {
-		return fmt.Errorf("%w: db-url %q: only the embedded archive is available", ErrConfig, c.DBURL)
+	if _, err := c.locateArchive(); err != nil {
+		return err
+	}
+	if _, err := ratelimit.Parse(c.RateLimit); err != nil {
+		return fmt.Errorf("%w: --rate-limit: %w", ErrConfig, err)
 	}
 	if c.StoreSync && !c.Store {
 		return fmt.Errorf("%w: store-sync needs store", ErrConfig)

@@ -156,7 +156,11 @@ func (b restBackend) Health() rest.Health {
 	}
 	services, clients := b.n.lightHealth(b.n.relayReady())
 	entries := append([]rest.ProtocolHealth{{Protocol: "Relay", Health: relayHealth}}, services...)
-	entries = append(entries, rest.ProtocolHealth{Protocol: "Store", Health: rest.NotMounted})
+	storeService, storeClient := b.n.storeHealth()
+	entries = append(entries, storeService)
+	// nwaku's order: Lightpush Client, Legacy Lightpush Client, Store
+	// Client, Filter Client.
+	clients = append(clients[:2:2], append([]rest.ProtocolHealth{storeClient}, clients[2:]...)...)
 	return rest.Health{NodeHealth: h.NodeHealth, ProtocolsHealth: append(entries, clients...)}
 }
 

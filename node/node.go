@@ -65,6 +65,7 @@ type Node struct {
 	record     *discovery.LocalRecord
 	rest       *rest.Server
 	storeSync  *storesync.Service
+	store      storeParts
 	light      light
 
 	mu    sync.Mutex
@@ -116,12 +117,9 @@ func (n *Node) build() error {
 	}
 	n.key = key
 	if n.cfg.Store {
-		dir := filepath.Join(n.cfg.DataDir, "archive")
-		a, err := archive.Open(dir, n.cfg.ArchiveConfig)
-		if err != nil {
-			return fmt.Errorf("node: open archive in %s: %w", dir, err)
+		if err := n.openArchive(); err != nil {
+			return err
 		}
-		n.archive = a
 	}
 	if n.host, err = n.newHost(key); err != nil {
 		return err
@@ -135,6 +133,9 @@ func (n *Node) build() error {
 		if n.relay, err = relay.New(n.host, rc); err != nil {
 			return err
 		}
+	}
+	if err := n.buildStore(); err != nil {
+		return err
 	}
 	if err := n.buildStoreSync(); err != nil {
 		return err
@@ -386,7 +387,7 @@ func (n *Node) getState() string {
 }
 
 func (n *Node) closeParts() error {
-	errs := []error{n.closeLight()}
+	errs := []error{n.closeLight(), n.closeStore()}
 	if n.relay != nil {
 		errs = append(errs, n.relay.Close())
 	}

@@ -27,8 +27,9 @@ var nwakuLine = []string{
 }
 
 // startNwakuLine runs bin with nwakuLine plus extra and no subcommand, in
-// a fresh working directory (no --data-dir: the archive goes to ./archive
-// as nwaku's store.sqlite3 goes to its working directory).
+// a fresh working directory (no --data-dir: the archive's index is
+// ./store.sqlite3, nwaku's default --store-message-db-url, with its
+// segments in ./store.sqlite3.segments).
 func startNwakuLine(t *testing.T, bin, name string, extra ...string) *nodeProc {
 	t.Helper()
 	dir := t.TempDir()
@@ -57,7 +58,7 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 		if n.log.count("relaying shard 0") != 0 {
 			t.Errorf("%s: start note about shard 0 although --shard=0 was given", n.name)
 		}
-		if _, err := os.Stat(filepath.Join(n.dataDir, "archive")); err != nil {
+		if _, err := os.Stat(filepath.Join(n.dataDir, "store.sqlite3")); err != nil {
 			t.Errorf("%s: --store=true without a data directory: %v", n.name, err)
 		}
 	}
@@ -92,8 +93,6 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 		want string
 	}{
 		{[]string{"--rln-relay=true"}, "courier node: --rln-relay=true: RLN is not supported by this node\n"},
-		{[]string{"--relay=true", "--store-message-db-url=postgres://u:p@localhost:5432/db"},
-			"courier node: --store-message-db-url=postgres://u:p@localhost:5432/db: only the embedded archive (--db-url) is supported by this node yet\n"},
 		{[]string{"--preset=twn"}, "courier node: --preset=twn: The Waku Network needs RLN, which this node does not support\n"},
 	} {
 		cmd := exec.Command(bin, c.args...)

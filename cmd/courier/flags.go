@@ -175,18 +175,25 @@ var nodeFlags = []flagDef{
 	// Store.
 	{name: "store", kind: kindBool, nwaku: "false", usage: "archive relayed messages",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Store = v.bool(); return nil }},
-	{name: "storenode", usage: "store peer multiaddr",
-		refuse: "store queries to a peer are not supported by this node yet", quiet: whenEmpty, owner: ownerStore},
-	{name: "store-message-retention-policy", nwaku: "time:172800", usage: "time:<s>, capacity:<n>, size:<xMB|xGB>",
-		refuse: "archive retention policies are not supported by this node yet", owner: ownerStore},
-	{name: "store-message-db-url", nwaku: "sqlite://store.sqlite3", usage: "archive database URL",
-		refuse: "only the embedded archive (--db-url) is supported by this node yet", owner: ownerStore},
-	{name: "store-message-db-vacuum", kind: kindBool, nwaku: "false", usage: "vacuum the archive at start",
-		refuse: "archive vacuum is not supported by this node yet", quiet: whenFalse, owner: ownerStore},
-	{name: "store-message-db-migration", kind: kindBool, nwaku: "true", usage: "migrate the archive at start",
-		with: "store-message-db-url"},
+	{name: "storenode", usage: "store peer multiaddr (default peer of the REST store API and courier query)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.StoreNode = v.str(); return nil }},
+	{name: "store-message-retention-policy", nwaku: "time:172800", usage: "time:<s>, capacity:<n>, size:<xMB|xGB>, joined by ; or none",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.ArchiveConfig.Retention = v.str(); return nil }},
+	{name: "store-message-db-url", nwaku: "sqlite://store.sqlite3",
+		usage: "archive: sqlite://PATH (index at PATH, segments in PATH.segments) or postgres://user:password@host:port/db; not given with --data-dir: <data-dir>/archive",
+		apply: applyDBURL},
+	{name: "store-message-db-vacuum", kind: kindBool, nwaku: "false", usage: "vacuum the archive's index at start",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.ArchiveConfig.Vacuum = v.bool(); return nil }},
+	{name: "store-message-db-migration", kind: kindBool, nwaku: "true", usage: "migrate the archive's schema at start (false: refuse one not current)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.ArchiveConfig.NoMigration = !v.bool(); return nil }},
 	{name: "store-max-num-db-connections", kind: kindInt, nwaku: "50", usage: "most Postgres connections",
-		with: "store-message-db-url"},
+		apply: func(o *nodeOptions, v flagVal) error {
+			if v.int() < 1 {
+				return fmt.Errorf("want a positive number")
+			}
+			o.cfg.ArchiveConfig.MaxConns = v.int()
+			return nil
+		}},
 	{name: "store-resume", kind: kindBool, nwaku: "false", usage: "fill the archive from a store peer at start (needs --store)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.StoreResume = v.bool(); return nil }},
 	{name: "store-sync", kind: kindBool, nwaku: "false", usage: "store sync protocol (needs --store)",
@@ -289,16 +296,26 @@ var nodeFlags = []flagDef{
 	{name: "websocket-secure-cert-path", usage: "PEM certificate chain for /wss",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.WebSocketSecureCertPath = v.str(); return nil }},
 
-	{name: "rate-limit", kind: kindList, usage: "protocol:volume/period",
-		refuse: "rate limits are not supported by this node yet", quiet: whenEmpty},
+	{name: "rate-limit", kind: kindList, usage: "[store:|storev3:|lightpush:|px:|filter:]volume/period, e.g. store:100/1s (repeatable; store applies)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RateLimit = v.vals; return nil }},
 
 	// courier's own flags.
 	{name: "data-dir", courierOnly: true, usage: "directory for the node key and the archive (default: the working directory for the archive)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.DataDir = v.str(); return nil }},
 	{name: "pubsub-topic", kind: kindList, courierOnly: true, usage: "further static-shard pubsub topic to relay (repeatable)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.PubsubTopics = v.vals; return nil }},
-	{name: "db-url", courierOnly: true, usage: `archive: empty or "embedded" for the SQLite index + segments in --data-dir`,
-		apply: func(o *nodeOptions, v flagVal) error { o.cfg.DBURL = v.str(); return nil }},
+	{name: "db-url", courierOnly: true, usage: `alias of --store-message-db-url; "embedded": <data-dir>/archive`,
+		apply: applyDBURL},
+}
+
+// applyDBURL sets the archive's URL from --store-message-db-url or its
+// alias --db-url when given; not given, the node's default applies
+// (<data-dir>/archive with --data-dir, else nwaku's sqlite://store.sqlite3).
+func applyDBURL(o *nodeOptions, v flagVal) error {
+	if v.given {
+		o.cfg.DBURL = v.str()
+	}
+	return nil
 }
 
 const errRLN = "RLN is not supported by this node"

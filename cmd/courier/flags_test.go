@@ -212,6 +212,22 @@ func TestNodeFlagsForms(t *testing.T) {
 				return c.Filter && c.Lightpush && c.FilterSubscriptionTimeout == time.Minute && c.FilterMaxPeersToServe == 5 &&
 					c.FilterMaxCriteria == 7 && c.FilterNode == "/ip4/127.0.0.1/tcp/1/p2p/x" && c.LightpushNode == "/ip4/127.0.0.1/tcp/2/p2p/y"
 			}},
+		{"store", []string{"--store=true", "--store-message-db-url=postgres://u:p@127.0.0.1:5432/waku", "--store-message-retention-policy=capacity:100;size:1.5GB",
+			"--store-message-db-vacuum=true", "--store-message-db-migration=false", "--store-max-num-db-connections=7",
+			"--storenode=/ip4/127.0.0.1/tcp/1/p2p/x", "--rate-limit=store:10/1s", "--rate-limit=5/1m"}, nil,
+			func(o *nodeOptions) bool {
+				a := o.cfg.ArchiveConfig
+				return o.cfg.Store && o.cfg.DBURL == "postgres://u:p@127.0.0.1:5432/waku" && a.Retention == "capacity:100;size:1.5GB" &&
+					a.Vacuum && a.NoMigration && a.MaxConns == 7 && o.cfg.StoreNode == "/ip4/127.0.0.1/tcp/1/p2p/x" &&
+					slices.Equal(o.cfg.RateLimit, []string{"store:10/1s", "5/1m"})
+			}},
+		{"store defaults", []string{"--store=true"}, nil,
+			func(o *nodeOptions) bool {
+				a := o.cfg.ArchiveConfig
+				return o.cfg.DBURL == "" && a.Retention == "time:172800" && !a.Vacuum && !a.NoMigration && a.MaxConns == 50 && o.cfg.RateLimit == nil
+			}},
+		{"db-url alias", []string{"--db-url=sqlite:///var/lib/courier/store.sqlite3"}, nil,
+			func(o *nodeOptions) bool { return o.cfg.DBURL == "sqlite:///var/lib/courier/store.sqlite3" }},
 		{"admin and cache", []string{"--rest-admin=true", "--rest-relay-cache-capacity=7"}, nil,
 			func(o *nodeOptions) bool { return o.cfg.RESTAdmin && o.cfg.RESTCacheCapacity == 7 }},
 	}
