@@ -16,7 +16,7 @@ const (
 	DefaultPushTimeout         = 20 * time.Second  // MessagePushTimeout
 	DefaultDedupTTL            = 2 * time.Minute   // MessageCacheTTL
 	DefaultDedupSize           = 32768
-	DefaultPushQueueSize       = 256
+	DefaultPushQueueSize       = 64
 	DefaultRequestTimeout      = 10 * time.Second
 	// MaxContentTopicsPerRequest is nwaku's limit on content topics in one
 	// SUBSCRIBE or UNSUBSCRIBE.
@@ -38,7 +38,9 @@ type Config struct {
 	// request (any of the four refreshes them). Default 300 s.
 	SubscriptionTimeout time.Duration
 	// PushQueueSize is the number of pushes queued for one subscriber; when
-	// its queue is full a push to it is dropped and counted. Default 256.
+	// its queue is full a push to it is dropped and counted. Default 64.
+	// Frames are shared by all subscribers, so stalled subscribers together
+	// hold at most PushQueueSize recent messages, not that many each.
 	PushQueueSize int
 	// PushTimeout bounds opening a push stream and writing one push to it.
 	// Default 20 s.

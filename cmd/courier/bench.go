@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 
 	"github.com/couriernet/courier/internal/bench"
@@ -18,9 +19,11 @@ Runs the message-path benchmark of the seed reports on courier's own code
 and prints a table (stdout), progress (stderr) and optionally CSV.
 
 Scenarios (--scenario, a comma list; a -runN suffix is allowed):
-  micro       one node in process, no network: fresh wire buffers go to the
-              relay's topic validator and dispatch; done when the archive
-              commit is acknowledged and the application handlers have run
+  micro       one node in process, no relay network: fresh wire buffers go
+              to the relay's topic validator and dispatch; done when the
+              archive commit is acknowledged, the application handlers have
+              run and every filter subscriber (--filter-peers libp2p hosts
+              on 127.0.0.1, reading into buffers they reuse) has its push
   macro       two nodes on 127.0.0.1 over libp2p TCP (Noise, Yamux,
               gossipsub); A publishes through its API, B relays, archives
               and runs the handlers; done as in micro, on B
@@ -28,6 +31,12 @@ Scenarios (--scenario, a comma list; a -runN suffix is allowed):
               no decode, no consumers): the ceiling the libp2p stack sets
   macro-rest  macro with A publishing through its REST API
               (POST /relay/v1/messages, 32 requests in flight)
+  macro-lightpush  macro with a light client (a libp2p host in the process)
+              pushing to A with lightpush v3, 32 requests in flight; prints
+              A's decodes, hashes and encodes per message
+  micro-stalled  micro with one more filter subscriber that never reads its
+              push stream: the other subscribers' rate and the live heap
+              beside micro's
   libnet      two lib-net endpoints on 127.0.0.1: raw lane against legacy
               lane, tell and ask, 1/10/100 kB and the seed mix, and a plain
               loopback TCP stream of 100 kB frames (tcp-baseline-100kB)
@@ -66,6 +75,7 @@ apply to the scenario):
   wire_bytes_per_msg                 encoded bytes per message (libnet:
                                      bytes the sender wrote)
   base64_ops_per_msg, json_ops_per_msg  libnet: base64 and JSON operations
+  filter_peers                       micro: filter subscribers pushed to
 The table shows the main columns; --csv writes all of them. Under the
 table: the CPU time per message of each scenario (user+system, whole
 process; steadier than wall time on a shared machine) and the ratios.
@@ -84,6 +94,7 @@ func runBench(args []string) error {
 	fs.StringVar(&cfg.Profile, "profile", bench.SeedProfile, "payload mix, e.g. 10/50/150kB@25/50/25 or 100kB")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "macro scenarios: publisher pace in msg/s (0: as fast as the window allows)")
 	fs.IntVar(&cfg.Handlers, "handlers", 1, "application handlers on the receiving node")
+	filterPeers := fs.String("filter-peers", "3", "micro: filter subscribers (libp2p hosts in the process), a comma list to run micro once for each; 0 for none")
 	fs.StringVar(&cfg.ContentTopic, "content-topic", "/courier/1/bench/proto", "content topic")
 	fs.StringVar(&cfg.PubsubTopic, "pubsub-topic", "/waku/2/rs/0/0", "pubsub topic")
 	fs.BoolVar(&cfg.Sign, "sign", false, "libnet: sign the raw lane too (the legacy lane always is)")
@@ -106,6 +117,13 @@ func runBench(args []string) error {
 	}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = -1 // bench.Config: zero means the default, negative none
+	}
+	for _, f := range strings.Split(*filterPeers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return fmt.Errorf("--filter-peers %q: want numbers of subscribers, 0 or more", *filterPeers)
+		}
+		cfg.FilterPeers = append(cfg.FilterPeers, n)
 	}
 	var csvFile *os.File
 	if *csvPath != "" { // fail now, not after the run
@@ -160,12 +178,24 @@ func printNotes(rows []bench.Row, cfg bench.Config) {
 			fmt.Printf("%s: %.0f µs of CPU per message (user+system, whole process)\n", r.Scenario, r.CPUNsPerMsg/1e3)
 		}
 	}
+	for _, r := range rows {
+		if !strings.HasPrefix(r.Scenario, "micro-stalled") {
+			continue
+		}
+		if m, ok := byName["micro"+strings.TrimPrefix(r.Scenario, "micro-stalled")]; ok && m.MsgPerS > 0 {
+			fmt.Printf("%s / %s: %.2f msg/s to %.0f healthy filter subscribers; CPU per message %.0f vs %.0f µs; peak live heap %.1f vs %.1f MB\n",
+				r.Scenario, m.Scenario, r.MsgPerS/m.MsgPerS, r.FilterPeers, r.CPUNsPerMsg/1e3, m.CPUNsPerMsg/1e3, r.PeakHeapMB, m.PeakHeapMB)
+		}
+	}
 	if m, ok := byName["macro"]; ok {
 		if bare, ok := byName["macro-bare"]; ok && bare.MsgPerS > 0 {
 			fmt.Printf("macro / macro-bare: %.2f\n", m.MsgPerS/bare.MsgPerS)
 		}
 		if r, ok := byName["macro-rest"]; ok && m.MsgPerS > 0 {
 			fmt.Printf("macro-rest / macro: %.2f\n", r.MsgPerS/m.MsgPerS)
+		}
+		if r, ok := byName["macro-lightpush"]; ok && m.MsgPerS > 0 {
+			fmt.Printf("macro-lightpush / macro: %.2f\n", r.MsgPerS/m.MsgPerS)
 		}
 		// Each node's message cache keeps about 6 heartbeats (6 s) of
 		// traffic, or the whole run when it is shorter.

@@ -17,7 +17,9 @@ import (
 
 // scenarios are the scenario names, in the order they run.
 // macro-rest is macro with A publishing through its REST API.
-var scenarios = []string{"micro", "macro", "macro-bare", "macro-rest", "libnet"}
+// micro-stalled is micro with one more filter subscriber that never reads;
+// macro-lightpush is macro with a light client pushing to A (lightpush v3).
+var scenarios = []string{"micro", "micro-stalled", "macro", "macro-bare", "macro-rest", "macro-lightpush", "libnet"}
 
 // Config configures a run. Zero values take the documented defaults.
 type Config struct {
@@ -37,6 +39,11 @@ type Config struct {
 	// Handlers is the number of application handlers on the receiving node
 	// (default 1); a message is done when all have run.
 	Handlers int
+	// FilterPeers are the numbers of filter subscribers of the micro
+	// scenarios (libp2p hosts in the process): micro and micro-stalled run
+	// once for each, named with a -f<F> suffix when there are several.
+	// 0 means no filter service. Default {3}.
+	FilterPeers []int
 	// ContentTopic and PubsubTopic of the workload. Defaults
 	// "/courier/1/bench/proto" and "/waku/2/rs/0/0".
 	ContentTopic, PubsubTopic string
@@ -85,6 +92,14 @@ func (c *Config) setDefaults() error {
 	if c.Handlers < 0 || c.Handlers > 64 {
 		return fmt.Errorf("bench: --handlers %d not in 1..64", c.Handlers)
 	}
+	if len(c.FilterPeers) == 0 {
+		c.FilterPeers = []int{3}
+	}
+	for _, f := range c.FilterPeers {
+		if f < 0 || f > 1000 {
+			return fmt.Errorf("bench: --filter-peers %d not in 0..1000", f)
+		}
+	}
 	if c.ContentTopic == "" {
 		c.ContentTopic = "/courier/1/bench/proto"
 	}
@@ -129,8 +144,10 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 		var r []Row
 		var err error
 		switch baseScenario(s) {
-		case "micro":
-			r, err = one(runMicro(ctx, cfg, w, s))
+		case "micro", "micro-stalled":
+			r, err = runMicros(ctx, cfg, w, s, baseScenario(s) == "micro-stalled")
+		case "macro-lightpush":
+			r, err = one(runMacroLightpush(ctx, cfg, w, s))
 		case "macro":
 			r, err = one(runMacro(ctx, cfg, w, s, false))
 		case "macro-rest":
@@ -149,6 +166,23 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 }
 
 func one(r Row, err error) ([]Row, error) { return []Row{r}, err }
+
+// runMicros runs a micro scenario once per number of filter subscribers.
+func runMicros(ctx context.Context, cfg Config, w *Workload, name string, stalled bool) ([]Row, error) {
+	var rows []Row
+	for _, f := range cfg.FilterPeers {
+		n := name
+		if len(cfg.FilterPeers) > 1 {
+			n = fmt.Sprintf("%s-f%d", name, f)
+		}
+		r, err := runMicro(ctx, cfg, w, n, stalled, f)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
 
 func calibrate(cfg Config, w *Workload) error {
 	fmt.Fprintf(cfg.Out, "SHA-256: %.0f MB/s (65 kB buffers)\n", sha256Speed())

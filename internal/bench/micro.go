@@ -46,9 +46,12 @@ func addHandlers(r *relay.Relay, n int, t **tracker) {
 	}
 }
 
-// runMicro runs the micro scenario: one node, no network; the harness hands
-// fresh wire buffers to the relay's validator and dispatch (Relay.Inject).
-func runMicro(ctx context.Context, cfg Config, w *Workload, name string) (Row, error) {
+// runMicro runs the micro scenario: one node, no network for the relay;
+// the harness hands fresh wire buffers to the relay's validator and
+// dispatch (Relay.Inject). The node's filter service pushes every message
+// to filterPeers subscribers over libp2p on 127.0.0.1; with stalled,
+// one more subscriber never reads its push stream.
+func runMicro(ctx context.Context, cfg Config, w *Workload, name string, stalled bool, filterPeers int) (Row, error) {
 	row := NewRow(name, cfg.Profile, w.N)
 	dir, err := tempDir(cfg.Dir, "micro")
 	if err != nil {
@@ -61,19 +64,29 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string) (Row, e
 	n, err := node.New(node.Config{
 		// Store-sync is on so that its index insert is part of the chain;
 		// with no peer it never starts a round.
-		NoListen: true, Relay: true, Store: true, StoreSync: true, StoreSyncInterval: -1,
+		NoListen: filterPeers == 0 && !stalled, ListenAddress: "127.0.0.1",
+		Relay: true, Store: true, StoreSync: true, StoreSyncInterval: -1, Filter: filterPeers > 0 || stalled,
 		DataDir: dir, PubsubTopics: []string{cfg.PubsubTopic},
 		Counters: &ctr, OnArchived: fails.onArchived(&t), Logger: quietLogger,
 	})
 	if err != nil {
 		return row, err
 	}
-	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, window)
+	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers+filterPeers, window)
 	addHandlers(n.Relay(), cfg.Handlers, &t)
 	if err := n.Start(ctx); err != nil {
 		n.Stop(ctx)
 		return row, err
 	}
+	if n.Filter() != nil {
+		subs, err := startFilterSubscribers(ctx, n, cfg, filterPeers, stalled, &t)
+		if err != nil {
+			n.Stop(ctx)
+			return row, err
+		}
+		defer subs.close()
+	}
+	row.FilterPeers = float64(filterPeers)
 	stop := startProgress(cfg.Progress, name, t)
 	var p phase
 	var produceErr error
@@ -106,6 +119,13 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string) (Row, e
 	}
 	if err == nil {
 		err = checkDrops(name, n.Relay(), &fails)
+	}
+	if err == nil {
+		err = checkFilter(name, n, stalled)
+	}
+	if f := n.Filter(); f != nil && stalled {
+		st := f.Stats()
+		fmt.Fprintf(cfg.Out, "%s: filter pushes %d written, %d dropped on the stalled subscriber's full queue\n", name, st.Pushed, st.Dropped)
 	}
 	p.fill(&row, w, t)
 	row.WireBytesPerMsg = float64(p.proc1.DecodedBytes-p.proc0.DecodedBytes) / float64(w.N)

@@ -17,6 +17,7 @@ var columns = []string{
 	"peak_heap_MB", "peak_heap_alloc_MB", "alloc_bytes_per_msg", "allocs_per_msg", "payload_copies_per_msg",
 	"encodes_per_msg", "msgid_hashes_per_msg", "recv_decodes_per_msg", "recv_hashes_per_msg",
 	"interarrival_p50_ns", "interarrival_p99_ns", "wire_bytes_per_msg", "base64_ops_per_msg", "json_ops_per_msg",
+	"filter_peers",
 }
 
 // Row is one result line. A cell that does not apply holds NaN (floats) and
@@ -43,6 +44,8 @@ type Row struct {
 	InterarrivalP50Ns, InterarrivalP99Ns float64
 	WireBytesPerMsg                      float64
 	Base64OpsPerMsg, JSONOpsPerMsg       float64
+	// FilterPeers is the number of filter subscribers pushed to.
+	FilterPeers float64
 
 	// CPUNsPerMsg is the process's user+system CPU time per measured
 	// message. It is not a CSV column (BENCHMARK.md fixes those); the
@@ -62,7 +65,7 @@ func NewRow(scenario, profile string, msgs int) Row {
 		AllocBytesPerMsg: na, AllocsPerMsg: na, PayloadCopiesPerMsg: na,
 		EncodesPerMsg: na, MsgIDHashesPerMsg: na, RecvDecodesPerMsg: na, RecvHashesPerMsg: na,
 		InterarrivalP50Ns: na, InterarrivalP99Ns: na, WireBytesPerMsg: na,
-		Base64OpsPerMsg: na, JSONOpsPerMsg: na, CPUNsPerMsg: na,
+		Base64OpsPerMsg: na, JSONOpsPerMsg: na, CPUNsPerMsg: na, FilterPeers: na,
 	}
 }
 
@@ -81,6 +84,7 @@ func (r Row) cells() []string {
 		f(r.PayloadCopiesPerMsg, 3), f(r.EncodesPerMsg, 3), f(r.MsgIDHashesPerMsg, 3),
 		f(r.RecvDecodesPerMsg, 3), f(r.RecvHashesPerMsg, 3), f(r.InterarrivalP50Ns, 0),
 		f(r.InterarrivalP99Ns, 0), f(r.WireBytesPerMsg, 1), f(r.Base64OpsPerMsg, 3), f(r.JSONOpsPerMsg, 3),
+		f(r.FilterPeers, 0),
 	}
 }
 
@@ -100,7 +104,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 }
 
 // tableColumns are the columns a person reads first, by index into columns.
-var tableColumns = []int{0, 1, 4, 5, 6, 7, 8, 18, 19, 20, 21, 13, 15, 17, 24, 25, 26}
+var tableColumns = []int{0, 1, 4, 5, 6, 7, 8, 18, 19, 20, 21, 13, 15, 17, 24, 25, 26, 27}
 
 // WriteTable writes rows as an aligned text table of the main columns.
 func WriteTable(w io.Writer, rows []Row) error {

@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/lightpush"
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/metadata"
+	"github.com/couriernet/courier/node"
+)
+
+// runMacroLightpush runs macro with a light client in front: a libp2p host
+// in the process pushes each message to node A with lightpush v3 (32
+// requests in flight at most); A publishes it on relay as it arrived and B
+// relays, archives and runs the handlers, as in macro. Under the table it
+// prints A's decodes, hashes and encodes per message.
+func runMacroLightpush(ctx context.Context, cfg Config, w *Workload, name string) (Row, error) {
+	row := NewRow(name, cfg.Profile, w.N)
+	dir, err := tempDir(cfg.Dir, "macro")
+	if err != nil {
+		return row, err
+	}
+	defer removeAll(dir)
+	var t *tracker
+	var fails archiveFailures
+	var ca, cb, cc message.Counters
+	base := node.Config{ListenAddress: "127.0.0.1", Relay: true, PubsubTopics: []string{cfg.PubsubTopic}, Logger: quietLogger}
+	acfg, bcfg := base, base
+	acfg.Counters, acfg.Lightpush = &ca, true
+	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
+	a, err := node.New(acfg)
+	if err != nil {
+		return row, err
+	}
+	defer a.Stop(context.Background())
+	b, err := node.New(bcfg)
+	if err != nil {
+		return row, err
+	}
+	defer b.Stop(context.Background())
+	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, window)
+	addHandlers(b.Relay(), cfg.Handlers, &t)
+	for _, n := range []*node.Node{a, b} {
+		if err := n.Start(ctx); err != nil {
+			return row, err
+		}
+	}
+	if err := connectMesh(ctx, a.Host(), b.Host(), a.Relay().TopicPeers, b.Relay().TopicPeers, cfg.PubsubTopic); err != nil {
+		return row, err
+	}
+	lh, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		return row, err
+	}
+	defer lh.Close()
+	// The node drops peers that do not answer metadata, as nwaku does.
+	if _, err := metadata.New(lh, metadata.Config{}, nil); err != nil {
+		return row, err
+	}
+	if err := lh.Connect(ctx, peer.AddrInfo{ID: a.Host().ID(), Addrs: a.Host().Addrs()}); err != nil {
+		return row, err
+	}
+	lp := &lightPublisher{c: lightpush.NewClient(lh, lightpush.ClientConfig{Counters: &cc}), to: a.Host().ID(), topic: cfg.PubsubTopic, w: w}
+	msgIDs := func() uint64 { return a.Relay().Stats().MsgIDHashes + b.Relay().Stats().MsgIDHashes }
+	proc := func() message.CounterSnapshot { return ca.Snapshot().Add(cb.Snapshot()).Add(cc.Snapshot()) }
+	losses := func() string {
+		return fmt.Sprintf("sender: %s; receiver: %s; lightpush: %v", dropSummary(a.Relay(), &archiveFailures{}), dropSummary(b.Relay(), &fails), lp.err())
+	}
+	var p phase
+	var a0 message.CounterSnapshot
+	stop := startProgress(cfg.Progress, name, t)
+	err = drive(ctx, cfg, w, t, &p, func(i int) (int64, error) { return lp.publish(ctx, i) }, losses,
+		func() { a0 = ca.Snapshot(); p.begin(proc(), cb.Snapshot(), msgIDs()) })
+	lp.wait()
+	if err == nil {
+		err = lp.err()
+	}
+	p.end(proc(), cb.Snapshot(), msgIDs())
+	stop()
+	if err == nil {
+		err = checkDrops(name+" sender", a.Relay(), &archiveFailures{})
+	}
+	if err == nil {
+		err = checkDrops(name+" receiver", b.Relay(), &fails)
+	}
+	d := ca.Snapshot().Sub(a0)
+	n := float64(w.N)
+	fmt.Fprintf(cfg.Out, "%s: lightpush service node A per message: %.3f decodes, %.3f hashes, %.3f encodes\n",
+		name, float64(d.Decodes)/n, float64(d.Hashes)/n, float64(d.Encodes)/n)
+	p.fill(&row, w, t)
+	row.WireBytesPerMsg = float64(p.recv1.DecodedBytes-p.recv0.DecodedBytes) / n
+	return row, err
+}
+
+// lightPublisher pushes workload messages with lightpush v3, each request
+// on its own goroutine; the tracker's window bounds how many are in flight.
+type lightPublisher struct {
+	c     *lightpush.Client
+	to    peer.ID
+	topic string
+	w     *Workload
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	first error
+}
+
+// publish builds message i and pushes it in the background. It returns the
+// bytes the harness allocated for the payload.
+func (l *lightPublisher) publish(ctx context.Context, i int) (int64, error) {
+	payload := make([]byte, l.w.Size(i))
+	l.w.FillPayload(payload, i)
+	m := &message.Message{Payload: payload, ContentTopic: l.w.ContentTopic, Timestamp: time.Now().UnixNano()}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		resp, err := l.c.Push(ctx, l.to, l.topic, m)
+		if err == nil {
+			err = resp.Err()
+		}
+		if err != nil {
+			l.mu.Lock()
+			if l.first == nil {
+				l.first = fmt.Errorf("bench: lightpush of message %d: %w", i, err)
+			}
+			l.mu.Unlock()
+		}
+	}()
+	return int64(cap(payload)), nil
+}
+
+func (l *lightPublisher) wait() { l.wg.Wait() }
+
+func (l *lightPublisher) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.first
+}
