@@ -20,6 +20,14 @@ func fuzzSeeds(f *testing.F) {
 	f.Add(container(1, wire.V1MinLen, make([]byte, wire.V1MinLen), 2, []byte("{}"), 0, nil))
 	f.Add([]byte(`{"UUID":"550e8400-e29b-41d4-a716-446655440000","PORT":1,"msgDir":"tell","data":{"payload":{"value":"AA==","dataType":"bb"},"route":"r"}}`))
 	f.Add([]byte{1})
+	for _, data := range []string{
+		`{"payload":{"type":"Buffer","data":[4,0,1,170]},"route":"binary/t"}`,
+		`{"payload":{"data":[4,0,1,170],"type":"Buffer"},"route":"binary/t"}`,
+		`{"value":"BAABqg==","dataType":"bb"}`,
+		`{"type":"Buffer","data":[4,0,1,700]}`,
+	} {
+		f.Add([]byte(augJSON("1", "resp", data, 1, "5000.5")))
+	}
 }
 
 // FuzzParseFrame checks that the container and header parsers never panic
@@ -52,25 +60,32 @@ func FuzzLegacyEnvelope(f *testing.F) {
 		if err == nil && a.Binary && a.Data != nil {
 			t.Fatal("binary envelope kept raw data")
 		}
+		if s := capReport(a.Payload) + capReport(a.Data); s != "" {
+			t.Fatalf("spare capacity: %s", s)
+		}
 	})
 }
 
 // FuzzHandleFrame runs whole frames through a connection's receive path
-// (parse, verify, decompress, envelope, dispatch) without a socket.
+// (parse, verify, decompress, envelope, dispatch) without a socket, on an
+// endpoint with a hash key (legacy frames must then be signed) and on one
+// without (every frame reaches the parsers).
 func FuzzHandleFrame(f *testing.F) {
 	fuzzSeeds(f)
 	key, _ := testKeys(f)
-	e, err := New(Config{Lane: LaneRaw, HashKey: key, PayloadLimit: 1 << 16, Handler: func(*Header, []byte, Respond) {}})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { e.Close() })
-	c := &conn{ep: e, remote: "fuzz"}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) == 0 {
-			return
+	var conns []*conn
+	for _, k := range [][]byte{key, nil} {
+		e, err := New(Config{Lane: LaneRaw, HashKey: k, PayloadLimit: 1 << 16, Handler: func(*Header, []byte, Respond) {}})
+		if err != nil {
+			f.Fatal(err)
 		}
-		c.handle(b, len(b)+4)
+		f.Cleanup(func() { e.Close() })
+		conns = append(conns, &conn{ep: e, remote: "fuzz"})
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, c := range conns {
+			c.handle(b, len(b)+4)
+		}
 	})
 }
 

@@ -141,10 +141,10 @@ type wireAug struct {
 
 // binValue is a Buffer or Uint8Array in any of its JSON forms.
 type binValue struct {
-	Value    *string `json:"value"`    // lib-types: base64
-	DataType string  `json:"dataType"` // lib-types: "bb" or "u8ab"
-	Type     string  `json:"type"`     // Buffer.toJSON: "Buffer"
-	Data     []int   `json:"data"`     // Buffer.toJSON: the bytes
+	Value    *string         `json:"value"`    // lib-types: base64
+	DataType string          `json:"dataType"` // lib-types: "bb" or "u8ab"
+	Type     string          `json:"type"`     // Buffer.toJSON: "Buffer"
+	Data     json.RawMessage `json:"data"`     // Buffer.toJSON: the bytes as an array of numbers
 }
 
 // dataShape reads data as the route envelope or as a binary value itself.
@@ -164,15 +164,13 @@ func (v *binValue) bytes() (b []byte, ok bool, err error) {
 			return nil, false, fmt.Errorf("%w: payload: %w", ErrBadEnvelope, err)
 		}
 		return slices.Clip(b), true, nil
-	case v.Type == "Buffer" && v.Data != nil:
-		b = make([]byte, len(v.Data))
-		for i, x := range v.Data {
-			if x < 0 || x > 255 {
-				return nil, false, nil
-			}
-			b[i] = byte(x)
+	case v.Type == "Buffer" && len(v.Data) > 0 && v.Data[0] == '[':
+		// An array of numbers decodes into []byte one byte per element;
+		// one outside 0-255 fails, and the value is then not binary.
+		if json.Unmarshal(v.Data, &b) != nil {
+			return nil, false, nil
 		}
-		return b, true, nil
+		return slices.Clip(b), true, nil
 	}
 	return nil, false, nil
 }
@@ -217,6 +215,8 @@ func Parse(b []byte) (Aug, Ops, error) {
 	}
 	if v.Value != nil {
 		ops.Base64++
+	} else {
+		ops.JSON++ // the array of numbers
 	}
 	a.Payload, a.Binary, a.Route, a.Data = p, true, route, nil
 	return a, ops, nil
