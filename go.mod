@@ -114,3 +114,5 @@ require (
 	golang.org/x/tools v0.52.1-0.20261106145633-d407941a339a // indirect
 	lukechampine.com/blake3 v1.4.1 // indirect
 )
+
+ignore ./interop/jswaku/node_modules
