@@ -56,7 +56,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descNodeMessages, float64(rs.Delivered), "relay")
 		counter(descMsgID, float64(rs.MsgIDHashes))
 		for reason, v := range rs.Drops {
-			counter(descDrops, float64(v), reason)
+			counter(descDrops, float64(v), reason.String())
 		}
 		if n.rest != nil {
 			counter(descDrops, float64(n.rest.Stats().DroppedOldest), rest.DropCacheFull)

@@ -390,11 +390,11 @@ func (r *Relay) Stats() Stats {
 	s := Stats{
 		MsgIDHashes: r.c.msgIDHashes.Load(),
 		Delivered:   r.c.delivered.Load(),
-		Drops:       make(map[string]uint64, len(dropReasons)),
+		Drops:       make(map[DropReason]uint64, numDropReasons),
 		Topics:      map[string]TopicStats{},
 	}
-	for i, reason := range dropReasons {
-		s.Drops[reason] = r.c.drops[i].Load()
+	for i := range r.c.drops {
+		s.Drops[DropReason(i)] = r.c.drops[i].Load()
 	}
 	r.mu.Lock()
 	for name, ts := range r.topics {

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -9,36 +10,98 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
-// Drop reasons, the keys of Stats.Drops. Every message the relay loses is
-// counted under exactly one of them.
+// DropReason says why the relay lost a message; its String is the key in
+// metrics. Every message the relay loses is counted under exactly one
+// reason.
+type DropReason uint8
+
+// Drop reasons. gossipsub's reject reasons (go-libp2p-pubsub tracer.go)
+// each have their own, except the validator's own results, which the
+// validator counts as DropInvalid or DropTimestamp; a reason a later
+// gossipsub adds is counted as DropOtherReject until it gets its own.
 const (
-	DropInvalid             = "invalid"               // validator Rejected: does not decode or breaks a limit
-	DropTimestamp           = "timestamp_skew"        // validator Ignored: outside MaxTimestampSkew
-	DropValidationQueueFull = "validation_queue_full" // gossipsub's validation queue was full
-	DropValidationThrottled = "validation_throttled"  // gossipsub's validation throttle was reached
-	DropUndeliverable       = "subscription_full"     // our subscription buffer was full
-	DropRPCQueueFull        = "peer_queue_full"       // an outbound RPC to a peer was dropped
-	DropHandlerQueueFull    = "handler_queue_full"    // a Handler's queue was full
-	DropArchive             = "archive_error"         // the archive refused or failed the envelope
+	DropInvalid             DropReason = iota // validator Rejected: does not decode or breaks a limit
+	DropTimestamp                             // validator Ignored: outside MaxTimestampSkew
+	DropValidationQueueFull                   // gossipsub's validation queue was full
+	DropValidationThrottled                   // gossipsub's validation throttle was reached
+	DropUndeliverable                         // our subscription buffer was full
+	DropRPCQueueFull                          // an outbound RPC to a peer was dropped
+	DropHandlerQueueFull                      // a Handler's queue was full
+	DropArchive                               // the archive refused or failed the envelope
+	DropUnexpectedSignature                   // signed, where 11/WAKU2-RELAY requires StrictNoSign
+	DropUnexpectedAuthor                      // from, seqno or key set, which StrictNoSign forbids
+	DropBlacklistedPeer                       // received from a blacklisted peer
+	DropBlacklistedSource                     // authored by a blacklisted peer
+	DropSelfOrigin                            // claims to come from this node but was received from a peer
+	DropOtherReject                           // a gossipsub reject reason not listed above
+	numDropReasons
 )
 
-var dropReasons = []string{
-	DropInvalid, DropTimestamp, DropValidationQueueFull, DropValidationThrottled,
-	DropUndeliverable, DropRPCQueueFull, DropHandlerQueueFull, DropArchive,
+var dropNames = [numDropReasons]string{
+	DropInvalid:             "invalid",
+	DropTimestamp:           "timestamp_skew",
+	DropValidationQueueFull: "validation_queue_full",
+	DropValidationThrottled: "validation_throttled",
+	DropUndeliverable:       "subscription_full",
+	DropRPCQueueFull:        "peer_queue_full",
+	DropHandlerQueueFull:    "handler_queue_full",
+	DropArchive:             "archive_error",
+	DropUnexpectedSignature: "unexpected_signature",
+	DropUnexpectedAuthor:    "unexpected_author",
+	DropBlacklistedPeer:     "blacklisted_peer",
+	DropBlacklistedSource:   "blacklisted_source",
+	DropSelfOrigin:          "self_origin",
+	DropOtherReject:         "gossipsub_other",
+}
+
+// DropReasons returns every drop reason, in order.
+func DropReasons() []DropReason {
+	out := make([]DropReason, numDropReasons)
+	for i := range out {
+		out[i] = DropReason(i)
+	}
+	return out
+}
+
+// String returns the reason's name, e.g. "subscription_full", or
+// "DropReason(n)" for a value out of range.
+func (d DropReason) String() string {
+	if d < numDropReasons {
+		return dropNames[d]
+	}
+	return fmt.Sprintf("DropReason(%d)", uint8(d))
 }
 
 type counters struct {
 	msgIDHashes atomic.Uint64
 	delivered   atomic.Uint64
-	drops       [8]atomic.Uint64 // indexed like dropReasons
+	drops       [numDropReasons]atomic.Uint64
 }
 
-func (c *counters) drop(reason string) {
-	for i, r := range dropReasons {
-		if r == reason {
-			c.drops[i].Add(1)
-			return
-		}
+func (c *counters) drop(reason DropReason) { c.drops[reason].Add(1) }
+
+// rejectReason maps a gossipsub reject reason to ours. counted is false
+// for the validator's own results, which the validator has counted.
+func rejectReason(reason string) (d DropReason, counted bool) {
+	switch reason {
+	case pubsub.RejectValidationFailed, pubsub.RejectValidationIgnored:
+		return 0, false
+	case pubsub.RejectValidationQueueFull:
+		return DropValidationQueueFull, true
+	case pubsub.RejectValidationThrottled:
+		return DropValidationThrottled, true
+	case pubsub.RejectUnexpectedSignature:
+		return DropUnexpectedSignature, true
+	case pubsub.RejectUnexpectedAuthInfo:
+		return DropUnexpectedAuthor, true
+	case pubsub.RejectBlacklstedPeer:
+		return DropBlacklistedPeer, true
+	case pubsub.RejectBlacklistedSource:
+		return DropBlacklistedSource, true
+	case pubsub.RejectSelfOrigin:
+		return DropSelfOrigin, true
+	default: // missing or invalid signature (impossible under StrictNoSign), or a new reason
+		return DropOtherReject, true
 	}
 }
 
@@ -49,9 +112,9 @@ type Stats struct {
 	MsgIDHashes uint64
 	// Delivered counts envelopes handed to the dispatcher.
 	Delivered uint64
-	// Drops counts lost messages by reason (the Drop* constants); every
-	// reason is present, zero or not.
-	Drops map[string]uint64
+	// Drops counts lost messages by reason; every reason of DropReasons is
+	// present, zero or not.
+	Drops map[DropReason]uint64
 	// Topics holds messages and encoded bytes received per pubsub topic.
 	Topics map[string]TopicStats
 }
@@ -77,11 +140,8 @@ type tracer struct{ c *counters }
 var _ pubsub.RawTracer = tracer{}
 
 func (t tracer) RejectMessage(_ *pubsub.Message, reason string) {
-	switch reason {
-	case pubsub.RejectValidationQueueFull:
-		t.c.drop(DropValidationQueueFull)
-	case pubsub.RejectValidationThrottled:
-		t.c.drop(DropValidationThrottled)
+	if d, counted := rejectReason(reason); counted {
+		t.c.drop(d)
 	}
 }
 func (t tracer) UndeliverableMessage(*pubsub.Message)               { t.c.drop(DropUndeliverable) }
