@@ -25,6 +25,7 @@ func init() {
 		{"message", "message tools: `courier message hash`", runMessage},
 		{"publish", "publish a message through a node's REST API", runPublish},
 		{"subscribe", "subscribe through a node's REST API and print messages", runSubscribe},
+		{"query", "query a store node, directly or through a node's REST API", runQuery},
 	}
 }
 
