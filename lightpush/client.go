@@ -88,7 +88,12 @@ func (c *Client) Send(ctx context.Context, p peer.ID, req Request) (Response, er
 // PushLegacy asks p to publish msg on pubsubTopic with lightpush v2. A
 // refusal is a *StatusError with Code 0 and nwaku's info text.
 func (c *Client) PushLegacy(ctx context.Context, p peer.ID, pubsubTopic string, msg *message.Message) error {
-	rpc := LegacyRPC{RequestID: newRequestID(), Request: &LegacyRequest{PubsubTopic: pubsubTopic, Message: msg.Encode(c.cfg.Counters)}}
+	return c.SendLegacy(ctx, p, LegacyRequest{PubsubTopic: pubsubTopic, Message: msg.Encode(c.cfg.Counters)})
+}
+
+// SendLegacy sends one v2 request as it is; errors as PushLegacy.
+func (c *Client) SendLegacy(ctx context.Context, p peer.ID, req LegacyRequest) error {
+	rpc := LegacyRPC{RequestID: newRequestID(), Request: &req}
 	b, err := c.exchange(ctx, p, LegacyProtocolID, rpc.Append(nil))
 	if err != nil {
 		return err

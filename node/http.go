@@ -32,6 +32,7 @@ func (n *Node) startHTTP() error {
 			return err
 		}
 		n.rest = srv
+		n.light.onFilterPush = srv.DeliverFilter
 		if n.relay != nil {
 			var cts, shards []string
 			if n.auto != nil {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -183,4 +184,58 @@ func (n *Node) relayReady() bool {
 		}
 	}
 	return false
+}
+
+// Lightpush implements rest.LightBackend: through --lightpushnode, else
+// through the node's own service (nwaku useSelfHostedLightPush).
+func (b restBackend) Lightpush(ctx context.Context, req lightpush.Request) (lightpush.Response, error) {
+	l := &b.n.light
+	switch {
+	case l.lightpushClient != nil:
+		return l.lightpushClient.Send(ctx, l.lightpushPeer, req)
+	case l.lightpush != nil:
+		return l.lightpush.Push(ctx, req), nil
+	}
+	return lightpush.Response{}, rest.ErrNoServicePeer
+}
+
+// LightpushLegacy implements rest.LightBackend with lightpush v2.
+func (b restBackend) LightpushLegacy(ctx context.Context, pubsubTopic string, msg *message.Message) error {
+	l := &b.n.light
+	if l.lightpushClient == nil && l.lightpush == nil {
+		return rest.ErrNoServicePeer
+	}
+	if pubsubTopic == "" {
+		t, err := b.ContentTopicShard(msg.ContentTopic)
+		if err != nil {
+			return &lightpush.StatusError{Desc: "Pubsub topic must be specified when static sharding is enabled"}
+		}
+		pubsubTopic = t
+	}
+	req := lightpush.LegacyRequest{PubsubTopic: pubsubTopic, Message: msg.Encode(b.n.cfg.Counters)}
+	if l.lightpushClient != nil {
+		return l.lightpushClient.SendLegacy(ctx, l.lightpushPeer, req)
+	}
+	if resp := l.lightpush.PushLegacy(ctx, req); !resp.IsSuccess {
+		return &lightpush.StatusError{Desc: resp.Info}
+	}
+	return nil
+}
+
+// FilterRequest implements rest.LightBackend: the request goes to
+// --filternode.
+func (b restBackend) FilterRequest(ctx context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error) {
+	l := &b.n.light
+	if l.filterClient == nil {
+		return filter.SubscribeResponse{}, rest.ErrNoServicePeer
+	}
+	return l.filterClient.Request(ctx, l.filterPeer, req)
+}
+
+// FilterSubscriptions implements rest.LightBackend.
+func (b restBackend) FilterSubscriptions() ([]filter.PeerSubscriptions, bool) {
+	if b.n.light.filter == nil {
+		return nil, false
+	}
+	return b.n.light.filter.Subscriptions(), true
 }

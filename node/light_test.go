@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,9 +41,10 @@ func TestLightClientThroughNodes(t *testing.T) {
 	a := start(Config{Relay: true, Lightpush: true})
 	b := start(Config{Relay: true, Filter: true})
 	addr := func(n *Node) string { return n.ListenAddresses()[0] }
-	c := start(Config{FilterNode: addr(b), LightpushNode: addr(a)})
-	got := make(chan *message.Envelope, 1)
-	c.light.onFilterPush = func(env *message.Envelope) { got <- env }
+	c := start(Config{FilterNode: addr(b), LightpushNode: addr(a), REST: true, RESTAddress: "127.0.0.1"})
+	got := make(chan *message.Envelope, 4)
+	toREST := c.light.onFilterPush
+	c.light.onFilterPush = func(env *message.Envelope) { toREST(env); got <- env }
 
 	if err := a.Host().Connect(ctx, peer.AddrInfo{ID: b.Host().ID(), Addrs: b.Host().Addrs()}); err != nil {
 		t.Fatal(err)
@@ -69,6 +74,39 @@ func TestLightClientThroughNodes(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("no filter push")
+	}
+	// The same through C's REST API: a filter subscription, a lightpush,
+	// and the message back from the filter message cache.
+	base := "http://" + c.HTTPAddrs()[0]
+	post := func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post("/filter/v2/subscriptions", `{"requestId":"r1","pubsubTopic":"`+topic+`","contentFilters":["/app/1/rest/proto"]}`); code != 200 || body != `{"requestId":"r1","statusDesc":"OK"}` {
+		t.Fatalf("filter subscribe: %d %s", code, body)
+	}
+	if code, body := post("/lightpush/v3/message", `{"pubsubTopic":"`+topic+`","message":{"payload":"cmVzdA==","contentTopic":"/app/1/rest/proto"}}`); code != 200 || body != `{"relayPeerCount":1}` {
+		t.Fatalf("lightpush: %d %s", code, body)
+	}
+	select {
+	case <-got:
+	case <-ctx.Done():
+		t.Fatal("no filter push of the REST message")
+	}
+	hr, err := http.Get(base + "/filter/v2/messages/" + url.PathEscape("/app/1/rest/proto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(hr.Body)
+	hr.Body.Close()
+	if hr.StatusCode != 200 || !strings.Contains(string(text), `"payload":"cmVzdA=="`) {
+		t.Fatalf("filter messages: %d %s", hr.StatusCode, text)
 	}
 	health := func(n *Node) string {
 		var s string

@@ -121,6 +121,14 @@ func (c *cache) drainContent(topic string) (envs []*message.Envelope, ok bool) {
 
 func (c *cache) newRing() ring { return ring{buf: make([]*message.Envelope, c.size)} }
 
+// reset stops caching every topic.
+func (c *cache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.pubsub)
+	clear(c.content)
+}
+
 // addPubsub starts caching the topics not cached yet.
 func (c *cache) addPubsub(topics []string) {
 	c.mu.Lock()

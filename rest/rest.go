@@ -16,6 +16,15 @@
 //	GET    /info, /debug/v1/info                   Info
 //	GET    /version, /debug/v1/version             version text
 //	GET    /admin/v1/peers                         []Peer
+//	GET    /admin/v1/filter/subscriptions          []FilterSubscription
+//	POST   /lightpush/v3/message                   {pubsubTopic?, message} (see LightBackend)
+//	POST   /lightpush/v1/message                   the same, lightpush v2
+//	POST   /filter/v2/subscriptions                {requestId, pubsubTopic?, contentFilters}
+//	PUT    /filter/v2/subscriptions                the same
+//	DELETE /filter/v2/subscriptions                the same, unsubscribes
+//	DELETE /filter/v2/subscriptions/all            {requestId}
+//	GET    /filter/v2/subscriptions/{requestId}    pings the filter node
+//	GET    /filter/v2/messages/{contentTopic}      drains the filter message cache
 //
 // Topics in paths are URL-encoded ("/relay/v1/messages/%2Fwaku%2F2%2Frs%2F0%2F0").
 // Successful writes answer 200 "OK" (text/plain); errors answer a status code
@@ -146,6 +155,8 @@ type Server struct {
 	mux   *http.ServeMux
 	subMu sync.Mutex
 	cache cache
+	// filterCache keeps what the node's filter client is pushed.
+	filterCache cache
 }
 
 // New returns a Server over b. logger nil means no logging. Errors wrap
@@ -160,7 +171,7 @@ func New(b Backend, cfg Config, logger *slog.Logger) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, cfg: cfg, log: logger, mux: http.NewServeMux(), cache: newCache(cfg.CacheSize)}
+	s := &Server{b: b, cfg: cfg, log: logger, mux: http.NewServeMux(), cache: newCache(cfg.CacheSize), filterCache: newCache(cfg.CacheSize)}
 	s.routes()
 	return s, nil
 }
@@ -180,7 +191,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /debug/v1/info", s.getInfo)
 	s.mux.HandleFunc("GET /version", s.getVersion)
 	s.mux.HandleFunc("GET /debug/v1/version", s.getVersion)
+	s.lightRoutes()
 	if s.cfg.Admin {
+		s.mux.HandleFunc("GET /admin/v1/filter/subscriptions", s.getFilterAdmin)
 		s.mux.HandleFunc("GET /admin/v1/peers", s.getPeers)
 	} else {
 		s.mux.HandleFunc("/admin/", func(w http.ResponseWriter, _ *http.Request) {

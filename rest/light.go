@@ -1,0 +1,401 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/couriernet/courier/filter"
+	"github.com/couriernet/courier/lightpush"
+	"github.com/couriernet/courier/message"
+)
+
+// Errors a LightBackend returns (wrapped with %w).
+var (
+	// ErrNoServicePeer: no --lightpushnode or --filternode and no service
+	// of the node's own to use. Answered 503 "No suitable service peer &
+	// no discovery method", as nwaku without a discovery handler.
+	ErrNoServicePeer = errors.New("rest: no service peer")
+)
+
+// LightBackend is implemented by a Backend that has light-client
+// protocols; a Backend without it answers the lightpush and filter routes
+// as a node with no service peer.
+type LightBackend interface {
+	// Lightpush sends req (lightpush v3) through the lightpush node
+	// (--lightpushnode) or, when the node serves lightpush itself and has
+	// no lightpush node, through its own service, and returns the answer.
+	// req.Message is handed over. Errors wrap ErrNoServicePeer or are the
+	// client's transport errors.
+	Lightpush(ctx context.Context, req lightpush.Request) (lightpush.Response, error)
+	// LightpushLegacy does the same with lightpush v2; pubsubTopic "" lets
+	// autosharding pick the topic. msg is handed over. A refusal is a
+	// *lightpush.StatusError.
+	LightpushLegacy(ctx context.Context, pubsubTopic string, msg *message.Message) error
+	// FilterRequest sends req to the filter node (--filternode) and returns
+	// its response whatever the status. Errors wrap ErrNoServicePeer or are
+	// the client's transport errors.
+	FilterRequest(ctx context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error)
+	// FilterSubscriptions returns the filter service's subscriptions; ok is
+	// false when the node does not serve filter.
+	FilterSubscriptions() (subs []filter.PeerSubscriptions, ok bool)
+}
+
+// LightTimeout bounds one lightpush or filter request made for the REST
+// API, as nwaku's FutTimeoutForPushRequestProcessing and
+// futTimeoutForSubscriptionProcessing (5 s).
+const LightTimeout = 5 * time.Second
+
+const noServicePeer = "No suitable service peer & no discovery method"
+
+func (s *Server) lightRoutes() {
+	s.mux.HandleFunc("POST /lightpush/v3/message", s.postLightpush)
+	s.mux.HandleFunc("POST /lightpush/v1/message", s.postLightpushLegacy)
+	s.mux.HandleFunc("POST /filter/v2/subscriptions", s.postFilterSubscriptions)
+	s.mux.HandleFunc("PUT /filter/v2/subscriptions", s.postFilterSubscriptions)
+	s.mux.HandleFunc("DELETE /filter/v2/subscriptions", s.deleteFilterSubscriptions)
+	s.mux.HandleFunc("DELETE /filter/v2/subscriptions/all", s.deleteAllFilterSubscriptions)
+	s.mux.HandleFunc("GET /filter/v2/subscriptions/{requestId}", s.pingFilter)
+	s.mux.HandleFunc("GET /filter/v2/messages/{contentTopic}", s.getFilterMessages)
+}
+
+func (s *Server) light() (LightBackend, bool) {
+	lb, ok := s.b.(LightBackend)
+	return lb, ok
+}
+
+// DeliverFilter offers one message pushed to the node's filter client to
+// the filter message cache; it is kept when its content topic was
+// subscribed through POST /filter/v2/subscriptions. It never blocks.
+func (s *Server) DeliverFilter(env *message.Envelope) { s.filterCache.deliver(env) }
+
+// lightpushBody is the body of POST /lightpush/v3/message and v1 (nwaku
+// rest_api/endpoint/lightpush/types.nim PushRequest).
+type lightpushBody struct {
+	PubsubTopic string          `json:"pubsubTopic"`
+	Message     json.RawMessage `json:"message"`
+}
+
+// lightpushAnswer is nwaku's PushResponse JSON: both fields optional.
+type lightpushAnswer struct {
+	StatusDesc     *string `json:"statusDesc,omitempty"`
+	RelayPeerCount *uint32 `json:"relayPeerCount,omitempty"`
+}
+
+func writeLightpush(w http.ResponseWriter, code int, desc string) {
+	writeJSONStatus(w, code, lightpushAnswer{StatusDesc: &desc})
+}
+
+// readLightpushBody reads the request and its message; on failure it has
+// answered with bad(text).
+func (s *Server) readLightpushBody(w http.ResponseWriter, r *http.Request, bad func(string)) (string, *message.Message, bool) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return "", nil, false
+	}
+	var req lightpushBody
+	if err := json.Unmarshal(body, &req); err != nil {
+		bad("Invalid push request! " + err.Error())
+		return "", nil, false
+	}
+	if len(req.Message) == 0 {
+		bad("Invalid push request! Field `message` is missing")
+		return "", nil, false
+	}
+	msg, err := ParseMessage(req.Message)
+	if err != nil {
+		bad("Invalid message! " + err.Error())
+		return "", nil, false
+	}
+	if msg.Timestamp == 0 {
+		msg.Timestamp, msg.Present = now().UnixNano(), msg.Present|message.HasTimestamp
+	}
+	return req.PubsubTopic, msg, true
+}
+
+// postLightpush answers POST /lightpush/v3/message as nwaku's
+// rest_api/endpoint/lightpush/handlers.nim: the HTTP status is the
+// lightpush status code, the body {statusDesc?, relayPeerCount?}.
+func (s *Server) postLightpush(w http.ResponseWriter, r *http.Request) {
+	topic, msg, ok := s.readLightpushBody(w, r, func(text string) { writeLightpush(w, http.StatusBadRequest, text) })
+	if !ok {
+		return
+	}
+	lb, ok := s.light()
+	if !ok {
+		writeLightpush(w, http.StatusServiceUnavailable, noServicePeer)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), LightTimeout)
+	defer cancel()
+	resp, err := lb.Lightpush(ctx, lightpush.Request{RequestID: filter.NewRequestID(), PubsubTopic: topic, HasPubsubTopic: topic != "", Message: msg.Encode(nil)})
+	switch {
+	case errors.Is(err, ErrNoServicePeer):
+		writeLightpush(w, http.StatusServiceUnavailable, noServicePeer)
+	case errors.Is(err, context.DeadlineExceeded):
+		writeLightpush(w, http.StatusServiceUnavailable, "Push request timed out")
+	case err != nil:
+		writeLightpush(w, http.StatusInternalServerError, err.Error())
+	case resp.StatusCode == lightpush.StatusOK && resp.RelayPeerCount == 0:
+		// nwaku's client reads a success without relay peers as
+		// NO_PEERS_TO_RELAY (waku_lightpush/common.nim toPushResult).
+		ans := lightpushAnswer{}
+		if resp.StatusDesc != "" {
+			ans.StatusDesc = &resp.StatusDesc
+		}
+		writeJSONStatus(w, lightpush.StatusNoPeersToRelay, ans)
+	case resp.StatusCode == lightpush.StatusOK:
+		writeJSONStatus(w, http.StatusOK, lightpushAnswer{RelayPeerCount: &resp.RelayPeerCount})
+	default:
+		ans := lightpushAnswer{}
+		if resp.StatusDesc != "" {
+			ans.StatusDesc = &resp.StatusDesc
+		}
+		writeJSONStatus(w, httpCode(resp.StatusCode), ans)
+	}
+}
+
+// httpCode is a status code as an HTTP status, 500 when it is none.
+func httpCode(code uint32) int {
+	if code < 100 || code > 599 {
+		return http.StatusInternalServerError
+	}
+	return int(code)
+}
+
+// postLightpushLegacy answers POST /lightpush/v1/message as nwaku's
+// rest_api/endpoint/legacy_lightpush/handlers.nim: plain text, 200 "OK" or
+// 503 "Failed to request a message push: <info>".
+func (s *Server) postLightpushLegacy(w http.ResponseWriter, r *http.Request) {
+	topic, msg, ok := s.readLightpushBody(w, r, func(text string) { writeText(w, http.StatusBadRequest, text) })
+	if !ok {
+		return
+	}
+	lb, ok := s.light()
+	if !ok {
+		writeText(w, http.StatusServiceUnavailable, noServicePeer)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), LightTimeout)
+	defer cancel()
+	err := lb.LightpushLegacy(ctx, topic, msg)
+	var se *lightpush.StatusError
+	switch {
+	case err == nil:
+		writeOK(w)
+	case errors.Is(err, ErrNoServicePeer):
+		writeText(w, http.StatusServiceUnavailable, noServicePeer)
+	case errors.Is(err, context.DeadlineExceeded):
+		writeText(w, http.StatusServiceUnavailable, "Push request timed out")
+	case errors.As(err, &se):
+		writeText(w, http.StatusServiceUnavailable, "Failed to request a message push: "+se.Desc)
+	default:
+		writeText(w, http.StatusServiceUnavailable, "Failed to request a message push: "+err.Error())
+	}
+}
+
+// filterBody is the body of the filter subscription routes (nwaku
+// rest_api/endpoint/filter/types.nim FilterSubscribeRequest and
+// FilterUnsubscribeRequest; UNSUBSCRIBE_ALL has requestId only).
+type filterBody struct {
+	RequestID      *string  `json:"requestId"`
+	PubsubTopic    string   `json:"pubsubTopic"`
+	ContentFilters []string `json:"contentFilters"`
+}
+
+// filterAnswer is nwaku's FilterSubscriptionResponse JSON.
+type filterAnswer struct {
+	RequestID  string `json:"requestId"`
+	StatusDesc string `json:"statusDesc"`
+}
+
+// readFilterBody decodes a subscription body as nwaku's readers: requestId
+// always required, contentFilters required and not empty unless all.
+func (s *Server) readFilterBody(w http.ResponseWriter, r *http.Request, all bool) (filterBody, bool) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return filterBody{}, false
+	}
+	var fb filterBody
+	err := json.Unmarshal(body, &fb)
+	switch {
+	case err != nil:
+	case fb.RequestID == nil:
+		err = errors.New("Field `requestId` is missing")
+	case all:
+	case fb.ContentFilters == nil:
+		err = errors.New("Field `contentFilters` is missing")
+	case len(fb.ContentFilters) == 0:
+		err = errors.New("Field `contentFilters` is empty")
+	}
+	if err != nil {
+		writeJSONStatus(w, http.StatusBadRequest, filterAnswer{RequestID: "unknown", StatusDesc: "BAD_REQUEST: Failed to decode request: " + err.Error()})
+		return filterBody{}, false
+	}
+	return fb, true
+}
+
+// filterDo sends the requests of one REST call and answers as nwaku's
+// makeRestResponse: the service's status code as the HTTP status, its
+// description as statusDesc, "OK" on success.
+func (s *Server) filterDo(w http.ResponseWriter, r *http.Request, requestID string, reqs []filter.SubscribeRequest) {
+	lb, ok := s.light()
+	if !ok {
+		writeJSONStatus(w, http.StatusServiceUnavailable, filterAnswer{requestID, "SERVICE_UNAVAILABLE: " + noServicePeer})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), LightTimeout)
+	defer cancel()
+	code, desc := uint32(filter.StatusOK), "OK"
+	for _, req := range reqs {
+		req.RequestID = requestID
+		resp, err := lb.FilterRequest(ctx, req)
+		switch {
+		case errors.Is(err, ErrNoServicePeer):
+			writeJSONStatus(w, http.StatusServiceUnavailable, filterAnswer{requestID, "SERVICE_UNAVAILABLE: " + noServicePeer})
+			return
+		case errors.Is(err, context.DeadlineExceeded):
+			writeJSONStatus(w, http.StatusServiceUnavailable, filterAnswer{requestID, "SERVICE_UNAVAILABLE: Subscription request timed out"})
+			return
+		case err != nil: // nwaku's PEER_DIAL_FAILURE: 504, the reason as statusDesc
+			writeJSONStatus(w, http.StatusGatewayTimeout, filterAnswer{requestID, err.Error()})
+			return
+		case resp.StatusCode != filter.StatusOK:
+			code, desc = resp.StatusCode, resp.StatusDesc
+		}
+	}
+	status := http.StatusOK
+	switch code {
+	case filter.StatusOK:
+	case filter.StatusBadRequest, filter.StatusNotFound, filter.StatusTooManyRequests, filter.StatusServiceUnavailable:
+		status = int(code)
+	case filter.StatusBadResponse:
+		status = http.StatusInternalServerError
+	default:
+		desc = "UNKNOWN" // nwaku parses any other code as UNKNOWN, answered 200
+	}
+	writeJSONStatus(w, status, filterAnswer{requestID, desc})
+}
+
+// filterRequests builds the requests of a (un)subscription: one per shard
+// under autosharding when no pubsub topic is given, else one.
+func (s *Server) filterRequests(t filter.RequestType, fb filterBody) ([]filter.SubscribeRequest, []string) {
+	shards := make([]string, len(fb.ContentFilters))
+	if fb.PubsubTopic != "" {
+		for i := range shards {
+			shards[i] = fb.PubsubTopic
+		}
+		return []filter.SubscribeRequest{{Type: t, PubsubTopic: fb.PubsubTopic, HasPubsubTopic: true, ContentTopics: fb.ContentFilters}}, shards
+	}
+	byShard := map[string]int{}
+	var reqs []filter.SubscribeRequest
+	for i, ct := range fb.ContentFilters {
+		topic, err := s.b.ContentTopicShard(ct)
+		if err != nil { // static sharding: the service answers 400
+			return []filter.SubscribeRequest{{Type: t, ContentTopics: fb.ContentFilters}}, shards
+		}
+		shards[i] = topic
+		j, ok := byShard[topic]
+		if !ok {
+			j = len(reqs)
+			byShard[topic] = j
+			reqs = append(reqs, filter.SubscribeRequest{Type: t, PubsubTopic: topic, HasPubsubTopic: true})
+		}
+		reqs[j].ContentTopics = append(reqs[j].ContentTopics, ct)
+	}
+	return reqs, shards
+}
+
+func (s *Server) postFilterSubscriptions(w http.ResponseWriter, r *http.Request) {
+	fb, ok := s.readFilterBody(w, r, false)
+	if !ok {
+		return
+	}
+	reqs, shards := s.filterRequests(filter.Subscribe, fb)
+	s.filterDo(w, r, *fb.RequestID, reqs)
+	s.filterCache.addContent(fb.ContentFilters, shards) // as nwaku, whatever the answer
+}
+
+func (s *Server) deleteFilterSubscriptions(w http.ResponseWriter, r *http.Request) {
+	fb, ok := s.readFilterBody(w, r, false)
+	if !ok {
+		return
+	}
+	reqs, shards := s.filterRequests(filter.Unsubscribe, fb)
+	s.filterDo(w, r, *fb.RequestID, reqs)
+	s.filterCache.removeContent(fb.ContentFilters, shards)
+}
+
+func (s *Server) deleteAllFilterSubscriptions(w http.ResponseWriter, r *http.Request) {
+	fb, ok := s.readFilterBody(w, r, true)
+	if !ok {
+		return
+	}
+	s.filterDo(w, r, *fb.RequestID, []filter.SubscribeRequest{{Type: filter.UnsubscribeAll}})
+	s.filterCache.reset()
+}
+
+func (s *Server) pingFilter(w http.ResponseWriter, r *http.Request) {
+	s.filterDo(w, r, r.PathValue("requestId"), []filter.SubscribeRequest{{Type: filter.SubscriberPing}})
+}
+
+func (s *Server) getFilterMessages(w http.ResponseWriter, r *http.Request) {
+	topic := r.PathValue("contentTopic")
+	envs, ok := s.filterCache.drainContent(topic)
+	if !ok {
+		writeText(w, http.StatusBadRequest, "Not subscribed to topic: "+topic)
+		return
+	}
+	writeJSON(w, toMessages(envs))
+}
+
+// FilterTopic and FilterSubscription are the JSON of GET
+// /admin/v1/filter/subscriptions (nwaku rest_api/endpoint/admin/types.nim).
+type FilterTopic struct {
+	PubsubTopic  string `json:"pubsubTopic"`
+	ContentTopic string `json:"contentTopic"`
+}
+
+// FilterSubscription is one subscribed peer and its criteria.
+type FilterSubscription struct {
+	PeerID         string        `json:"peerId"`
+	FilterCriteria []FilterTopic `json:"filterCriteria"`
+}
+
+func (s *Server) getFilterAdmin(w http.ResponseWriter, _ *http.Request) {
+	lb, ok := s.light()
+	var subs []filter.PeerSubscriptions
+	if ok {
+		subs, ok = lb.FilterSubscriptions()
+	}
+	if !ok {
+		writeText(w, http.StatusBadRequest, "Error: Filter Protocol is not mounted to the node")
+		return
+	}
+	out := make([]FilterSubscription, len(subs))
+	for i, ps := range subs {
+		out[i] = FilterSubscription{PeerID: ps.Peer.String(), FilterCriteria: make([]FilterTopic, len(ps.Criteria))}
+		for j, c := range ps.Criteria {
+			out[i].FilterCriteria[j] = FilterTopic{c.PubsubTopic, c.ContentTopic}
+		}
+	}
+	writeJSON(w, out)
+}
+
+// writeJSONStatus answers code with v as JSON, "&" and "<" as they are
+// (nwaku's writer does not escape them).
+func writeJSONStatus(w http.ResponseWriter, code int, v any) {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		writeText(w, http.StatusInternalServerError, "An error occurred while building the json response: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(bytes.TrimSuffix(body.Bytes(), []byte("\n")))
+}

@@ -1,0 +1,136 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/filter"
+	"github.com/couriernet/courier/lightpush"
+	"github.com/couriernet/courier/message"
+)
+
+// lightFake adds scripted light-client answers to fakeBackend.
+type lightFake struct {
+	*fakeBackend
+	push     lightpush.Response
+	pushErr  error
+	legacy   error
+	filter   map[filter.RequestType]filter.SubscribeResponse
+	filterE  error
+	requests []filter.SubscribeRequest
+	pushed   []lightpush.Request
+}
+
+func (l *lightFake) Lightpush(_ context.Context, req lightpush.Request) (lightpush.Response, error) {
+	l.pushed = append(l.pushed, req)
+	resp := l.push
+	resp.RequestID = req.RequestID
+	return resp, l.pushErr
+}
+
+func (l *lightFake) LightpushLegacy(context.Context, string, *message.Message) error { return l.legacy }
+
+func (l *lightFake) FilterRequest(_ context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error) {
+	l.requests = append(l.requests, req)
+	resp := l.filter[req.Type]
+	resp.RequestID = req.RequestID
+	return resp, l.filterE
+}
+
+func (l *lightFake) FilterSubscriptions() ([]filter.PeerSubscriptions, bool) {
+	return []filter.PeerSubscriptions{{Peer: peer.ID("x"), Criteria: []filter.Criterion{{PubsubTopic: "/waku/2/rs/1/0", ContentTopic: "/a/1/b/proto"}}}}, true
+}
+
+const pushBody = `{"pubsubTopic":"/waku/2/rs/1/0","message":{"payload":"aGk=","contentTopic":"/a/1/b/proto","timestamp":5}}`
+
+// TestLightpushRoutes checks nwaku's answers of POST /lightpush/v3/message
+// and /lightpush/v1/message: the lightpush code as the HTTP status.
+func TestLightpushRoutes(t *testing.T) {
+	lf := &lightFake{fakeBackend: newFake(t)}
+	s := newServer(t, lf.fakeBackend, Config{})
+	expect(t, s, "POST", "/lightpush/v3/message", pushBody, http.StatusServiceUnavailable, `{"statusDesc":"No suitable service peer & no discovery method"}`)
+	ls, err := New(lf, Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		resp lightpush.Response
+		err  error
+		body string
+		code int
+		want string
+	}{
+		{"published", lightpush.Response{StatusCode: 200, RelayPeerCount: 3, HasRelayPeerCount: true}, nil, pushBody, 200, `{"relayPeerCount":3}`},
+		{"no relay peers", lightpush.Response{StatusCode: 505, StatusDesc: "No peers for topic, skipping publish"}, nil, pushBody, 505, `{"statusDesc":"No peers for topic, skipping publish"}`},
+		{"200 without peers", lightpush.Response{StatusCode: 200, HasRelayPeerCount: true}, nil, pushBody, 505, `{}`},
+		{"invalid", lightpush.Response{StatusCode: 420, StatusDesc: "Message size exceeded maximum of 153600 bytes"}, nil, pushBody, 420, `{"statusDesc":"Message size exceeded maximum of 153600 bytes"}`},
+		{"timeout", lightpush.Response{}, context.DeadlineExceeded, pushBody, 503, `{"statusDesc":"Push request timed out"}`},
+		{"no message", lightpush.Response{}, nil, `{"pubsubTopic":"x"}`, 400, `{"statusDesc":"Invalid push request! Field ` + "`message`" + ` is missing"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lf.push, lf.pushErr = tc.resp, tc.err
+			expect(t, ls, "POST", "/lightpush/v3/message", tc.body, tc.code, tc.want)
+		})
+	}
+	last := lf.pushed[len(lf.pushed)-1]
+	m, err := message.Decode(last.Message, nil)
+	if err != nil || last.PubsubTopic != "/waku/2/rs/1/0" || string(m.Payload) != "hi" || m.Timestamp != 5 {
+		t.Fatalf("pushed %+v %v", last, err)
+	}
+	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 200, "OK")
+	lf.legacy = &lightpush.StatusError{Desc: "not_published_to_any_peer"}
+	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 503, "Failed to request a message push: not_published_to_any_peer")
+	lf.legacy = ErrNoServicePeer
+	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 503, "No suitable service peer & no discovery method")
+}
+
+// TestFilterRoutes checks the filter client API: the service's status as
+// the HTTP status, autosharding per shard, the message cache fed by pushes.
+func TestFilterRoutes(t *testing.T) {
+	lf := &lightFake{fakeBackend: newFake(t), filter: map[filter.RequestType]filter.SubscribeResponse{
+		filter.Subscribe:      {StatusCode: 200, StatusDesc: "OK"},
+		filter.Unsubscribe:    {StatusCode: 404, StatusDesc: "NOT_FOUND: peer has no subscriptions"},
+		filter.SubscriberPing: {StatusCode: 200, StatusDesc: "OK"},
+		filter.UnsubscribeAll: {StatusCode: 503, StatusDesc: "SERVICE_UNAVAILABLE: x"},
+	}}
+	s, err := New(lf, Config{Admin: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, s, "POST", "/filter/v2/subscriptions", `{"requestId":"1","contentFilters":["/a/1/b/proto","/c/1/d/proto"]}`, 200, `{"requestId":"1","statusDesc":"OK"}`)
+	shardA, _ := lf.ContentTopicShard("/a/1/b/proto")
+	shardC, _ := lf.ContentTopicShard("/c/1/d/proto")
+	if want := 1 + boolToInt(shardA != shardC); len(lf.requests) != want || lf.requests[0].PubsubTopic != shardA || lf.requests[0].RequestID != "1" {
+		t.Fatalf("requests %+v", lf.requests)
+	}
+	expect(t, s, "POST", "/filter/v2/subscriptions", `{"requestId":"2"}`, 400, "{\"requestId\":\"unknown\",\"statusDesc\":\"BAD_REQUEST: Failed to decode request: Field `contentFilters` is missing\"}")
+	expect(t, s, "POST", "/filter/v2/subscriptions", `{"contentFilters":["x"]}`, 400, "{\"requestId\":\"unknown\",\"statusDesc\":\"BAD_REQUEST: Failed to decode request: Field `requestId` is missing\"}")
+	expect(t, s, "GET", "/filter/v2/subscriptions/7", "", 200, `{"requestId":"7","statusDesc":"OK"}`)
+
+	wire := (&message.Message{Payload: []byte("hi"), ContentTopic: "/a/1/b/proto", Timestamp: 9}).Encode(nil)
+	m, _ := message.Decode(wire, nil)
+	s.DeliverFilter(message.NewEnvelope(m, shardA, wire, nil))
+	expect(t, s, "GET", "/filter/v2/messages/%2Fa%2F1%2Fb%2Fproto", "", 200, `[{"payload":"aGk=","contentTopic":"/a/1/b/proto","version":0,"timestamp":9,"ephemeral":false}]`)
+	expect(t, s, "GET", "/filter/v2/messages/%2Fz%2F1%2Fz%2Fproto", "", 400, "Not subscribed to topic: /z/1/z/proto")
+
+	expect(t, s, "DELETE", "/filter/v2/subscriptions", `{"requestId":"3","pubsubTopic":"/waku/2/rs/1/0","contentFilters":["/a/1/b/proto"]}`, 404, `{"requestId":"3","statusDesc":"NOT_FOUND: peer has no subscriptions"}`)
+	expect(t, s, "GET", "/filter/v2/messages/%2Fa%2F1%2Fb%2Fproto", "", 400, "Not subscribed to topic: /a/1/b/proto")
+	expect(t, s, "DELETE", "/filter/v2/subscriptions/all", `{"requestId":"4"}`, 503, `{"requestId":"4","statusDesc":"SERVICE_UNAVAILABLE: x"}`)
+	lf.filterE = errors.New("dial /ip4/1.2.3.4/tcp/1: refused")
+	expect(t, s, "GET", "/filter/v2/subscriptions/8", "", 504, `{"requestId":"8","statusDesc":"dial /ip4/1.2.3.4/tcp/1: refused"}`)
+	lf.filterE = ErrNoServicePeer
+	expect(t, s, "GET", "/filter/v2/subscriptions/9", "", 503, `{"requestId":"9","statusDesc":"SERVICE_UNAVAILABLE: No suitable service peer & no discovery method"}`)
+	expect(t, s, "GET", "/admin/v1/filter/subscriptions", "", 200, `[{"peerId":"`+peer.ID("x").String()+`","filterCriteria":[{"pubsubTopic":"/waku/2/rs/1/0","contentTopic":"/a/1/b/proto"}]}]`)
+}
+
+func boolToInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
