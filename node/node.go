@@ -41,8 +41,13 @@ import (
 	"github.com/couriernet/courier/storesync"
 )
 
-// ErrNotRelaying is returned by Publish when the relay protocol is off.
-var ErrNotRelaying = errors.New("node: relay is not enabled")
+// Errors of the node's API.
+var (
+	// ErrNotRelaying is returned by Publish when the relay protocol is off.
+	ErrNotRelaying = errors.New("node: relay is not enabled")
+	// ErrStarted is returned by a second Start, or a Start after Stop.
+	ErrStarted = errors.New("node: already started or stopped")
+)
 
 // Node is a Waku node: a libp2p host with relay, metadata and an archive.
 type Node struct {
@@ -68,8 +73,11 @@ type Node struct {
 	store      storeParts
 	light      light
 
-	mu    sync.Mutex
-	state string
+	stopOnce sync.Once
+
+	mu      sync.Mutex
+	state   string
+	started bool // Start or Stop has been called
 }
 
 // New builds a node from cfg without starting it: it loads or creates the
@@ -274,7 +282,22 @@ func (n *Node) shards() []uint16 { return n.cfg.Shards }
 // Start subscribes the relay to the node's pubsub topics and starts
 // dialling the static nodes. It returns once the subscriptions are made;
 // dialling goes on in the background until Stop.
+//
+// ctx bounds Start itself, not the node's life: when ctx ends before Start
+// is done, Start returns an error wrapping ctx.Err(). A node may be started
+// once; a second Start, or a Start after Stop, returns ErrStarted. Whether
+// Start succeeded or not, Stop releases everything New and Start took.
 func (n *Node) Start(ctx context.Context) error {
+	n.mu.Lock()
+	again := n.started
+	n.started = true
+	n.mu.Unlock()
+	if again {
+		return ErrStarted
+	}
+	if err := startCanceled(ctx); err != nil {
+		return err
+	}
 	if n.relay != nil {
 		topics, err := n.startTopics()
 		if err != nil {
@@ -305,6 +328,9 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.startRecord(n.key, 0); err != nil {
 		return err
 	}
+	if err := startCanceled(ctx); err != nil {
+		return err
+	}
 	if err := n.startHTTP(); err != nil {
 		return err
 	}
@@ -324,7 +350,18 @@ func (n *Node) Start(ctx context.Context) error {
 		n.wg.Add(1)
 		go n.resume(runCtx)
 	}
+	if err := startCanceled(ctx); err != nil {
+		return err
+	}
 	n.setState("READY")
+	return nil
+}
+
+// startCanceled returns an error wrapping ctx.Err() once ctx has ended.
+func startCanceled(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
 	return nil
 }
 
@@ -363,8 +400,18 @@ func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
 // Stop shuts the node down: the HTTP servers finish the requests in
 // progress (until ctx ends), no new relayed messages arrive, handlers run
 // what they have queued, the archive commits everything queued and fsyncs,
-// then the host closes its connections.
+// then the host closes its connections. Stop may be called whether or not
+// Start was, or succeeded; it runs once, and later calls return nil.
 func (n *Node) Stop(ctx context.Context) error {
+	var err error
+	n.stopOnce.Do(func() { err = n.stop(ctx) })
+	return err
+}
+
+func (n *Node) stop(ctx context.Context) error {
+	n.mu.Lock()
+	n.started = true // no Start after Stop
+	n.mu.Unlock()
 	n.setState("SHUTTING_DOWN")
 	herr := n.stopHTTP(ctx)
 	if n.cancel != nil {
