@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/couriernet/courier/archive"
@@ -42,6 +43,11 @@ type Config struct {
 	WebSocketSecure         bool
 	WebSocketSecureKeyPath  string
 	WebSocketSecureCertPath string
+	// Muxers are the stream muxers offered, by name ("yamux", "mplex"), in
+	// order of preference. Default both, yamux first, as nwaku offers them
+	// (waku/node/waku_switch.nim). Meant for measuring one against the
+	// other: without mplex js-waku cannot connect, without yamux go-waku.
+	Muxers []string
 	// NoListen starts the host without listening (in-process use).
 	NoListen bool
 	// NodeKey is a hex secp256k1 private key (--nodekey, as nwaku takes it).
@@ -178,7 +184,16 @@ func DefaultConfig() Config {
 	}
 }
 
+// Stream muxer names for Config.Muxers.
+const (
+	MuxerYamux = "yamux"
+	MuxerMplex = "mplex"
+)
+
 func (c *Config) setDefaults() {
+	if len(c.Muxers) == 0 {
+		c.Muxers = []string{MuxerYamux, MuxerMplex}
+	}
 	if c.WebSocketSecure {
 		c.WebSocket = true
 	}
@@ -258,6 +273,11 @@ func (c *Config) validate() error {
 // shards in the network (nwaku networks_config.nim validateShards), and
 // pubsub topics of the form /waku/2/rs/<ClusterID>/<shard>.
 func (c *Config) validateShards() error {
+	for i, m := range c.Muxers {
+		if m != MuxerYamux && m != MuxerMplex || slices.Contains(c.Muxers[:i], m) {
+			return fmt.Errorf("%w: muxers %q: want yamux and/or mplex, each once", ErrConfig, c.Muxers)
+		}
+	}
 	if c.WebSocketSecure && (c.WebSocketSecureKeyPath == "" || c.WebSocketSecureCertPath == "") {
 		return fmt.Errorf("%w: secure WebSocket needs a key path and a cert path", ErrConfig)
 	}

@@ -81,3 +81,27 @@ func newClient(t *testing.T, opts ...libp2p.Option) (host.Host, *metadata.Servic
 	t.Cleanup(func() { md.Close() })
 	return h, md
 }
+
+// A node given one muxer offers only that one.
+func TestMuxersConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		muxer string
+		id    protocol.ID
+	}{{MuxerMplex, mplex.ID}, {MuxerYamux, yamux.ID}} {
+		t.Run(tt.muxer, func(t *testing.T) {
+			n, err := New(Config{ListenAddress: "127.0.0.1", Muxers: []string{tt.muxer}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Stop(ctx)
+			h, _ := newClient(t, libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.Muxer(mplex.ID, mplex.DefaultTransport))
+			if err := h.Connect(ctx, peer.AddrInfo{ID: n.Host().ID(), Addrs: n.Host().Addrs()}); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.Network().ConnsToPeer(n.Host().ID())[0].ConnState().StreamMultiplexer; got != tt.id {
+				t.Fatalf("muxer %s, want %s", got, tt.id)
+			}
+		})
+	}
+}

@@ -167,13 +167,18 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 		// nwaku speaks Noise only, and multistream-select settles on it.
 		libp2p.Security(tls.ID, tls.New),
 		libp2p.Security(noise.ID, noise.New),
-		// yamux first, then mplex for js-libp2p clients (js-waku), which
-		// speak nothing else; nwaku offers both (waku/node/waku_switch.nim).
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
-		libp2p.Muxer(mplex.ID, mplex.DefaultTransport),
 		libp2p.ConnectionManager(cm),
 		libp2p.Ping(false), // mounted by the node itself, below
 		libp2p.UserAgent(n.cfg.AgentString),
+	}
+	// By default yamux first, then mplex for js-libp2p clients (js-waku),
+	// which speak nothing else; nwaku offers both.
+	for _, m := range n.cfg.Muxers {
+		if m == MuxerMplex {
+			opts = append(opts, libp2p.Muxer(mplex.ID, mplex.DefaultTransport))
+		} else {
+			opts = append(opts, libp2p.Muxer(yamux.ID, yamux.DefaultTransport))
+		}
 	}
 	ws, err := n.webSocket()
 	if err != nil {

@@ -37,6 +37,9 @@ func TestConfigValidate(t *testing.T) {
 		{"backoff", func(c *Config) { c.StaticRedialMin, c.StaticRedialMax = time.Second, time.Millisecond }},
 		{"lightpush without relay", func(c *Config) { c.Relay, c.Lightpush = false, true }},
 		{"negative filter limit", func(c *Config) { c.FilterMaxCriteria = -1 }},
+		{"unknown muxer", func(c *Config) { c.Muxers = []string{"quic"} }},
+		{"muxer twice", func(c *Config) { c.Muxers = []string{"mplex", "mplex"} }},
+		{"secure WebSocket without key", func(c *Config) { c.WebSocketSecure, c.WebSocketSecureCertPath = true, "c.pem" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,6 +41,10 @@ Scenarios (--scenario, a comma list; a -runN suffix is allowed):
               lane, tell and ask, 1/10/100 kB and the seed mix, and a plain
               loopback TCP stream of 100 kB frames (tcp-baseline-100kB)
 
+--muxer yamux|mplex restricts both nodes of macro, macro-rest and
+macro-bare to that stream muxer, so the two are measured on the same
+workload; the rows are named macro[mplex] and so on.
+
 Workload: seed 42, payloads of 10/50/150 kB at 25/50/25 % shuffled by the
 seed, each starting with its message index; 1000 measured messages after
 100 warm-up messages; at most 32 messages in flight. The archive is the
@@ -98,6 +102,7 @@ func runBench(args []string) error {
 	fs.StringVar(&cfg.ContentTopic, "content-topic", "/courier/1/bench/proto", "content topic")
 	fs.StringVar(&cfg.PubsubTopic, "pubsub-topic", "/waku/2/rs/0/0", "pubsub topic")
 	fs.BoolVar(&cfg.Sign, "sign", false, "libnet: sign the raw lane too (the legacy lane always is)")
+	fs.StringVar(&cfg.Muxer, "muxer", "", "macro, macro-rest, macro-bare: offer only this stream muxer, yamux or mplex (default: both, yamux chosen)")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for temporary archives (default: the system temp dir)")
 	csvPath := fs.String("csv", "", "also write the rows as CSV to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")

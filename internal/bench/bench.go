@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/couriernet/courier/node"
 )
 
 // scenarios are the scenario names, in the order they run.
@@ -50,6 +52,11 @@ type Config struct {
 	// Sign signs the libnet scenario's raw lane too; its legacy lane is
 	// always signed, as lib-net requires.
 	Sign bool
+	// Muxer restricts the nodes of macro, macro-rest and macro-bare to one
+	// stream muxer, "yamux" or "mplex", and names their rows
+	// "<scenario>[<muxer>]". Empty means the nodes' default: both offered,
+	// yamux chosen.
+	Muxer string
 	// Dir is where temporary archives go. Default os.TempDir().
 	Dir string
 	// Out receives the start-up lines (SHA-256 speed, append bound) and
@@ -100,6 +107,9 @@ func (c *Config) setDefaults() error {
 			return fmt.Errorf("bench: --filter-peers %d not in 0..1000", f)
 		}
 	}
+	if c.Muxer != "" && c.Muxer != node.MuxerYamux && c.Muxer != node.MuxerMplex {
+		return fmt.Errorf("bench: --muxer %q: want yamux or mplex", c.Muxer)
+	}
 	if c.ContentTopic == "" {
 		c.ContentTopic = "/courier/1/bench/proto"
 	}
@@ -149,11 +159,11 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 		case "macro-lightpush":
 			r, err = one(runMacroLightpush(ctx, cfg, w, s))
 		case "macro":
-			r, err = one(runMacro(ctx, cfg, w, s, false))
+			r, err = one(runMacro(ctx, cfg, w, cfg.muxerName(s), false))
 		case "macro-rest":
-			r, err = one(runMacro(ctx, cfg, w, s, true))
+			r, err = one(runMacro(ctx, cfg, w, cfg.muxerName(s), true))
 		case "macro-bare":
-			r, err = one(runMacroBare(ctx, cfg, w, s))
+			r, err = one(runMacroBare(ctx, cfg, w, cfg.muxerName(s)))
 		case "libnet":
 			r, err = RunLibnet(ctx, LibnetConfig{N: cfg.N, Warmup: cfg.Warmup, Seed: cfg.Seed, Sign: cfg.Sign, Progress: progressFunc(cfg.Progress, s)})
 		}
@@ -166,6 +176,23 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 }
 
 func one(r Row, err error) ([]Row, error) { return []Row{r}, err }
+
+// muxerName names a macro row after the muxer it was restricted to.
+func (c *Config) muxerName(scenario string) string {
+	if c.Muxer == "" {
+		return scenario
+	}
+	return scenario + "[" + c.Muxer + "]"
+}
+
+// muxers returns the muxers of the macro scenarios' nodes, nil for the
+// nodes' default.
+func (c *Config) muxers() []string {
+	if c.Muxer == "" {
+		return nil
+	}
+	return []string{c.Muxer}
+}
 
 // runMicros runs a micro scenario once per number of filter subscribers.
 func runMicros(ctx context.Context, cfg Config, w *Workload, name string, stalled bool) ([]Row, error) {

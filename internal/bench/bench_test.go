@@ -86,3 +86,22 @@ func TestMacroCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestMacroMplex runs macro with both nodes on mplex alone: every message
+// arrives with the same per-message work as over yamux.
+func TestMacroMplex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two libp2p nodes")
+	}
+	rows, err := Run(context.Background(), Config{Scenarios: []string{"macro"}, N: 100, Warmup: 10, Muxer: "mplex", Profile: "10/50/150kB@25/50/25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows[0]
+	if r.Scenario != "macro[mplex]" || r.RecvDecodesPerMsg != 1 || r.RecvHashesPerMsg != 1 || r.MsgIDHashesPerMsg != 2 {
+		t.Fatalf("row %s: recv decodes %v hashes %v msg-id hashes %v, want macro[mplex] 1 1 2", r.Scenario, r.RecvDecodesPerMsg, r.RecvHashesPerMsg, r.MsgIDHashesPerMsg)
+	}
+	if _, err := Run(context.Background(), Config{Scenarios: []string{"macro"}, Muxer: "quic"}); err == nil {
+		t.Fatal("--muxer quic accepted")
+	}
+}

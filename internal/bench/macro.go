@@ -31,7 +31,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, viaREST
 	var t *tracker
 	var fails archiveFailures
 	var ca, cb message.Counters
-	base := node.Config{ListenAddress: "127.0.0.1", Relay: true, PubsubTopics: []string{cfg.PubsubTopic}, Logger: quietLogger}
+	base := node.Config{ListenAddress: "127.0.0.1", Relay: true, PubsubTopics: []string{cfg.PubsubTopic}, Muxers: cfg.muxers(), Logger: quietLogger}
 	acfg, bcfg := base, base
 	acfg.Counters, acfg.REST, acfg.RESTAddress = &ca, viaREST, "127.0.0.1"
 	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
@@ -170,7 +170,7 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 	// The same hosts as the nodes' (node.New with relay off: TCP, TLS or
 	// Noise, Yamux, identify, ping, metadata), with plain gossipsub on top.
 	mk := func() (*node.Node, *pubsub.PubSub, error) {
-		n, err := node.New(node.Config{ListenAddress: "127.0.0.1", Logger: quietLogger})
+		n, err := node.New(node.Config{ListenAddress: "127.0.0.1", Muxers: cfg.muxers(), Logger: quietLogger})
 		if err != nil {
 			return nil, nil, err
 		}
