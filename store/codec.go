@@ -75,7 +75,13 @@ type Request struct {
 	Hashes []message.Hash
 	// Cursor is field 51, written when not nil; decoded like a hash.
 	Cursor *message.Hash
-	// Forward is field 52: true pages from old to new.
+	// Forward is field 52: true pages from old to new. An absent field
+	// reads as false (backward), proto3's default, which go-waku's and
+	// js-waku's encoders rely on: they omit a false field. Here courier
+	// departs from nwaku v0.38.1, whose decoder reads an absent field as
+	// forward (PagingDirection.default(), waku_store/rpc_codec.nim): that
+	// would turn those clients' backward queries forward. nwaku's own
+	// clients always write the field, so they are not affected.
 	Forward bool
 	// Limit is field 53, the page size, written when not 0 (0 means the
 	// server's default, 20 at nwaku).
