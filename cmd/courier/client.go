@@ -56,12 +56,14 @@ func restCall(method, base, path string, body any) ([]byte, error) {
 func runPublish(args []string) error {
 	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, "usage: courier publish [flags] PAYLOAD\n\nPublishes one message through a node's REST API. With --pubsub-topic it prints the\nmessage hash; without, the node picks the shard by autosharding and it prints OK.\n\nFlags:\n")
+		fmt.Fprint(os.Stderr, "usage: courier publish [flags] PAYLOAD\n\nPublishes one message through a node's REST API or, with --lightpush, as a light client\nwith lightpush v3 through the node at that multiaddr. With --pubsub-topic it prints the\nmessage hash; without, the node picks the shard by autosharding and it prints OK.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	base := fs.String("rest", "http://127.0.0.1:8645", "the node's REST API address")
 	topic := fs.String("pubsub-topic", "", "pubsub topic (default: autosharding of the content topic)")
 	ct := fs.String("content-topic", "/courier/1/chat/proto", "content topic")
+	lp := fs.String("lightpush", "", "publish with lightpush through the node at this multiaddr (with /p2p/<id>) instead of REST")
+	cluster := fs.Int("cluster-id", 0, "with --lightpush: the cluster id to answer the node's metadata check with")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,6 +72,9 @@ func runPublish(args []string) error {
 		return errors.New("want exactly one PAYLOAD argument")
 	}
 	msg := &message.Message{Payload: []byte(fs.Arg(0)), ContentTopic: *ct, Timestamp: time.Now().UnixNano()}
+	if *lp != "" {
+		return publishLightpush(*lp, *topic, *cluster, msg)
+	}
 	path := "/relay/v1/auto/messages"
 	if *topic != "" {
 		path = "/relay/v1/messages/" + url.PathEscape(*topic)
@@ -88,7 +93,7 @@ func runPublish(args []string) error {
 func runSubscribe(args []string) error {
 	fs := flag.NewFlagSet("subscribe", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, "usage: courier subscribe [flags]\n\nSubscribes a node to a pubsub topic (or, with --content-topic, to a content topic by\nautosharding) through its REST API and prints every message received as one JSON line.\n\nFlags:\n")
+		fmt.Fprint(os.Stderr, "usage: courier subscribe [flags]\n\nSubscribes a node to a pubsub topic (or, with --content-topic, to a content topic by\nautosharding) through its REST API and prints every message received as one JSON line.\nWith --filter it is a light client instead: it subscribes to --pubsub-topic and\n--content-topic with filter v2 at the node at that multiaddr and prints every push.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	base := fs.String("rest", "http://127.0.0.1:8645", "the node's REST API address")
@@ -96,8 +101,21 @@ func runSubscribe(args []string) error {
 	ct := fs.String("content-topic", "", "content topic (uses the auto endpoints instead of --pubsub-topic)")
 	count := fs.Int("count", 0, "exit once this many messages are printed (0: run until interrupted); every message of the last poll is printed")
 	interval := fs.Duration("interval", 500*time.Millisecond, "how often to poll the node")
+	filterNode := fs.String("filter", "", "subscribe with filter v2 at the node at this multiaddr (with /p2p/<id>) instead of REST; needs --content-topic")
+	cluster := fs.Int("cluster-id", 0, "with --filter: the cluster id to answer the node's metadata check with")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *filterNode != "" {
+		if *ct == "" {
+			return &usageError{errors.New("--filter needs --content-topic")}
+		}
+		if *count < 0 {
+			return &usageError{fmt.Errorf("--count %d must not be negative", *count)}
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return subscribeFilter(ctx, *filterNode, *topic, *ct, *cluster, *count)
 	}
 	if *interval <= 0 {
 		return fmt.Errorf("--interval %v must be positive", *interval)

@@ -60,6 +60,7 @@ func TestE2E(t *testing.T) {
 	t.Run("RelayLine", func(t *testing.T) { testE2ERelayLine(t, bin) })
 	t.Run("NwakuCommandLine", func(t *testing.T) { testE2ENwakuCommandLine(t, bin) })
 	t.Run("StoreSync", func(t *testing.T) { testE2EStoreSync(t, bin) })
+	t.Run("LightClients", func(t *testing.T) { testE2ELightClients(t, bin) })
 }
 
 // buildCourier builds the package in the current directory (the test's
