@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/pgtest"
 	"github.com/couriernet/courier/message"
 )
 
@@ -59,7 +60,8 @@ func TestE2E(t *testing.T) {
 	t.Run("MessageHash", func(t *testing.T) { testE2EMessageHash(t, bin) })
 	t.Run("RelayLine", func(t *testing.T) { testE2ERelayLine(t, bin) })
 	t.Run("NwakuCommandLine", func(t *testing.T) { testE2ENwakuCommandLine(t, bin) })
-	t.Run("StoreSync", func(t *testing.T) { testE2EStoreSync(t, bin) })
+	t.Run("StoreSync", func(t *testing.T) { testE2EStoreSync(t, bin, "") })
+	t.Run("StoreSyncPostgres", func(t *testing.T) { testE2EStoreSync(t, bin, pgtest.DB(t)) })
 	t.Run("LightClients", func(t *testing.T) { testE2ELightClients(t, bin) })
 }
 
@@ -316,6 +318,7 @@ var (
 type nodeProc struct {
 	*proc
 	dataDir string
+	dbURL   string // the Postgres archive's URL, "" for the embedded one
 	addr    string // libp2p multiaddr with /p2p/<id>
 	id      string // peer id
 	rest    string // REST base URL
@@ -929,7 +932,13 @@ func checkOtherCluster(t *testing.T, bin string, a, b *nodeProc) {
 // message of want is there, byte for byte, and that absent is not.
 func checkArchive(t *testing.T, n *nodeProc, want map[message.Hash]restMessage, absent restMessage) {
 	t.Helper()
-	arc, err := archive.Open(filepath.Join(n.dataDir, "archive"), archive.Config{})
+	var arc archive.Archive
+	var err error
+	if n.dbURL != "" {
+		arc, err = archive.OpenURL(context.Background(), n.dbURL, archive.Config{})
+	} else {
+		arc, err = archive.Open(filepath.Join(n.dataDir, "archive"), archive.Config{})
+	}
 	if err != nil {
 		t.Fatalf("open %s's archive: %v", n.name, err)
 	}

@@ -24,13 +24,17 @@ var reTransferred = regexp.MustCompile(`(?m)^total_transfer_messages_exchanged\{
 // testE2EStoreSync: A and B relay with store and store-sync on; B is
 // stopped while A receives 1,000 messages over REST; B restarts on the
 // same data directory and, after one sync round, its archive holds every
-// one of them byte for byte, none lost and none twice.
-func testE2EStoreSync(t *testing.T, bin string, bArgs ...string) {
+// one of them byte for byte, none lost and none twice. With dbURL, B's
+// archive is that Postgres database.
+func testE2EStoreSync(t *testing.T, bin, dbURL string) {
 	start := time.Now()
 	step := func(what string) { t.Helper(); t.Logf("[%6.2fs] %s", time.Since(start).Seconds(), what) }
 	a := startNode(t, bin, "A", syncFlags...)
 	bDir := t.TempDir()
-	bFlags := append(append([]string{"--staticnode", a.addr}, syncFlags...), bArgs...)
+	bFlags := append([]string{"--staticnode", a.addr}, syncFlags...)
+	if dbURL != "" {
+		bFlags = append(bFlags, "--store-message-db-url", dbURL)
+	}
 	b := startNodeIn(t, bin, "B", bDir, bFlags...)
 	waitFor(t, 20*time.Second, "A and B connected", func() (bool, string) {
 		ps, err := a.peers()
@@ -66,6 +70,7 @@ func testE2EStoreSync(t *testing.T, bin string, bArgs ...string) {
 	})
 	step("B's round transferred 1,000 messages")
 	b.stop(t)
+	b.dbURL = dbURL
 	checkArchive(t, b, want, restMessage{Payload: []byte("never sent"), ContentTopic: e2eContentTopic, Timestamp: 1})
 	step("B's archive holds all 1,010 messages, each once")
 	a.stop(t)
