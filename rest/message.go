@@ -57,9 +57,24 @@ func NewMessage(m *message.Message) Message {
 }
 
 // ParseMessage parses one REST message JSON object into a new Message that
-// owns all its bytes. Rules, as nwaku's RelayWakuMessage reader:
-//   - payload and contentTopic are required and must not be empty or white
-//     space;
+// owns all its bytes, with the rules of nwaku's RelayWakuMessage reader for
+// publishing: DecodeMessage, then payload and contentTopic must not be
+// empty or white space. Errors wrap ErrInvalidBody or ErrBase64.
+func ParseMessage(data []byte) (*message.Message, error) {
+	m, err := DecodeMessage(data)
+	if err != nil {
+		return nil, err
+	}
+	return checkPublishable(m)
+}
+
+// DecodeMessage decodes one REST message JSON object into a new Message
+// that owns all its bytes, without the rules of publishing: any message the
+// JSON shape can carry decodes, an empty payload or content topic included
+// (the deterministic hash is defined for them; 14/WAKU2-MESSAGE's own test
+// vectors have an empty payload). The shape:
+//   - payload and contentTopic are required fields (a payload of "" is an
+//     empty payload);
 //   - version is an integer 0..4294967295 and timestamp an integer that fits
 //     int64 (Unix ns); both are parsed from the JSON literal, never through
 //     float64, so 1.7e18, "17" and null are errors;
@@ -68,18 +83,18 @@ func NewMessage(m *message.Message) Message {
 //   - a repeated field is an error; unknown fields are skipped.
 //
 // The optional fields given are marked in Message.Present. An absent
-// timestamp stays 0: ParseMessage never fills in the current time (the
-// publish handlers do), so the hash of a parsed message is the hash of the
+// timestamp stays 0: DecodeMessage never fills in the current time (the
+// publish handlers do), so the hash of a decoded message is the hash of the
 // message as written. The Message's slices are fresh, with len == cap.
 // Errors wrap ErrInvalidBody or ErrBase64.
-func ParseMessage(data []byte) (*message.Message, error) {
+func DecodeMessage(data []byte) (*message.Message, error) {
 	if fields, ok := scanFlat(data); ok {
 		return messageFromFields(fields)
 	}
 	return parseGeneral(data)
 }
 
-// parseGeneral is ParseMessage over encoding/json, for any JSON text.
+// parseGeneral is DecodeMessage over encoding/json, for any JSON text.
 func parseGeneral(data []byte) (*message.Message, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := expectDelim(dec, '{'); err != nil {
@@ -110,7 +125,7 @@ func parseGeneral(data []byte) (*message.Message, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: data after the JSON object", ErrInvalidBody)
 	}
-	return checkRequired(m, seen["payload"])
+	return checkRequired(m, seen["payload"], seen["contentTopic"])
 }
 
 // messageFromFields applies the members scanFlat found, as the general
@@ -127,11 +142,25 @@ func messageFromFields(fields []field) (*message.Message, error) {
 			return nil, err
 		}
 	}
-	return checkRequired(m, seen["payload"])
+	return checkRequired(m, seen["payload"], seen["contentTopic"])
 }
 
-func checkRequired(m *message.Message, havePayload bool) (*message.Message, error) {
-	if !havePayload || len(m.Payload) == 0 {
+// checkRequired checks that the payload and contentTopic fields were given
+// (nwaku's text covers both a missing and an empty field).
+func checkRequired(m *message.Message, havePayload, haveTopic bool) (*message.Message, error) {
+	if !havePayload {
+		return nil, fmt.Errorf("%w: Field `payload` is missing or empty", ErrInvalidBody)
+	}
+	if !haveTopic {
+		return nil, fmt.Errorf("%w: Field `contentTopic` is missing or empty", ErrInvalidBody)
+	}
+	return m, nil
+}
+
+// checkPublishable applies nwaku's rules for a message to publish: payload
+// and content topic not empty, the content topic not white space.
+func checkPublishable(m *message.Message) (*message.Message, error) {
+	if len(m.Payload) == 0 {
 		return nil, fmt.Errorf("%w: Field `payload` is missing or empty", ErrInvalidBody)
 	}
 	if strings.TrimSpace(m.ContentTopic) == "" {
@@ -220,7 +249,7 @@ func payloadField(key string, raw json.RawMessage) ([]byte, error) {
 		s = []byte(str)
 	}
 	if len(bytes.TrimSpace(s)) == 0 {
-		return nil, fmt.Errorf("%w: Field `payload` is missing or empty", ErrInvalidBody)
+		return []byte{}, nil // empty; publishing refuses it (checkPublishable)
 	}
 	out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
 	n, err := base64.StdEncoding.Decode(out, s)

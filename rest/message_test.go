@@ -175,3 +175,28 @@ func checkCapped(t testing.TB, m *message.Message) {
 		}
 	}
 }
+
+// TestDecodeMessageWithoutPublishRules: DecodeMessage decodes an empty
+// payload or content topic (the hash is defined for them); ParseMessage,
+// for publishing, refuses them as nwaku's REST reader does.
+func TestDecodeMessageWithoutPublishRules(t *testing.T) {
+	for _, body := range []string{
+		`{"payload":"","contentTopic":"/a/1/b/c"}`,
+		`{"payload":"AQI=","contentTopic":""}`,
+		`{"payload":"","contentTopic":"  ","unknown":[1]}`,
+	} {
+		m, err := DecodeMessage([]byte(body))
+		if err != nil {
+			t.Fatalf("DecodeMessage(%s): %v", body, err)
+		}
+		if _, err := ParseMessage([]byte(body)); !errors.Is(err, ErrInvalidBody) {
+			t.Fatalf("ParseMessage(%s) = %v, want ErrInvalidBody", body, err)
+		}
+		checkCapped(t, m)
+	}
+	for _, body := range []string{`{"contentTopic":"/a/1/b/c"}`, `{"payload":""}`} {
+		if _, err := DecodeMessage([]byte(body)); !errors.Is(err, ErrInvalidBody) {
+			t.Fatalf("DecodeMessage(%s) without a required field = %v, want ErrInvalidBody", body, err)
+		}
+	}
+}
