@@ -40,6 +40,14 @@ Scenarios (--scenario, a comma list; a -runN suffix is allowed):
   libnet      two lib-net endpoints on 127.0.0.1: raw lane against legacy
               lane, tell and ask, 1/10/100 kB and the seed mix, and a plain
               loopback TCP stream of 100 kB frames (tcp-baseline-100kB)
+  store       fills an archive (the embedded one, or Postgres with
+              --store-message-db-url) with --store-messages messages of
+              1,000 bytes over 10 content topics, as fast as its write
+              queue takes them (store-insert: msg_per_s), then times
+              --store-queries store v3 queries through the protocol on
+              127.0.0.1: a page of 20 with data, one content topic, a time
+              range at a random place (store-query: ns_per_msg_p50/_p99
+              are the latency of one query)
 
 --muxer yamux|mplex restricts both nodes of macro, macro-rest and
 macro-bare to that stream muxer, so the two are measured on the same
@@ -104,6 +112,9 @@ func runBench(args []string) error {
 	fs.BoolVar(&cfg.Sign, "sign", false, "libnet: sign the raw lane too (the legacy lane always is)")
 	fs.StringVar(&cfg.Muxer, "muxer", "", "macro, macro-rest, macro-bare: offer only this stream muxer, yamux or mplex (default: both, yamux chosen)")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for temporary archives (default: the system temp dir)")
+	fs.IntVar(&cfg.StoreMessages, "store-messages", 10_000, "store: messages archived before the queries (e.g. 1000000)")
+	fs.IntVar(&cfg.StoreQueries, "store-queries", 1000, "store: queries timed")
+	fs.StringVar(&cfg.StoreDBURL, "store-message-db-url", "", "store: postgres://user:password@host:port/db for the Postgres archive (default: the embedded archive in --dir)")
 	csvPath := fs.String("csv", "", "also write the rows as CSV to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {

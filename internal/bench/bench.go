@@ -21,7 +21,8 @@ import (
 // macro-rest is macro with A publishing through its REST API.
 // micro-stalled is micro with one more filter subscriber that never reads;
 // macro-lightpush is macro with a light client pushing to A (lightpush v3).
-var scenarios = []string{"micro", "micro-stalled", "macro", "macro-bare", "macro-rest", "macro-lightpush", "libnet"}
+// store fills an archive and times store v3 queries against it.
+var scenarios = []string{"micro", "micro-stalled", "macro", "macro-bare", "macro-rest", "macro-lightpush", "libnet", "store"}
 
 // Config configures a run. Zero values take the documented defaults.
 type Config struct {
@@ -57,6 +58,13 @@ type Config struct {
 	// "<scenario>[<muxer>]". Empty means the nodes' default: both offered,
 	// yamux chosen.
 	Muxer string
+	// StoreMessages is the number of messages the store scenario archives
+	// (default 10,000) and StoreQueries the number of queries it times
+	// (default 1,000).
+	StoreMessages, StoreQueries int
+	// StoreDBURL is the store scenario's archive: "" for the embedded one
+	// in Dir, or a postgres:// URL (archive.OpenURL).
+	StoreDBURL string
 	// Dir is where temporary archives go. Default os.TempDir().
 	Dir string
 	// Out receives the start-up lines (SHA-256 speed, append bound) and
@@ -109,6 +117,15 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Muxer != "" && c.Muxer != node.MuxerYamux && c.Muxer != node.MuxerMplex {
 		return fmt.Errorf("bench: --muxer %q: want yamux or mplex", c.Muxer)
+	}
+	if c.StoreMessages == 0 {
+		c.StoreMessages = 10_000
+	}
+	if c.StoreQueries == 0 {
+		c.StoreQueries = 1000
+	}
+	if c.StoreMessages < 0 || c.StoreQueries < 0 {
+		return fmt.Errorf("bench: --store-messages and --store-queries must be positive")
 	}
 	if c.ContentTopic == "" {
 		c.ContentTopic = "/courier/1/bench/proto"
@@ -164,6 +181,8 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 			r, err = one(runMacro(ctx, cfg, w, cfg.muxerName(s), true))
 		case "macro-bare":
 			r, err = one(runMacroBare(ctx, cfg, w, cfg.muxerName(s)))
+		case "store":
+			r, err = runStore(ctx, cfg)
 		case "libnet":
 			r, err = RunLibnet(ctx, LibnetConfig{N: cfg.N, Warmup: cfg.Warmup, Seed: cfg.Seed, Sign: cfg.Sign, Progress: progressFunc(cfg.Progress, s)})
 		}

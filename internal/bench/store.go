@@ -1,0 +1,192 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/store"
+)
+
+// The store scenario's workload: small messages, so that a million fit on
+// a test machine's disk, spread over storeContentTopics content topics one
+// millisecond apart.
+const (
+	storePayloadSize   = 1000
+	storeContentTopics = 10
+	storePageSize      = 20
+	// storeWindow is the time range of each query: 2,000 messages of the
+	// archive, 200 of the queried content topic, so a page of 20 is always
+	// full.
+	storeWindow = 2000 * time.Millisecond
+)
+
+// runStore fills an archive (the embedded one, or Postgres with
+// Config.StoreDBURL) with Config.StoreMessages messages, as fast as its
+// write queue takes them, then times Config.StoreQueries store v3 queries
+// through the protocol on loopback: a page of 20 with data, one content
+// topic and a time range at a random place in the archive. It returns two
+// rows: "store-insert" (msg_per_s: messages acknowledged per second of
+// the whole fill) and "store-query" (ns_per_msg_p50/p99: the latency of
+// one query, request to decoded response).
+func runStore(ctx context.Context, cfg Config) ([]Row, error) {
+	name := "[embedded]"
+	if cfg.StoreDBURL != "" {
+		name = "[postgres]"
+	}
+	a, cleanup, err := openStoreArchive(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	n := cfg.StoreMessages
+	base := time.Now().Add(-time.Duration(n) * time.Millisecond).UnixNano()
+	insert, tail, err := fillStore(ctx, cfg, a, n, base)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "store%s: %d messages of %d bytes in %v: %.0f msg/s; the last 10 %%: %.0f msg/s\n",
+		name, n, storePayloadSize, insert.Round(time.Millisecond), float64(n)/insert.Seconds(), float64(n-1-n*9/10)/tail.Seconds())
+	ins := NewRow("store-insert"+name, fmt.Sprintf("%dB", storePayloadSize), n)
+	ins.WallMs = float64(insert) / 1e6
+	ins.MsgPerS = float64(n) / insert.Seconds()
+
+	lat, wall, err := queryStore(ctx, cfg, a, n, base)
+	if err != nil {
+		return nil, err
+	}
+	q := NewRow("store-query"+name, fmt.Sprintf("%dB", storePayloadSize), len(lat))
+	q.WallMs = float64(wall) / 1e6
+	q.MsgPerS = float64(len(lat)) / wall.Seconds()
+	q.P50Ns, q.P99Ns = percentile(lat, 50), percentile(lat, 99)
+	fmt.Fprintf(cfg.Out, "store%s: %d queries (page of %d with data, one content topic, a time range): p50 %v, p99 %v\n",
+		name, len(lat), storePageSize, time.Duration(q.P50Ns).Round(time.Microsecond), time.Duration(q.P99Ns).Round(time.Microsecond))
+	return []Row{ins, q}, nil
+}
+
+func openStoreArchive(ctx context.Context, cfg Config) (archive.Archive, func(), error) {
+	if cfg.StoreDBURL != "" {
+		a, err := archive.OpenURL(ctx, cfg.StoreDBURL, archive.Config{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return a, func() { a.Close() }, nil
+	}
+	dir, err := os.MkdirTemp(cfg.Dir, "courier-bench-store-")
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := archive.Open(filepath.Join(dir, "archive"), archive.Config{})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return a, func() { a.Close(); os.RemoveAll(dir) }, nil
+}
+
+func storeContentTopic(i int) string {
+	return fmt.Sprintf("/courier/1/store-bench-%d/proto", i%storeContentTopics)
+}
+
+// fillStore appends n messages and returns the time from the first
+// append to the last acknowledgement, and the time between the
+// acknowledgements of the message at 90 % and the last (the rate at the
+// end, where the index is largest).
+func fillStore(ctx context.Context, cfg Config, a archive.Archive, n int, base int64) (total, tail time.Duration, err error) {
+	acked := make(chan error, 1)
+	var tenth time.Time // written by the writer goroutine before the last ack
+	start := time.Now()
+	progress := progressFunc(cfg.Progress, "store")
+	for i := range n {
+		payload := make([]byte, storePayloadSize)
+		binary.BigEndian.PutUint64(payload, uint64(i))
+		m := &message.Message{Payload: payload, ContentTopic: storeContentTopic(i), Timestamp: base + int64(i)*int64(time.Millisecond),
+			Present: message.HasTimestamp}
+		wire := m.Encode(nil)
+		env := message.NewEnvelope(m, cfg.PubsubTopic, wire, nil)
+		var done func(error)
+		switch i {
+		case n - 1:
+			done = func(err error) { acked <- err }
+		case n * 9 / 10:
+			done = func(error) { tenth = time.Now() }
+		}
+		if err := a.Append(ctx, env, done); err != nil {
+			return 0, 0, err
+		}
+		if i%1000 == 0 {
+			progress(i, n)
+		}
+	}
+	if err := <-acked; err != nil {
+		return 0, 0, err
+	}
+	end := time.Now()
+	return end.Sub(start), end.Sub(tenth), nil
+}
+
+// queryStore times cfg.StoreQueries queries from a client host to a
+// server host serving a, both on loopback.
+func queryStore(ctx context.Context, cfg Config, a archive.Archive, n int, base int64) ([]float64, time.Duration, error) {
+	sh, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer sh.Close()
+	ch, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer ch.Close()
+	srv, err := store.NewServer(sh, a, store.Config{})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer srv.Close()
+	if err := ch.Connect(ctx, peer.AddrInfo{ID: sh.ID(), Addrs: sh.Addrs()}); err != nil {
+		return nil, 0, err
+	}
+	r := rand.New(rand.NewPCG(uint64(cfg.Seed), 7))
+	span := int64(n)*int64(time.Millisecond) - int64(storeWindow)
+	var c message.Counters
+	lat := make([]float64, 0, cfg.StoreQueries)
+	start := time.Now()
+	for i := range cfg.StoreQueries {
+		from := base
+		if span > 0 {
+			from += r.Int64N(span)
+		}
+		to := from + int64(storeWindow)
+		req := &store.Request{IncludeData: true, PubsubTopic: cfg.PubsubTopic, ContentTopics: []string{storeContentTopic(i)},
+			StartTime: &from, EndTime: &to, Forward: i%2 == 0, Limit: storePageSize}
+		t0 := time.Now()
+		resp, err := store.Query(ctx, ch, sh.ID(), req, &c)
+		if err != nil {
+			return nil, 0, err
+		}
+		lat = append(lat, float64(time.Since(t0)))
+		if want := min(storePageSize, n/storeContentTopics); len(resp.Messages) != want {
+			return nil, 0, fmt.Errorf("query %d: %d messages, want %d", i, len(resp.Messages), want)
+		}
+	}
+	return lat, time.Since(start), nil
+}
+
+// percentile returns the p-th percentile of v (sorted in place).
+func percentile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[min(len(v)-1, int(float64(len(v))*p/100))]
+}
