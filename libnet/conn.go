@@ -267,7 +267,7 @@ func (c *conn) handleV1(h *Header, f *wire.Frame) {
 	h.UUID, h.Compression = hv.UUID, compressionFromCode(uint8(hv.Compression))
 	h.SenderID, h.TrackerID = c.intern(hv.SenderID), string(hv.TrackerID)
 	comp := h.Compression
-	if plainJSON(f.Data) { // lib-net 1.3.11+: the field is sent, the data is not compressed
+	if comp != CompressNone && plainJSON(f.Data) { // lib-net 1.3.11+: the field is sent, the data is not compressed
 		comp = CompressNone
 	}
 	data, err := c.ep.codecs.decompress(comp, f.Data, 4*len(f.Data))

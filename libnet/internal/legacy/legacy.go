@@ -48,8 +48,9 @@ type Aug struct {
 	// expects a reply; otherwise data is the route envelope.
 	Reply bool
 	// Payload is the binary payload. On parse it is freshly allocated, or
-	// nil when data is not a binary route envelope (then Data holds a copy
-	// of the raw JSON of data). Both have capacity equal to their length.
+	// nil when data is not a binary value (then Data holds the raw JSON of
+	// data, which may alias the parsed input). Both have capacity equal to
+	// their length.
 	Payload []byte
 	Binary  bool
 	Data    []byte
@@ -145,6 +146,7 @@ type binValue struct {
 	DataType string          `json:"dataType"` // lib-types: "bb" or "u8ab"
 	Type     string          `json:"type"`     // Buffer.toJSON: "Buffer"
 	Data     json.RawMessage `json:"data"`     // Buffer.toJSON: the bytes as an array of numbers
+	b64      []byte          // value, when read by the fast reader
 }
 
 // dataShape reads data as the route envelope or as a binary value itself.
@@ -158,8 +160,15 @@ type dataShape struct {
 // lib-types value whose base64 does not decode is an error.
 func (v *binValue) bytes() (b []byte, ok bool, err error) {
 	switch {
-	case v.Value != nil && (v.DataType == "bb" || v.DataType == "u8ab"):
-		b, err = base64.StdEncoding.DecodeString(*v.Value)
+	case (v.Value != nil || v.b64 != nil) && (v.DataType == "bb" || v.DataType == "u8ab"):
+		if v.b64 != nil {
+			b = make([]byte, base64.StdEncoding.DecodedLen(len(v.b64)))
+			var n int
+			n, err = base64.StdEncoding.Decode(b, v.b64)
+			b = b[:n]
+		} else {
+			b, err = base64.StdEncoding.DecodeString(*v.Value)
+		}
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: payload: %w", ErrBadEnvelope, err)
 		}
@@ -181,23 +190,37 @@ func (v *binValue) bytes() (b []byte, ok bool, err error) {
 // Buffer forms are listed in the package comment.
 func Parse(b []byte) (Aug, Ops, error) {
 	var w wireAug
+	var d dataShape
+	if scanAug(b, &w, &d) {
+		return fromWire(&w, &d, Ops{JSON: 1})
+	}
+	return parseSlow(b)
+}
+
+// parseSlow is Parse with encoding/json.
+func parseSlow(b []byte) (Aug, Ops, error) {
+	var w wireAug
 	ops := Ops{JSON: 1}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Aug{}, ops, fmt.Errorf("%w: %w", ErrBadEnvelope, err)
 	}
+	var d dataShape
+	if len(w.Data) > 0 && w.Data[0] == '{' {
+		ops.JSON++
+		if json.Unmarshal(w.Data, &d) != nil { // not one of the binary shapes
+			d = dataShape{}
+		}
+	}
+	return fromWire(&w, &d, ops)
+}
+
+// fromWire builds the Aug of w and its data's shape d.
+func fromWire(w *wireAug, d *dataShape, ops Ops) (Aug, Ops, error) {
 	a := Aug{UUID: w.UUID, Port: int(w.Port), Address: w.Address, SendTime: int64(w.SendTime),
 		ReceivedTime: int64(w.ReceivedTime), ReplyTime: int64(w.ReplyTime), ReplyReceivedTime: int64(w.ReplyReceivedTime),
 		MsgDir: w.MsgDir, Data: slices.Clip(w.Data)}
 	if w.Timeout != nil {
 		a.Timeout, a.HasTimeout = *w.Timeout, true
-	}
-	if len(w.Data) == 0 || w.Data[0] != '{' {
-		return a, ops, nil
-	}
-	var d dataShape
-	ops.JSON++
-	if json.Unmarshal(w.Data, &d) != nil { // not one of the binary shapes
-		return a, ops, nil
 	}
 	v, route := &d.binValue, ""
 	if d.Payload != nil {
@@ -213,7 +236,7 @@ func Parse(b []byte) (Aug, Ops, error) {
 	if !ok {
 		return a, ops, nil
 	}
-	if v.Value != nil {
+	if v.Value != nil || v.b64 != nil {
 		ops.Base64++
 	} else {
 		ops.JSON++ // the array of numbers
