@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/pgtest"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/shard"
 )
@@ -102,16 +105,26 @@ func TestNodeKeyKeptInDataDir(t *testing.T) {
 }
 
 // TestTwoNodesArchive relays one message between two in-process nodes and
-// reads it back from the receiver's archive after Stop.
+// reads it back from the receiver's archive, embedded and in Postgres.
 func TestTwoNodesArchive(t *testing.T) {
+	for _, archiveName := range []string{"embedded", "postgres"} {
+		t.Run(archiveName, func(t *testing.T) {
+			bcfg := Config{ListenAddress: "127.0.0.1", Relay: true, Store: true, DataDir: t.TempDir()}
+			if archiveName == "postgres" {
+				bcfg.DBURL = pgtest.DB(t)
+			}
+			twoNodesArchive(t, bcfg)
+		})
+	}
+}
+
+func twoNodesArchive(t *testing.T, bcfg Config) {
 	base := Config{ListenAddress: "127.0.0.1", Relay: true}
 	a, err := New(base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Stop(context.Background())
-	bcfg := base
-	bcfg.Store, bcfg.DataDir = true, t.TempDir()
 	archived := make(chan *message.Envelope, 1)
 	bcfg.OnArchived = func(env *message.Envelope, err error) {
 		if err == nil {
@@ -129,6 +142,7 @@ func TestTwoNodesArchive(t *testing.T) {
 	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	defer b.Stop(ctx)
 	if err := a.Host().Connect(ctx, peer.AddrInfo{ID: b.Host().ID(), Addrs: b.Host().Addrs()}); err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +168,13 @@ func TestTwoNodesArchive(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("not archived")
+	}
+	res, err := b.Archive().Query(ctx, archive.Query{Hashes: []message.Hash{env.Hash()}, IncludeData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != 1 || !bytes.Equal(res.Messages[0].Wire, env.Wire()) || res.Messages[0].PubsubTopic != topic {
+		t.Fatalf("read back %+v", res.Messages)
 	}
 	if err := b.Stop(ctx); err != nil {
 		t.Fatal(err)

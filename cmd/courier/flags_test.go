@@ -230,6 +230,21 @@ func TestNodeFlagsForms(t *testing.T) {
 			func(o *nodeOptions) bool { return o.cfg.DBURL == "sqlite:///var/lib/courier/store.sqlite3" }},
 		{"admin and cache", []string{"--rest-admin=true", "--rest-relay-cache-capacity=7"}, nil,
 			func(o *nodeOptions) bool { return o.cfg.RESTAdmin && o.cfg.RESTCacheCapacity == 7 }},
+		{"archive defaults", nil, nil,
+			func(o *nodeOptions) bool {
+				a := o.cfg.ArchiveConfig
+				return o.cfg.DBURL == "" && a.Retention == "time:172800" && !a.Vacuum && !a.NoMigration && a.MaxConns == 50
+			}},
+		{"postgres archive", []string{"--store-message-db-url=postgres://u:p@127.0.0.1:5432/db", "--store-message-retention-policy=capacity:100;size:2GB",
+			"--store-message-db-vacuum=true", "--store-message-db-migration=false", "--store-max-num-db-connections=5"}, nil,
+			func(o *nodeOptions) bool {
+				a := o.cfg.ArchiveConfig
+				return o.cfg.DBURL == "postgres://u:p@127.0.0.1:5432/db" && a.Retention == "capacity:100;size:2GB" && a.Vacuum && a.NoMigration && a.MaxConns == 5
+			}},
+		{"db-url alias", []string{"--db-url=postgresql://h/db", "--store-message-retention-policy=none"}, nil,
+			func(o *nodeOptions) bool {
+				return o.cfg.DBURL == "postgresql://h/db" && o.cfg.ArchiveConfig.Retention == "none"
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
