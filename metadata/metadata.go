@@ -72,6 +72,10 @@ type Config struct {
 	Timeout time.Duration
 	// Workers is the number of peer checks in flight at once. Default 4.
 	Workers int
+	// OnChecked, when set, is called after every check of a new peer with
+	// its result (nil: kept; else the reason it was disconnected), from a
+	// worker goroutine. A peer manager uses it to forget peers that fail.
+	OnChecked func(peer.ID, error)
 	// QueueSize is the number of new peers waiting for a check. When the
 	// queue is full a new peer is not checked; the skip is logged and
 	// counted in Stats.QueueFull. Default 256.
@@ -370,6 +374,9 @@ func (s *Service) check(p peer.ID) {
 		if cerr := s.h.Network().ClosePeer(p); cerr != nil {
 			s.log.Debug("close peer", "peer", p, "err", cerr)
 		}
+	}
+	if s.cfg.OnChecked != nil {
+		s.cfg.OnChecked(p, err)
 	}
 	if s.checked != nil {
 		s.checked(p, err)

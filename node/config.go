@@ -181,6 +181,7 @@ func DefaultConfig() Config {
 	return Config{
 		ListenAddress: "0.0.0.0", TCPPort: 60000, WebSocketPort: 8000, Relay: true, MaxConnections: 150,
 		RESTAddress: "127.0.0.1", RESTPort: 8645, MetricsAddress: "127.0.0.1", MetricsPort: 8008,
+		Discovery: DefaultDiscoveryConfig(),
 	}
 }
 

@@ -1,17 +1,21 @@
 package node
 
 import (
+	"context"
+	"crypto/ecdsa"
 	"fmt"
 	"net"
 	"slices"
 	"strings"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/ethereum/go-ethereum/p2p/enode"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/couriernet/courier/discovery"
+	"github.com/couriernet/courier/rest"
 )
 
 // DiscoveryConfig configures how the node says where it is (its ENR) and
@@ -28,11 +32,52 @@ type DiscoveryConfig struct {
 	ExtMultiaddrOnly bool
 	// NAT is how the node learns its public address (--nat): "none" (the
 	// default; nwaku's default "any" probes UPnP and NAT-PMP routers),
-	// "extip:<IPv4>" (that address), or "any" (go-libp2p's port mapping).
+	// "extip:<IPv4>" (that address), or "any", "upnp" or "pmp" (go-libp2p's
+	// port mapping, which tries both protocols).
 	NAT string
 	// DNS4DomainName is a domain name resolving to the node's public IPv4
 	// address (--dns4-domain-name); it is announced as /dns4/<name>/tcp/...
 	DNS4DomainName string
+
+	// Discv5 runs discovery v5 (--discv5-discovery).
+	Discv5 bool
+	// Discv5UDPPort is its UDP port (--discv5-udp-port). DefaultConfig sets
+	// 9000, as nwaku; 0 picks a free port.
+	Discv5UDPPort int
+	// Discv5BootstrapNodes are ENRs in text form to start from
+	// (--discv5-bootstrap-node).
+	Discv5BootstrapNodes []string
+	// Discv5ENRAutoUpdate lets discv5 replace the record's IP with the one
+	// peers report (--discv5-enr-auto-update).
+	Discv5ENRAutoUpdate bool
+	// Discv5TableIPLimit, Discv5BucketIPLimit and Discv5BitsPerHop are
+	// nwaku's routing-table tunables (defaults 10, 2 and 1). go-ethereum's
+	// table has the same limits built in (10 per /24 in the table, 2 per
+	// /24 in a bucket, LAN addresses exempt) and one bit per hop; other
+	// values are refused.
+	Discv5TableIPLimit, Discv5BucketIPLimit, Discv5BitsPerHop int
+
+	// RelayServiceRatio splits MaxConnections between relay and service
+	// peers (--relay-service-ratio), "relay:service" summing to 100.
+	// Default "50:50", as nwaku v0.38.1. A third of the relay share is
+	// dialled out, the rest left to inbound peers (nwaku peer_manager.nim).
+	RelayServiceRatio string
+	// IPColocationLimit is the most connected peers from one IP address
+	// (--ip-colocation-limit). 0 means nwaku's default 5; negative means no
+	// limit (nwaku's 0). Static peers are exempt.
+	IPColocationLimit int
+	// PeerStoreCapacity bounds the peers the manager keeps
+	// (--peer-store-capacity). Default 1000.
+	PeerStoreCapacity int
+	// PeerPersistence keeps the known peers in DataDir/peers.json across
+	// restarts (--peer-persistence).
+	PeerPersistence bool
+}
+
+// DefaultDiscoveryConfig returns nwaku v0.38.1's defaults with courier's
+// --nat=none.
+func DefaultDiscoveryConfig() DiscoveryConfig {
+	return DiscoveryConfig{NAT: natNone, Discv5UDPPort: 9000, RelayServiceRatio: "50:50"}
 }
 
 // natNone is courier's default --nat: no probes leave the machine.
@@ -41,6 +86,24 @@ const natNone = "none"
 func (c *DiscoveryConfig) setDefaults() {
 	if c.NAT == "" {
 		c.NAT = natNone
+	}
+	if c.Discv5TableIPLimit == 0 {
+		c.Discv5TableIPLimit = 10
+	}
+	if c.Discv5BucketIPLimit == 0 {
+		c.Discv5BucketIPLimit = 2
+	}
+	if c.Discv5BitsPerHop == 0 {
+		c.Discv5BitsPerHop = 1
+	}
+	if c.RelayServiceRatio == "" {
+		c.RelayServiceRatio = "50:50"
+	}
+	if c.IPColocationLimit == 0 {
+		c.IPColocationLimit = 5
+	}
+	if c.PeerStoreCapacity == 0 {
+		c.PeerStoreCapacity = 1000
 	}
 }
 
@@ -59,13 +122,45 @@ func (c *DiscoveryConfig) validate() error {
 	if c.DNS4DomainName != "" && strings.ContainsAny(c.DNS4DomainName, "/ ") {
 		return fmt.Errorf("%w: --dns4-domain-name %q is not a domain name", ErrConfig, c.DNS4DomainName)
 	}
+	if c.Discv5UDPPort < 0 || c.Discv5UDPPort > 65535 {
+		return fmt.Errorf("%w: --discv5-udp-port %d", ErrConfig, c.Discv5UDPPort)
+	}
+	for _, b := range c.Discv5BootstrapNodes {
+		if _, err := discovery.ParseENR(b); err != nil {
+			return fmt.Errorf("%w: --discv5-bootstrap-node %q: %w", ErrConfig, b, err)
+		}
+	}
+	if c.Discv5TableIPLimit != 10 || c.Discv5BucketIPLimit != 2 || c.Discv5BitsPerHop != 1 {
+		return fmt.Errorf("%w: --discv5-table-ip-limit, --discv5-bucket-ip-limit and --discv5-bits-per-hop: go-ethereum's discv5 table has 10, 2 and 1 built in", ErrConfig)
+	}
+	if _, _, err := parseRatio(c.RelayServiceRatio); err != nil {
+		return err
+	}
+	if c.PeerStoreCapacity < 0 {
+		return fmt.Errorf("%w: --peer-store-capacity %d", ErrConfig, c.PeerStoreCapacity)
+	}
 	return nil
+}
+
+// parseRatio parses "relay:service", two numbers summing to 100
+// (nwaku parseRelayServiceRatio).
+func parseRatio(s string) (relay, service float64, err error) {
+	r, sv, ok := strings.Cut(s, ":")
+	if ok {
+		_, err1 := fmt.Sscan(r, &relay)
+		_, err2 := fmt.Sscan(sv, &service)
+		ok = err1 == nil && err2 == nil && relay >= 0 && service >= 0 && relay+service == 100
+	}
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: --relay-service-ratio %q: want two numbers summing to 100, as 50:50", ErrConfig, s)
+	}
+	return relay / 100, service / 100, nil
 }
 
 // extIP returns the address of --nat=extip:<IPv4>, or nil.
 func (c *DiscoveryConfig) extIP() (net.IP, error) {
 	switch {
-	case c.NAT == natNone || c.NAT == "any":
+	case c.NAT == natNone || c.portMapping():
 		return nil, nil
 	case strings.HasPrefix(c.NAT, "extip:"):
 		ip := net.ParseIP(strings.TrimPrefix(c.NAT, "extip:"))
@@ -74,7 +169,12 @@ func (c *DiscoveryConfig) extIP() (net.IP, error) {
 		}
 		return ip, nil
 	}
-	return nil, fmt.Errorf("%w: --nat %q: want none, any or extip:<IPv4 address>", ErrConfig, c.NAT)
+	return nil, fmt.Errorf("%w: --nat %q: want none, any, upnp, pmp or extip:<IPv4 address>", ErrConfig, c.NAT)
+}
+
+// portMapping reports whether --nat asks for UPnP or NAT-PMP port mapping.
+func (c *DiscoveryConfig) portMapping() bool {
+	return c.NAT == "any" || c.NAT == "upnp" || c.NAT == "pmp"
 }
 
 // Protocol ids whose handlers give the bits of the waku2 field
@@ -245,16 +345,102 @@ func withoutP2P(a ma.Multiaddr) ma.Multiaddr {
 	return out
 }
 
-// startRecord signs the node's ENR and logs it.
-func (n *Node) startRecord(key crypto.PrivKey, udpPort int) error {
-	ek, err := discovery.ECDSAKey(key)
+// startDiscovery binds the discv5 socket when discv5 is on, signs the
+// node's ENR, logs it and starts discv5.
+func (n *Node) startDiscovery() error {
+	dc := n.cfg.Discovery
+	ek, err := discovery.ECDSAKey(n.key)
 	if err != nil {
 		return fmt.Errorf("node: ENR: %w", err)
 	}
+	var conn *net.UDPConn
+	udpPort := 0
+	if dc.Discv5 {
+		conn, err = net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(n.cfg.ListenAddress), Port: dc.Discv5UDPPort})
+		if err != nil {
+			return fmt.Errorf("node: discv5 UDP port %d: %w", dc.Discv5UDPPort, err)
+		}
+		udpPort = conn.LocalAddr().(*net.UDPAddr).Port
+	}
+	if err := n.startRecord(ek, udpPort); err != nil {
+		if conn != nil {
+			conn.Close()
+		}
+		return err
+	}
+	if !dc.Discv5 {
+		return nil
+	}
+	var boot []*enode.Node
+	for _, b := range dc.Discv5BootstrapNodes {
+		bn, err := discovery.ParseENR(b)
+		if err != nil {
+			conn.Close()
+			return fmt.Errorf("%w: --discv5-bootstrap-node: %w", ErrConfig, err)
+		}
+		boot = append(boot, bn)
+	}
+	n.discv5, err = discovery.StartDiscv5(ek, n.record, conn, discovery.Discv5Config{
+		Bootnodes: boot,
+		Filter:    discovery.WakuFilter(n.cfg.ClusterID, n.cfg.Shards),
+		Found:     func(p discovery.Peer) { n.peers.add(p, rest.Discv5) },
+		Logger:    n.cfg.Logger,
+	})
+	return err
+}
+
+// runPeerManager starts the peer manager with the static peers known.
+func (n *Node) runPeerManager(ctx context.Context, static []peer.AddrInfo) {
+	for _, pi := range static {
+		n.peers.add(discovery.Peer{ID: pi.ID, Addrs: pi.Addrs}, rest.Static)
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.peers.run(ctx)
+	}()
+}
+
+// onMetadataChecked forgets peers that fail the metadata check.
+func (n *Node) onMetadataChecked(id peer.ID, err error) {
+	if err != nil && n.peers != nil {
+		n.peers.forget(id, err)
+	}
+}
+
+// closeDiscovery stops discv5 and releases the record.
+func (n *Node) closeDiscovery() {
+	if n.discv5 != nil {
+		n.discv5.Close()
+	}
+	if n.record != nil {
+		n.record.Close()
+	}
+}
+
+// PeerStats returns a copy of the peer manager's counters.
+func (n *Node) PeerStats() PeerStats { return n.peers.snapshot() }
+
+// peerOrigin returns how the node learned of id, as /admin/v1/peers shows.
+func (n *Node) peerOrigin(id peer.ID) rest.Origin {
+	if n.isStatic(id) {
+		return rest.Static
+	}
+	if n.peers != nil {
+		if o, ok := n.peers.origin(id); ok {
+			return o
+		}
+	}
+	return rest.UnknownOrigin
+}
+
+// startRecord signs the node's ENR and logs it.
+func (n *Node) startRecord(ek *ecdsa.PrivateKey, udpPort int) error {
 	rc, err := n.recordConfig(udpPort)
 	if err != nil {
 		return err
 	}
+	rc.AutoUpdate = n.cfg.Discovery.Discv5ENRAutoUpdate
 	rec, err := discovery.NewLocalRecord(ek, rc)
 	if err != nil {
 		return fmt.Errorf("node: ENR: %w", err)

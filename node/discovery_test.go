@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -147,4 +148,83 @@ func TestRecordConfigAddresses(t *testing.T) {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}
+}
+
+// discv5Node starts an in-process node on 127.0.0.1 with discv5 on a free
+// UDP port, bootstrapping from boot.
+func discv5Node(t *testing.T, cluster uint16, boot ...string) *Node {
+	t.Helper()
+	cfg := Config{ListenAddress: "127.0.0.1", Relay: true, ClusterID: cluster, REST: true, RESTAddress: "127.0.0.1", RESTAdmin: true}
+	cfg.Discovery = DiscoveryConfig{Discv5: true, Discv5BootstrapNodes: boot}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop(context.Background()) })
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestDiscv5PeerManagerMeshes starts a bootstrap node and three nodes that
+// know only its ENR, plus one node of another cluster: each of the three
+// reaches the other three through discv5 and the peer manager, the node of
+// the other cluster is filtered out (its record's shards) and
+// /admin/v1/peers says Discv5.
+func TestDiscv5PeerManagerMeshes(t *testing.T) {
+	boot := discv5Node(t, 16)
+	other := discv5Node(t, 17, boot.ENR())
+	nodes := []*Node{boot}
+	for range 3 {
+		nodes = append(nodes, discv5Node(t, 16, boot.ENR()))
+	}
+	topic := "/waku/2/rs/16/0"
+	deadline := time.Now().Add(60 * time.Second)
+	for _, n := range nodes[1:] {
+		for len(n.Relay().TopicPeers(topic)) < 3 {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s has %d relay peers, stats %+v", n.Host().ID(), len(n.Relay().TopicPeers(topic)), n.PeerStats())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, id := range n.Relay().TopicPeers(topic) {
+			if id == other.Host().ID() {
+				t.Errorf("node of cluster 17 reached a node of cluster 16")
+			}
+		}
+	}
+	for _, n := range nodes[1:] {
+		if got := adminOrigins(t, n)["Discv5"]; got < 1 {
+			t.Errorf("node %s: /admin/v1/peers has no connected peer of origin Discv5", n.Host().ID())
+		}
+	}
+	n := nodes[3]
+	if st := n.discv5.Stats(); st.Found == 0 {
+		t.Errorf("discv5 stats %+v", st)
+	}
+}
+
+// adminOrigins counts the connected peers of /admin/v1/peers by origin.
+func adminOrigins(t *testing.T, n *Node) map[string]int {
+	t.Helper()
+	resp, err := http.Get("http://" + n.HTTPAddrs()[0] + "/admin/v1/peers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var peers []struct {
+		Origin    string `json:"origin"`
+		Connected string `json:"connected"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&peers); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, p := range peers {
+		if p.Connected == "Connected" {
+			out[p.Origin]++
+		}
+	}
+	return out
 }

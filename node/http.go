@@ -199,8 +199,6 @@ func (b restBackend) peer(id peer.ID) rest.Peer {
 	if agent, err := h.Peerstore().Get(id, "AgentVersion"); err == nil {
 		p.Agent, _ = agent.(string)
 	}
-	if b.n.isStatic(id) {
-		p.Origin = rest.Static
-	}
+	p.Origin = b.n.peerOrigin(id)
 	return p
 }

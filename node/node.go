@@ -68,6 +68,8 @@ type Node struct {
 	lock       *os.File // flock on DataDir/LOCK
 	key        crypto.PrivKey
 	record     *discovery.LocalRecord
+	discv5     *discovery.Discv5
+	peers      *peerManager
 	rest       *rest.Server
 	storeSync  *storesync.Service
 	store      storeParts
@@ -132,6 +134,7 @@ func (n *Node) build() error {
 	if n.host, err = n.newHost(key); err != nil {
 		return err
 	}
+	n.peers = newPeerManager(n)
 	n.ping = ping.NewPingService(n.host)
 	if n.cfg.Relay {
 		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger}
@@ -151,7 +154,7 @@ func (n *Node) build() error {
 	if err := n.buildLight(); err != nil {
 		return err
 	}
-	n.metadata, err = metadata.New(n.host, metadata.Config{ClusterID: n.cfg.ClusterID, Shards: n.shards}, n.cfg.Logger)
+	n.metadata, err = metadata.New(n.host, metadata.Config{ClusterID: n.cfg.ClusterID, Shards: n.shards, OnChecked: n.onMetadataChecked}, n.cfg.Logger)
 	return err
 }
 
@@ -185,6 +188,9 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 		return nil, err
 	}
 	opts = append(opts, ws...)
+	if n.cfg.Discovery.portMapping() {
+		opts = append(opts, libp2p.NATPortMap())
+	}
 	if n.cfg.NoListen {
 		opts = append(opts, libp2p.NoListenAddrs)
 	} else {
@@ -330,7 +336,7 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	n.startLight()
-	if err := n.startRecord(n.key, 0); err != nil {
+	if err := n.startDiscovery(); err != nil {
 		return err
 	}
 	if err := startCanceled(ctx); err != nil {
@@ -358,6 +364,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := startCanceled(ctx); err != nil {
 		return err
 	}
+	n.runPeerManager(runCtx, peers)
 	n.setState("READY")
 	return nil
 }
@@ -458,9 +465,7 @@ func (n *Node) closeParts() error {
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
 	}
-	if n.record != nil {
-		n.record.Close()
-	}
+	n.closeDiscovery()
 	if n.lock != nil {
 		errs = append(errs, n.lock.Close())
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -113,26 +114,55 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.portsShift = v.int(); return nil }},
 	// nat: nwaku's "any" sends UPnP/NAT-PMP probes off the machine; courier
 	// does nothing of the kind unless asked.
-	{name: "nat", nwaku: "any", def: strPtr("none"), usage: "any, none, upnp, pmp or extip:<IP>",
-		refuse: "NAT traversal is not supported by this node yet; use --nat=none", quiet: oneOf("none"), owner: ownerDiscovery},
-	{name: "ext-multiaddr", kind: kindList, usage: "external multiaddr to announce",
-		refuse: "announcing external addresses is not supported by this node yet", quiet: whenEmpty, owner: ownerDiscovery},
+	{name: "nat", nwaku: "any", def: strPtr("none"), usage: "none, extip:<IPv4> (announced in the ENR), or any, upnp or pmp (go-libp2p's port mapping)",
+		apply: func(o *nodeOptions, v flagVal) error {
+			nat := v.str()
+			if ip, ok := strings.CutPrefix(nat, "extip:"); ok {
+				if a := net.ParseIP(ip); a == nil || a.To4() == nil {
+					return fmt.Errorf("extip: wants an IPv4 address")
+				}
+			} else if nat != "none" && nat != "any" && nat != "upnp" && nat != "pmp" {
+				return fmt.Errorf("want none, any, upnp, pmp or extip:<IPv4>")
+			}
+			o.cfg.Discovery.NAT = nat
+			return nil
+		}},
+	{name: "ext-multiaddr", kind: kindList, usage: "external multiaddr to announce (repeatable)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.ExtMultiaddrs = v.vals; return nil }},
 	{name: "ext-multiaddr-only", kind: kindBool, nwaku: "false", usage: "announce only --ext-multiaddr",
-		refuse: "announcing external addresses is not supported by this node yet", quiet: whenFalse, owner: ownerDiscovery},
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.ExtMultiaddrOnly = v.bool(); return nil }},
 	{name: "max-connections", kind: kindInt, nwaku: "150", usage: "most libp2p connections",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MaxConnections = v.int(); return nil }},
 	{name: "relay-service-ratio", nwaku: "50:50", usage: "relay:service share of max-connections",
-		refuse: "the relay/service peer split is not supported by this node yet", owner: ownerDiscovery},
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.RelayServiceRatio = v.str(); return nil }},
 	{name: "ip-colocation-limit", kind: kindInt, nwaku: "5", usage: "most peers from one IP (0: no limit)",
-		refuse: "the IP colocation limit is not supported by this node yet", owner: ownerDiscovery},
-	{name: "peer-store-capacity", kind: kindInt, usage: "most peers kept in the peer store",
-		refuse: "a peer store capacity is not supported by this node yet", quiet: whenEmpty, owner: ownerDiscovery},
-	{name: "peer-persistence", kind: kindBool, nwaku: "false", usage: "keep peers across restarts",
-		refuse: "peer persistence is not supported by this node", quiet: whenFalse},
+		apply: func(o *nodeOptions, v flagVal) error {
+			switch n := v.int(); {
+			case n < 0:
+				return fmt.Errorf("want 0 or more")
+			case n == 0:
+				o.cfg.Discovery.IPColocationLimit = -1
+			default:
+				o.cfg.Discovery.IPColocationLimit = n
+			}
+			return nil
+		}},
+	{name: "peer-store-capacity", kind: kindInt, usage: "most peers kept by the peer manager (default 1000)",
+		apply: func(o *nodeOptions, v flagVal) error {
+			if v.str() != "" && v.int() < 1 {
+				return fmt.Errorf("want 1 or more")
+			}
+			if v.str() != "" {
+				o.cfg.Discovery.PeerStoreCapacity = v.int()
+			}
+			return nil
+		}},
+	{name: "peer-persistence", kind: kindBool, nwaku: "false", usage: "keep known peers in <data-dir>/peers.json across restarts",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.PeerPersistence = v.bool(); return nil }},
 	{name: "dns-addrs-name-server", kind: kindList, nwaku: "1.1.1.1,1.0.0.1", usage: "DNS server for dns multiaddrs",
 		refuse: "DNS multiaddr resolution is not supported by this node yet", owner: ownerDiscovery},
-	{name: "dns4-domain-name", usage: "domain name of the node's public IPv4 address",
-		refuse: "announcing a DNS name is not supported by this node yet", quiet: whenEmpty, owner: ownerDiscovery},
+	{name: "dns4-domain-name", usage: "domain name of the node's public IPv4 address (announced as /dns4)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.DNS4DomainName = v.str(); return nil }},
 	{name: "relay-client", kind: kindBool, nwaku: "false", usage: "circuit-relay client",
 		refuse: "circuit relay is not supported by this node", quiet: whenFalse},
 
@@ -261,13 +291,19 @@ var nodeFlags = []flagDef{
 	{name: "dns-discovery-url", usage: "enrtree://<key>@<fqdn>",
 		refuse: "DNS discovery is not supported by this node yet", quiet: whenEmpty, owner: ownerDiscovery},
 	{name: "discv5-discovery", kind: kindBool, usage: "discovery v5",
-		refuse: "discovery v5 is not supported by this node yet", quiet: whenFalse, owner: ownerDiscovery},
-	{name: "discv5-udp-port", kind: kindInt, nwaku: "9000", usage: "discv5 UDP port", with: "discv5-discovery"},
-	{name: "discv5-bootstrap-node", kind: kindList, usage: "discv5 bootstrap ENR", with: "discv5-discovery"},
-	{name: "discv5-enr-auto-update", kind: kindBool, nwaku: "false", usage: "update the ENR from what peers see", with: "discv5-discovery"},
-	{name: "discv5-table-ip-limit", kind: kindInt, nwaku: "10", usage: "discv5 table IP limit", with: "discv5-discovery"},
-	{name: "discv5-bucket-ip-limit", kind: kindInt, nwaku: "2", usage: "discv5 bucket IP limit", with: "discv5-discovery"},
-	{name: "discv5-bits-per-hop", kind: kindInt, nwaku: "1", usage: "discv5 bits per hop", with: "discv5-discovery"},
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5 = v.bool(); return nil }},
+	{name: "discv5-udp-port", kind: kindInt, nwaku: "9000", usage: "discv5 UDP port (0: any free port)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5UDPPort = v.int(); return nil }},
+	{name: "discv5-bootstrap-node", kind: kindList, usage: "discv5 bootstrap ENR (repeatable)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5BootstrapNodes = v.vals; return nil }},
+	{name: "discv5-enr-auto-update", kind: kindBool, nwaku: "false", usage: "update the ENR from what peers see",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5ENRAutoUpdate = v.bool(); return nil }},
+	{name: "discv5-table-ip-limit", kind: kindInt, nwaku: "10", usage: "discv5 table IP limit (go-ethereum's 10 only)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5TableIPLimit = v.int(); return nil }},
+	{name: "discv5-bucket-ip-limit", kind: kindInt, nwaku: "2", usage: "discv5 bucket IP limit (go-ethereum's 2 only)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5BucketIPLimit = v.int(); return nil }},
+	{name: "discv5-bits-per-hop", kind: kindInt, nwaku: "1", usage: "discv5 bits per hop (go-ethereum's 1 only)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5BitsPerHop = v.int(); return nil }},
 	// peer-exchange: nwaku serves it by default; courier does not yet.
 	{name: "peer-exchange", kind: kindBool, nwaku: "true", usage: "serve peer exchange",
 		refuse: "peer exchange is not supported by this node yet", quiet: whenFalse, owner: ownerDiscovery},

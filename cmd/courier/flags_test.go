@@ -277,7 +277,7 @@ func TestNodeFlagsRefuse(t *testing.T) {
 		{[]string{"--preset=twn"}, true, "--preset=twn: The Waku Network needs RLN, which this node does not support"},
 		{[]string{"--preset=logos.dev"}, true, "--preset=logos.dev: the Logos Dev Network needs mix and kademlia discovery, which this node does not support"},
 		{[]string{"--rendezvous=true"}, true, "--rendezvous=true: rendezvous is not supported by this node"},
-		{[]string{"--nat=any"}, true, "--nat=any: NAT traversal is not supported by this node yet; use --nat=none"},
+		{[]string{"--nat=stun"}, false, "--nat=stun: want none, any, upnp, pmp or extip:<IPv4>"},
 		{[]string{"--max-msg-size=1MiB"}, true, "--max-msg-size=1MiB: only nwaku's default limit of 150KiB (153600 bytes) is supported"},
 		{[]string{"--mix=true"}, true, "--mix=true: mix is not supported by this node"},
 		{[]string{"--relay-client=true"}, true, "--relay-client=true: circuit relay is not supported by this node"},

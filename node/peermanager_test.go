@@ -1,0 +1,136 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/couriernet/courier/discovery"
+	"github.com/couriernet/courier/rest"
+)
+
+func TestBackoffIsNwakus(t *testing.T) {
+	for failed, want := range map[int]time.Duration{1: 120 * time.Second, 2: 480 * time.Second, 3: 1920 * time.Second, 4: 7680 * time.Second} {
+		if got := backoff(failed); got != want {
+			t.Errorf("backoff(%d) = %v, want %v", failed, got, want)
+		}
+	}
+}
+
+func TestRelayTargetsFromRatio(t *testing.T) {
+	for _, tc := range []struct {
+		max       int
+		ratio     string
+		out, in   int
+		wantError bool
+	}{{150, "50:50", 25, 50, false}, {50, "60:40", 10, 20, false}, {150, "50:40", 0, 0, true}, {150, "x", 0, 0, true}} {
+		cfg := Config{ListenAddress: "127.0.0.1", NoListen: true, MaxConnections: tc.max, Discovery: DiscoveryConfig{RelayServiceRatio: tc.ratio}}
+		n, err := New(cfg)
+		if tc.wantError {
+			if !errors.Is(err, ErrConfig) {
+				t.Errorf("%s: %v", tc.ratio, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.peers.outTarget != tc.out || n.peers.inTarget != tc.in {
+			t.Errorf("%d %s: out %d in %d, want %d %d", tc.max, tc.ratio, n.peers.outTarget, n.peers.inTarget, tc.out, tc.in)
+		}
+		n.Stop(context.Background())
+	}
+}
+
+func randomPeer(t *testing.T, addr string) discovery.Peer {
+	t.Helper()
+	_, pub, err := crypto.GenerateSecp256k1Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := peer.IDFromPublicKey(pub)
+	return discovery.Peer{ID: id, Addrs: []ma.Multiaddr{ma.StringCast(addr)}, HasCaps: true, Caps: discovery.Relay}
+}
+
+// TestPeerManagerForgetsFailingPeers: a peer nobody answers for is backed
+// off after each failed dial and forgotten after the fifth; a peer that
+// fails the metadata check is forgotten at once; a full store evicts the
+// peer with most failures.
+func TestPeerManagerForgetsFailingPeers(t *testing.T) {
+	cfg := Config{ListenAddress: "127.0.0.1", Discovery: DiscoveryConfig{PeerStoreCapacity: 2}}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop(context.Background())
+	pm := n.peers
+	dead := randomPeer(t, "/ip4/127.0.0.1/tcp/1")
+	pm.add(dead, rest.Discv5)
+	if o, _ := pm.origin(dead.ID); o != rest.Discv5 {
+		t.Fatalf("origin %s", o)
+	}
+	for i := 1; i <= maxFailedAttempts; i++ {
+		if i > 1 && len(pm.candidates()) != 0 {
+			t.Fatalf("after %d failures the peer is dialled again within its backoff", i-1)
+		}
+		pm.dial(context.Background(), peer.AddrInfo{ID: dead.ID, Addrs: dead.Addrs})
+	}
+	if _, ok := pm.origin(dead.ID); ok {
+		t.Fatal("peer kept after five failed dials")
+	}
+	if st := n.PeerStats(); st.DialFailures != maxFailedAttempts || st.Removed != 1 {
+		t.Errorf("stats %+v", st)
+	}
+
+	bad := randomPeer(t, "/ip4/127.0.0.1/tcp/2")
+	pm.add(bad, rest.PeerExchange)
+	n.onMetadataChecked(bad.ID, errors.New("metadata: peer is on another cluster"))
+	if _, ok := pm.origin(bad.ID); ok || n.PeerStats().MetadataPruned != 1 {
+		t.Fatal("peer that failed the metadata check kept")
+	}
+
+	a, b, c := randomPeer(t, "/ip4/127.0.0.1/tcp/3"), randomPeer(t, "/ip4/127.0.0.1/tcp/4"), randomPeer(t, "/ip4/127.0.0.1/tcp/5")
+	pm.add(a, rest.Discv5)
+	pm.add(b, rest.Discv5)
+	pm.dial(context.Background(), peer.AddrInfo{ID: a.ID, Addrs: a.Addrs})
+	pm.add(c, rest.DNS)
+	if _, ok := pm.origin(a.ID); ok {
+		t.Error("full store kept the failing peer")
+	}
+	if o, _ := pm.origin(c.ID); o != rest.DNS {
+		t.Errorf("new peer origin %q", o)
+	}
+}
+
+// TestPeerPersistence writes the known peers at Stop and reads them back
+// at the next start on the same data directory.
+func TestPeerPersistence(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{ListenAddress: "127.0.0.1", DataDir: dir, Discovery: DiscoveryConfig{PeerPersistence: true}}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p := randomPeer(t, "/ip4/127.0.0.1/tcp/1")
+	n.peers.add(p, rest.PeerExchange)
+	if err := n.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n2, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Stop(context.Background())
+	n2.peers.load()
+	if o, ok := n2.peers.origin(p.ID); !ok || o != rest.PeerExchange {
+		t.Fatalf("after restart: origin %q, known %v", o, ok)
+	}
+}
