@@ -141,7 +141,7 @@ func TestRecordConfigAddresses(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []DiscoveryConfig{{NAT: "upnp"}, {NAT: "extip:host"}, {ExtMultiaddrs: []string{"nope"}}, {ExtMultiaddrOnly: true}} {
+	for _, bad := range []DiscoveryConfig{{NAT: "stun"}, {NAT: "extip:host"}, {ExtMultiaddrs: []string{"nope"}}, {ExtMultiaddrOnly: true}} {
 		cfg := Config{Discovery: bad}
 		cfg.setDefaults()
 		if err := cfg.validate(); !errors.Is(err, ErrConfig) {
