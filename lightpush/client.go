@@ -3,6 +3,7 @@ package lightpush
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
@@ -64,14 +66,36 @@ func NewClient(h host.Host, cfg ClientConfig) *Client {
 // pubsubTopic, or on the topic autosharding gives when pubsubTopic is "".
 // It returns the answer whatever its status (see Response.Err); errors are
 // transport, framing or decode errors.
+// The message is encoded once, straight into the framed request.
 func (c *Client) Push(ctx context.Context, p peer.ID, pubsubTopic string, msg *message.Message) (Response, error) {
-	req := Request{RequestID: newRequestID(), PubsubTopic: pubsubTopic, HasPubsubTopic: pubsubTopic != "", Message: msg.Encode(c.cfg.Counters)}
-	return c.Send(ctx, p, req)
+	req := Request{RequestID: newRequestID(), PubsubTopic: pubsubTopic, HasPubsubTopic: pubsubTopic != ""}
+	return c.send(ctx, p, req, appendRequestFrame(nil, &req, msg, c.cfg.Counters))
 }
 
 // Send sends one v3 request as it is and returns the answer.
 func (c *Client) Send(ctx context.Context, p peer.ID, req Request) (Response, error) {
-	b, err := c.exchange(ctx, p, ProtocolID, req.Append(nil))
+	return c.send(ctx, p, req, lpframe.Append(nil, req.Append(nil)))
+}
+
+// appendRequestFrame appends the framed encoding of req with msg encoded in
+// place as its message (req.Message is ignored): length prefix, request id,
+// pubsub topic, message.
+func appendRequestFrame(dst []byte, req *Request, msg *message.Message, ctr *message.Counters) []byte {
+	head := req.appendHead(nil)
+	n := msg.Size()
+	size := len(head) + protowire.SizeTag(fieldMessage) + protowire.SizeBytes(n)
+	if dst == nil {
+		dst = make([]byte, 0, binary.MaxVarintLen64+size)
+	}
+	dst = binary.AppendUvarint(dst, uint64(size))
+	dst = append(dst, head...)
+	dst = protowire.AppendTag(dst, fieldMessage, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(n))
+	return msg.Append(dst, ctr)
+}
+
+func (c *Client) send(ctx context.Context, p peer.ID, req Request, frame []byte) (Response, error) {
+	b, err := c.exchange(ctx, p, ProtocolID, frame)
 	if err != nil {
 		return Response{}, err
 	}
@@ -94,7 +118,7 @@ func (c *Client) PushLegacy(ctx context.Context, p peer.ID, pubsubTopic string, 
 // SendLegacy sends one v2 request as it is; errors as PushLegacy.
 func (c *Client) SendLegacy(ctx context.Context, p peer.ID, req LegacyRequest) error {
 	rpc := LegacyRPC{RequestID: newRequestID(), Request: &req}
-	b, err := c.exchange(ctx, p, LegacyProtocolID, rpc.Append(nil))
+	b, err := c.exchange(ctx, p, LegacyProtocolID, lpframe.Append(nil, rpc.Append(nil)))
 	if err != nil {
 		return err
 	}
@@ -111,7 +135,9 @@ func (c *Client) SendLegacy(ctx context.Context, p peer.ID, req LegacyRequest) e
 	return nil
 }
 
-func (c *Client) exchange(ctx context.Context, p peer.ID, proto protocol.ID, req []byte) ([]byte, error) {
+// exchange writes frame (a request behind its length prefix) on a new
+// stream to p and reads the response.
+func (c *Client) exchange(ctx context.Context, p peer.ID, proto protocol.ID, frame []byte) ([]byte, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
@@ -126,7 +152,7 @@ func (c *Client) exchange(ctx context.Context, p peer.ID, proto protocol.ID, req
 	if dl, ok := ctx.Deadline(); ok {
 		st.SetDeadline(dl)
 	}
-	if err := lpframe.Write(st, req); err != nil {
+	if _, err := st.Write(frame); err != nil {
 		st.Reset()
 		return nil, fmt.Errorf("lightpush: write request: %w", err)
 	}

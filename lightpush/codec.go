@@ -48,14 +48,21 @@ type Request struct {
 
 // Append appends the encoding of r to dst.
 func (r *Request) Append(dst []byte) []byte {
+	dst = r.appendHead(dst)
+	dst = protowire.AppendTag(dst, fieldMessage, protowire.BytesType)
+	return protowire.AppendBytes(dst, r.Message)
+}
+
+// appendHead appends the fields before the message: request id and, when
+// present, the pubsub topic.
+func (r *Request) appendHead(dst []byte) []byte {
 	dst = protowire.AppendTag(dst, fieldRequestID, protowire.BytesType)
 	dst = protowire.AppendString(dst, r.RequestID)
 	if r.HasPubsubTopic {
 		dst = protowire.AppendTag(dst, fieldPubsubTopic, protowire.BytesType)
 		dst = protowire.AppendString(dst, r.PubsubTopic)
 	}
-	dst = protowire.AppendTag(dst, fieldMessage, protowire.BytesType)
-	return protowire.AppendBytes(dst, r.Message)
+	return dst
 }
 
 // DecodeRequest parses a LightPushRequest without decoding the WakuMessage

@@ -1,10 +1,14 @@
 package lightpush
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/couriernet/courier/internal/lpframe"
+	"github.com/couriernet/courier/message"
 )
 
 func TestRequestGolden(t *testing.T) {
@@ -99,4 +103,17 @@ func FuzzDecodeLegacyRPC(f *testing.F) {
 			t.Fatalf("re-encoding changed %+v to %+v (%v)", r, back, err)
 		}
 	})
+}
+
+// TestRequestFrame checks that the client's in-place encoding is the frame
+// of Request.Append with the message encoded on its own.
+func TestRequestFrame(t *testing.T) {
+	msg := &message.Message{Payload: []byte("hello"), ContentTopic: "/a/1/b/proto", Timestamp: 3}
+	for _, req := range []Request{{RequestID: "id"}, {RequestID: "id", PubsubTopic: "/waku/2/rs/0/0", HasPubsubTopic: true}} {
+		want := req
+		want.Message = msg.Encode(nil)
+		if got, w := appendRequestFrame(nil, &req, msg, nil), lpframe.Append(nil, want.Append(nil)); !bytes.Equal(got, w) {
+			t.Fatalf("frame %x, want %x", got, w)
+		}
+	}
 }
