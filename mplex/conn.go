@@ -22,6 +22,14 @@ var ErrConnClosed = errors.New("mplex: connection closed")
 
 var errStreamConnClosed = fmt.Errorf("%w (%w)", ErrConnClosed, network.ErrReset)
 
+// sendQueue is how many frames a connection queues for writing; with
+// frames of at most maxWriteFrame, 8 MiB. A writer waits while it is full.
+const sendQueue = 32
+
+// maxWriteFrame is the largest frame payload written; longer writes are
+// split.
+const maxWriteFrame = 256 << 10
+
 // reserveStep is the unit in which memory for unread data is reserved
 // from, and given back to, the connection's resource scope.
 const reserveStep = 1 << 20
@@ -34,14 +42,15 @@ type streamKey struct {
 
 // conn is one multiplexed connection. Lock order: conn.mu before
 // stream.mu. One goroutine reads frames (readLoop) and never blocks on a
-// stream; writers take wlock for one frame at a time; resets found by the
-// reader are written by ctrlLoop.
+// stream. Writers queue whole frames on send (as go-yamux queues its
+// frames), and sendLoop writes them in order, Resets found by the reader
+// first.
 type conn struct {
 	nc   net.Conn
 	lim  limits
 	span network.ResourceScopeSpan // nil without a resource manager
 
-	wlock  chan struct{} // one-slot semaphore held while writing a frame
+	send   chan []byte   // frames to write, pooled buffers; at most sendQueue
 	ctrl   chan struct{} // one-slot: resets are waiting
 	accept chan *stream  // streams opened by the peer, not yet accepted
 	closed chan struct{} // closed by shutdown
@@ -51,7 +60,7 @@ type conn struct {
 	streams  map[streamKey]*stream
 	inbound  int         // streams in streams opened by the peer
 	nextID   uint64      // id of the next stream this side opens
-	resets   []streamKey // Reset frames for ctrlLoop to send
+	resets   []streamKey // Reset frames for sendLoop to send first
 	closeErr error       // why the connection closed; nil while open
 
 	buffered atomic.Int64 // unread bytes held by all streams
@@ -61,7 +70,7 @@ type conn struct {
 func newConn(nc net.Conn, lim limits, span network.ResourceScopeSpan) *conn {
 	c := &conn{
 		nc: nc, lim: lim, span: span,
-		wlock:   make(chan struct{}, 1),
+		send:    make(chan []byte, sendQueue),
 		ctrl:    make(chan struct{}, 1),
 		accept:  make(chan *stream, lim.inbound),
 		closed:  make(chan struct{}),
@@ -69,7 +78,7 @@ func newConn(nc net.Conn, lim limits, span network.ResourceScopeSpan) *conn {
 	}
 	c.wg.Add(2)
 	go c.readLoop()
-	go c.ctrlLoop()
+	go c.sendLoop()
 	return c
 }
 
@@ -148,62 +157,81 @@ func (c *conn) shutdown(err error) {
 	}
 }
 
-// writeFrame writes one frame, copying p once into a pooled buffer so the
-// frame goes out in a single write. It waits for the write lock until
-// expired or gone is closed (either may be nil); once the frame is being
-// written it finishes. A failed write closes the connection.
+// writeFrame queues one frame, copying p once into a pooled buffer so the
+// frame goes out in a single write. It waits for room in the queue until
+// expired or gone is closed (either may be nil). Once queued, the frame is
+// written unless the connection fails first.
 func (c *conn) writeFrame(id uint64, flag byte, p []byte, expired, gone <-chan struct{}) error {
+	buf := pool.Get(maxFrameOverhead + len(p))
+	frame := appendFrame(buf[:0], id, flag, p)
 	select {
-	case c.wlock <- struct{}{}:
+	case c.send <- frame:
+		return nil
 	case <-expired:
+		pool.Put(buf)
 		return errDeadline
 	case <-gone:
+		pool.Put(buf)
 		return errGone
 	case <-c.closed:
+		pool.Put(buf)
 		return errStreamConnClosed
 	}
-	buf := pool.Get(maxFrameOverhead + len(p))
-	_, err := c.nc.Write(appendFrame(buf[:0], id, flag, p))
-	pool.Put(buf)
-	<-c.wlock
-	if err != nil {
-		c.shutdown(err)
-		return fmt.Errorf("%w: %w", errStreamConnClosed, err)
-	}
-	return nil
 }
 
 // errGone tells a writer its stream ended while it waited; the stream
 // replaces it with the stream's own error.
 var errGone = errors.New("mplex: stream ended")
 
-// ctrlLoop writes the Reset frames queued by resetStream, so that neither
-// the reader nor a caller of Reset waits on the connection's writes.
-func (c *conn) ctrlLoop() {
+// sendLoop writes the queued frames in order, and the Resets queued by the
+// reader before them. A failed write closes the connection.
+func (c *conn) sendLoop() {
 	defer c.wg.Done()
 	for {
+		var err error
 		select {
 		case <-c.ctrl:
-		case <-c.closed:
-			return
-		}
-		c.mu.Lock()
-		keys := c.resets
-		c.resets = nil
-		c.mu.Unlock()
-		for _, k := range keys {
-			flag := byte(flagResetReceiver)
-			if k.local {
-				flag = flagResetInitiator
-			}
-			if err := c.writeFrame(k.id, flag, nil, nil, nil); err != nil {
+			err = c.writeResets()
+		default:
+			select {
+			case frame := <-c.send:
+				_, err = c.nc.Write(frame)
+				pool.Put(frame)
+			case <-c.ctrl:
+				err = c.writeResets()
+			case <-c.closed:
 				return
 			}
+		}
+		if err != nil {
+			c.shutdown(err)
+			return
 		}
 	}
 }
 
-// queueReset asks ctrlLoop to send a Reset for k; c.mu is held. The queue
+// writeResets writes the Resets queued by queueReset in one write.
+func (c *conn) writeResets() error {
+	c.mu.Lock()
+	keys := c.resets
+	c.resets = nil
+	c.mu.Unlock()
+	var b []byte
+	for _, k := range keys {
+		flag := byte(flagResetReceiver)
+		if k.local {
+			flag = flagResetInitiator
+		}
+		b = appendFrame(b, k.id, flag, nil)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := c.nc.Write(b)
+	return err
+}
+
+// queueReset asks sendLoop to send a Reset for k, ahead of queued frames; c.mu is held. The queue
 // holds at most one entry per stream the connection has known.
 func (c *conn) queueReset(k streamKey) {
 	if c.closeErr != nil {
@@ -216,10 +244,11 @@ func (c *conn) queueReset(k streamKey) {
 	}
 }
 
-// resetStream ends s with err: its unread data is dropped, waiting reads
-// and writes return err, and, when send is set and the stream was still
-// open, the peer is sent a Reset.
-func (c *conn) resetStream(s *stream, err error, send bool) {
+// resetStream ends s with err: its unread data is dropped and waiting
+// reads and writes return err. When send is set and the stream was still
+// open, a Reset for the peer is queued ahead of other frames (for the
+// reader, which must not wait). It reports whether the stream was open.
+func (c *conn) resetStream(s *stream, err error, send bool) bool {
 	c.mu.Lock()
 	open := c.streams[s.key] == s
 	if open {
@@ -230,6 +259,7 @@ func (c *conn) resetStream(s *stream, err error, send bool) {
 	}
 	c.mu.Unlock()
 	s.reset(err)
+	return open
 }
 
 // remove forgets s; c.mu is held.

@@ -118,9 +118,9 @@ func (s *stream) readLocked(p []byte) (n int, err error, wait bool) {
 	return 0, nil, true
 }
 
-// Write sends p in frames of at most MaxFrameSize. A write deadline bounds
-// the wait for the connection's write lock, not a frame already being
-// written.
+// Write queues p in frames of at most 256 KiB and returns once they are
+// queued, as go-yamux does; the frames are written in order. A write
+// deadline bounds the wait for room in the connection's queue.
 func (s *stream) Write(p []byte) (int, error) {
 	flag := byte(flagMessageReceiver)
 	if s.key.local {
@@ -134,7 +134,7 @@ func (s *stream) Write(p []byte) (int, error) {
 		if len(p) == 0 {
 			return written, nil
 		}
-		chunk := p[:min(len(p), MaxFrameSize)]
+		chunk := p[:min(len(p), maxWriteFrame)]
 		if err := s.c.writeFrame(s.key.id, flag, chunk, s.wdl.done(), s.gone); err != nil {
 			return written, s.writeErr(err)
 		}
@@ -211,7 +211,15 @@ func (s *stream) Reset() error { return s.ResetWithError(0) }
 // ResetWithError aborts the stream; mplex cannot carry the code, which
 // only the local reads and writes report.
 func (s *stream) ResetWithError(code network.StreamErrorCode) error {
-	s.c.resetStream(s, &network.StreamError{ErrorCode: code}, true)
+	if s.c.resetStream(s, &network.StreamError{ErrorCode: code}, false) {
+		// in order, after the frames already queued: a NewStream still
+		// queued must reach the peer before its Reset
+		flag := byte(flagResetReceiver)
+		if s.key.local {
+			flag = flagResetInitiator
+		}
+		s.c.writeFrame(s.key.id, flag, nil, nil, nil)
+	}
 	return nil
 }
 
