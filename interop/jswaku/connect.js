@@ -2,16 +2,12 @@
 // connection's muxer, encryption and address, the protocols and agent
 // identify found, and the node's answer to a metadata query.
 // args: {addr, networkConfig?}
-import { main, lightNode, multiaddr, until } from "./lib.js";
+import { main, lightNode, dialIdentified } from "./lib.js";
 
 main(async ({ addr, networkConfig }) => {
   const waku = await lightNode(networkConfig);
   try {
-    const conn = await waku.libp2p.dial(multiaddr(addr));
-    const peer = await until("identify", 30000, async () => {
-      const p = await waku.libp2p.peerStore.get(conn.remotePeer);
-      return p.protocols.length > 0 ? p : null;
-    });
+    const { conn, identify } = await dialIdentified(waku, addr);
     const md = await waku.libp2p.services.metadata.query(conn.remotePeer);
     return {
       peerId: waku.libp2p.peerId.toString(),
@@ -19,8 +15,8 @@ main(async ({ addr, networkConfig }) => {
       remoteAddr: conn.remoteAddr.toString(),
       multiplexer: conn.multiplexer,
       encryption: conn.encryption,
-      protocols: peer.protocols,
-      agentVersion: new TextDecoder().decode(peer.metadata.get("AgentVersion")),
+      protocols: identify.protocols,
+      agentVersion: identify.agentVersion,
       metadata: md.error ? { error: md.error } : { clusterId: md.shardInfo.clusterId, shards: md.shardInfo.shards },
     };
   } finally {

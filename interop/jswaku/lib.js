@@ -33,6 +33,32 @@ export async function lightNode(networkConfig) {
   });
 }
 
+// dialIdentified dials addr and waits until identify has run with that
+// peer; it returns the connection and identify's result ({protocols,
+// agentVersion, ...}). The peer store alone can list a protocol negotiated
+// on a stream before identify completes.
+export async function dialIdentified(waku, addr, ms = 30000) {
+  const ma = multiaddr(addr);
+  const want = ma.getPeerId();
+  let onIdentify;
+  const identified = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no identify from ${want} in ${ms} ms`)), ms);
+    onIdentify = (evt) => {
+      if (evt.detail.peerId.toString() === want) {
+        clearTimeout(timer);
+        resolve(evt.detail);
+      }
+    };
+    waku.libp2p.addEventListener("peer:identify", onIdentify);
+  });
+  try {
+    const conn = await waku.libp2p.dial(ma);
+    return { conn, identify: await identified };
+  } finally {
+    waku.libp2p.removeEventListener("peer:identify", onIdentify);
+  }
+}
+
 // until polls check every 50 ms until it returns a truthy value, which it
 // returns, or throws after ms.
 export async function until(what, ms, check) {

@@ -1,19 +1,14 @@
 // Dials the node at args.addr, waits for identify, and hangs up, args.times
 // times, with one light node. Reports how many rounds completed.
 // args: {addr, networkConfig?, times}
-import { main, lightNode, multiaddr, until } from "./lib.js";
+import { main, lightNode, dialIdentified } from "./lib.js";
 
 main(async ({ addr, networkConfig, times }) => {
   const waku = await lightNode(networkConfig);
   let rounds = 0;
   try {
-    const ma = multiaddr(addr);
     for (let i = 0; i < times; i++) {
-      const conn = await waku.libp2p.dial(ma);
-      await until("identify", 30000, async () => {
-        const p = await waku.libp2p.peerStore.get(conn.remotePeer);
-        return p.protocols.length > 0;
-      });
+      const { conn } = await dialIdentified(waku, addr);
       await waku.libp2p.hangUp(conn.remotePeer);
       await waku.libp2p.peerStore.delete(conn.remotePeer);
       rounds++;
