@@ -45,6 +45,12 @@
 // The server writes each message's stored bytes (archive.Stored.Wire) into
 // the response as they are: no message is decoded or encoded on the way
 // out. The response is built in one buffer sized in advance and written
-// with one Write. BenchmarkServe reports the allocations per returned
-// message.
+// with one Write: BenchmarkFrameResponse allocates that buffer and nothing
+// else, 0.05 allocations per returned message for a page of 20.
+// BenchmarkServe measures the whole answer from the embedded archive:
+// 13 to 14 allocations per returned message (2026-11-30), of which one is
+// the message's bytes read from its segment and the rest the index scan
+// (database/sql and the SQLite driver box every column of every row).
+//
+//	go test -run '^$' -bench 'Serve|FrameResponse' -benchtime 1000x ./store/
 package store
