@@ -95,7 +95,7 @@ func publishLightpush(addr, pubsubTopic string, clusterID int, msg *message.Mess
 	} else {
 		fmt.Println("OK")
 	}
-	fmt.Fprintf(os.Stderr, "relayed by the lightpush node to %d peers\n", resp.RelayPeerCount)
+	fmt.Fprintf(os.Stderr, "relay peers reached by the lightpush node: %d\n", resp.RelayPeerCount)
 	return nil
 }
 
