@@ -114,7 +114,7 @@ func runBench(args []string) error {
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for temporary archives (default: the system temp dir)")
 	fs.IntVar(&cfg.StoreMessages, "store-messages", 10_000, "store: messages archived before the queries (e.g. 1000000)")
 	fs.IntVar(&cfg.StoreQueries, "store-queries", 1000, "store: queries timed")
-	fs.StringVar(&cfg.StoreDBURL, "store-message-db-url", "", "store: postgres://user:password@host:port/db for the Postgres archive (default: the embedded archive in --dir)")
+	fs.StringVar(&cfg.StoreDBURL, "store-message-db-url", "", "store, macro, macro-rest: postgres://user:password@host:port/db for the Postgres archive (macro: in a schema of the run's, dropped after; default: the embedded archive in --dir)")
 	csvPath := fs.String("csv", "", "also write the rows as CSV to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {

@@ -62,8 +62,10 @@ type Config struct {
 	// (default 10,000) and StoreQueries the number of queries it times
 	// (default 1,000).
 	StoreMessages, StoreQueries int
-	// StoreDBURL is the store scenario's archive: "" for the embedded one
-	// in Dir, or a postgres:// URL (archive.OpenURL).
+	// StoreDBURL is the archive of the store scenario and of the macro
+	// receiver: "" for the embedded one in Dir, or a postgres:// URL
+	// (archive.OpenURL). The macro scenarios archive in a schema created
+	// for the run and dropped after it.
 	StoreDBURL string
 	// Dir is where temporary archives go. Default os.TempDir().
 	Dir string

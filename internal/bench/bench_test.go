@@ -3,6 +3,10 @@ package bench
 import (
 	"context"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/couriernet/courier/internal/pgtest"
 )
 
 func TestParseProfile(t *testing.T) {
@@ -103,5 +107,31 @@ func TestMacroMplex(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), Config{Scenarios: []string{"macro"}, Muxer: "quic"}); err == nil {
 		t.Fatal("--muxer quic accepted")
+	}
+}
+
+// TestMacroPostgres runs macro with the receiver archiving in Postgres:
+// every message is archived there, in a schema of the run's that is gone
+// afterwards.
+func TestMacroPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two libp2p nodes and a PostgreSQL server")
+	}
+	db := pgtest.DB(t)
+	rows, err := Run(context.Background(), Config{Scenarios: []string{"macro"}, N: 50, Warmup: 5, Profile: "10kB", StoreDBURL: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Scenario != "macro[postgres]" || rows[0].Msgs != 50 || !(rows[0].MsgPerS > 0) {
+		t.Fatalf("rows %+v", rows)
+	}
+	c, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	var n int
+	if err := c.QueryRow(context.Background(), "SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'courier_bench_%'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d bench schemas left, %v", n, err)
 	}
 }

@@ -22,6 +22,9 @@ import (
 // the handlers. With viaREST, A publishes through its REST API instead
 // (POST /relay/v1/messages, 32 requests in flight at most).
 func runMacro(ctx context.Context, cfg Config, w *Workload, name string, viaREST bool) (Row, error) {
+	if cfg.StoreDBURL != "" {
+		name += "[postgres]"
+	}
 	row := NewRow(name, cfg.Profile, w.N)
 	dir, err := tempDir(cfg.Dir, "macro")
 	if err != nil {
@@ -35,6 +38,15 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, viaREST
 	acfg, bcfg := base, base
 	acfg.Counters, acfg.REST, acfg.RESTAddress = &ca, viaREST, "127.0.0.1"
 	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
+	if cfg.StoreDBURL != "" {
+		// B archives in Postgres, in a schema of its own for this run.
+		u, drop, err := scratchSchema(ctx, cfg.StoreDBURL)
+		if err != nil {
+			return row, err
+		}
+		defer drop()
+		bcfg.DBURL = u
+	}
 	a, err := node.New(acfg)
 	if err != nil {
 		return row, err
