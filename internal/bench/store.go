@@ -88,7 +88,34 @@ func runStore(ctx context.Context, cfg Config) ([]Row, error) {
 	q.P50Ns, q.P99Ns = percentile(lat, 50), percentile(lat, 99)
 	fmt.Fprintf(cfg.Out, "store%s: %d queries (page of %d with data, one content topic, a time range): p50 %v, p99 %v\n",
 		name, len(lat), storePageSize, time.Duration(q.P50Ns).Round(time.Microsecond), time.Duration(q.P99Ns).Round(time.Microsecond))
+	// The same queries answered in process (store.Answer: the archive and
+	// the response, no libp2p), to tell the archive's share of the latency.
+	direct := make([]float64, 0, cfg.StoreQueries)
+	for i := range cfg.StoreQueries {
+		req := storeRequest(cfg, i, n, base)
+		t0 := time.Now()
+		if _, err := store.Answer(ctx, a, req); err != nil {
+			return nil, err
+		}
+		direct = append(direct, float64(time.Since(t0)))
+	}
+	fmt.Fprintf(cfg.Out, "store%s: the same queries in process, without libp2p: p50 %v, p99 %v\n", name,
+		time.Duration(percentile(direct, 50)).Round(time.Microsecond), time.Duration(percentile(direct, 99)).Round(time.Microsecond))
 	return []Row{ins, q}, nil
+}
+
+// storeRequest is the i-th query of the scenario: a page of 20 with data,
+// the i-th content topic, a window of storeWindow at a place the seed
+// picks, alternately forward and backward.
+func storeRequest(cfg Config, i, n int, base int64) *store.Request {
+	r := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))
+	from := base
+	if span := int64(n)*int64(time.Millisecond) - int64(storeWindow); span > 0 {
+		from += r.Int64N(span)
+	}
+	to := from + int64(storeWindow)
+	return &store.Request{IncludeData: true, PubsubTopic: cfg.PubsubTopic, ContentTopics: []string{storeContentTopic(i)},
+		StartTime: &from, EndTime: &to, Forward: i%2 == 0, Limit: storePageSize}
 }
 
 // storeArchive returns how to open the scenario's archive (again, on the
@@ -177,19 +204,11 @@ func queryStore(ctx context.Context, cfg Config, a archive.Archive, n int, base 
 	if err := ch.Connect(ctx, peer.AddrInfo{ID: sh.ID(), Addrs: sh.Addrs()}); err != nil {
 		return nil, 0, err
 	}
-	r := rand.New(rand.NewPCG(uint64(cfg.Seed), 7))
-	span := int64(n)*int64(time.Millisecond) - int64(storeWindow)
 	var c message.Counters
 	lat := make([]float64, 0, cfg.StoreQueries)
 	start := time.Now()
 	for i := range cfg.StoreQueries {
-		from := base
-		if span > 0 {
-			from += r.Int64N(span)
-		}
-		to := from + int64(storeWindow)
-		req := &store.Request{IncludeData: true, PubsubTopic: cfg.PubsubTopic, ContentTopics: []string{storeContentTopic(i)},
-			StartTime: &from, EndTime: &to, Forward: i%2 == 0, Limit: storePageSize}
+		req := storeRequest(cfg, i, n, base)
 		t0 := time.Now()
 		resp, err := store.Query(ctx, ch, sh.ID(), req, &c)
 		if err != nil {
