@@ -18,7 +18,8 @@ type Config struct {
 	// SenderID is written into every header (at most 255 bytes).
 	SenderID string
 
-	// Lane is the lane this network sends on; zero is LaneLegacy. PeerLanes
+	// Lane is the lane this network sends on; zero is LaneLegacy, which
+	// needs HashKey and SigningKey (see below). PeerLanes
 	// overrides it per peer address ("ip:port"). A peer that has sent us a
 	// raw frame on a connection we dialled is known to accept the raw lane
 	// and gets it unless NoLearn is set or PeerLanes says otherwise. Both

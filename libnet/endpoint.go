@@ -69,7 +69,8 @@ type Endpoint struct {
 }
 
 // New validates cfg, applies its defaults and starts the listener if
-// cfg.ListenAddr is set. Errors wrap ErrBadConfig or the listen error.
+// cfg.ListenAddr is set. Errors wrap ErrBadConfig (with ErrNoSigningKey
+// for a legacy lane without keys) or the listen error.
 func New(cfg Config) (*Endpoint, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {

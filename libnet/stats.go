@@ -15,7 +15,7 @@ type DropReason uint8
 const (
 	DropBadFrame     DropReason = iota // frame rejected by the parsers
 	DropBadSignature                   // signature did not verify
-	DropUnsigned                       // unsigned on a RequireSigned network
+	DropUnsigned                       // unsigned where a signature is required (legacy with HashKey set, any with RequireSigned)
 	DropDuplicate                      // dedup: payload seen before on a Dedup route
 	DropLateReply                      // resp with no pending ask (timed out or unknown)
 	DropNoHandler                      // no handler for the route
