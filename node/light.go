@@ -12,7 +12,9 @@ import (
 	"github.com/couriernet/courier/filter"
 	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/rest"
+	"github.com/couriernet/courier/shard"
 )
 
 // light holds the node's light-client protocols: the filter and lightpush
@@ -36,6 +38,7 @@ func (n *Node) buildLight() error {
 		svc, err := filter.New(n.host, filter.Config{
 			MaxPeers: n.cfg.FilterMaxPeersToServe, MaxCriteria: n.cfg.FilterMaxCriteria,
 			SubscriptionTimeout: n.cfg.FilterSubscriptionTimeout,
+			OnTopic:             n.filterTopic,
 			Logger:              n.cfg.Logger.With("protocol", "filter"),
 		})
 		if err != nil {
@@ -75,6 +78,30 @@ func (n *Node) buildLight() error {
 		n.light.lightpushClient = lightpush.NewClient(n.host, lightpush.ClientConfig{Counters: n.cfg.Counters})
 	}
 	return nil
+}
+
+// filterTopic makes the relay follow the pubsub topics filter subscribers
+// need, as the relay's OwnerFilter, so that a subscription to a shard the
+// node was not configured with still gets messages; the topic is left
+// when its last subscriber goes (and no other owner needs it). Only the
+// static-shard topics of the node's cluster are followed: a subscriber
+// cannot make the node join arbitrary gossipsub topics.
+func (n *Node) filterTopic(pubsubTopic string, subscribed bool) {
+	if n.relay == nil {
+		return
+	}
+	rs, err := shard.ParsePubsubTopic(pubsubTopic)
+	if err != nil || rs.ClusterID != n.cfg.ClusterID {
+		return
+	}
+	if subscribed {
+		err = n.relay.Subscribe(pubsubTopic, relay.OwnerFilter)
+	} else {
+		err = n.relay.Unsubscribe(pubsubTopic, relay.OwnerFilter)
+	}
+	if err != nil {
+		n.cfg.Logger.Warn("filter: relay subscription", "pubsub_topic", pubsubTopic, "subscribed", subscribed, "err", err)
+	}
 }
 
 // addServicePeer parses a service node's multiaddr and keeps its addresses.

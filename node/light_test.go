@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/shard"
 )
 
@@ -107,6 +108,21 @@ func TestLightClientThroughNodes(t *testing.T) {
 	hr.Body.Close()
 	if hr.StatusCode != 200 || !strings.Contains(string(text), `"payload":"cmVzdA=="`) {
 		t.Fatalf("filter messages: %d %s", hr.StatusCode, text)
+	}
+	// A subscription to a shard B was not configured with makes B's relay
+	// follow it, as the filter's owner, until the last subscriber leaves.
+	other := shard.RelayShard{ShardID: 5}.PubsubTopic()
+	if err := fc.Subscribe(ctx, fp, other, "/app/1/five/proto"); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Relay().Owners(other); len(got) != 1 || got[0] != relay.OwnerFilter {
+		t.Fatalf("owners of %s: %v", other, got)
+	}
+	if err := fc.Unsubscribe(ctx, fp, other, "/app/1/five/proto"); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Relay().Owners(other); got != nil {
+		t.Fatalf("owners of %s after unsubscribing: %v", other, got)
 	}
 	health := func(n *Node) string {
 		var s string
