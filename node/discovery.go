@@ -7,14 +7,18 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ethereum/go-ethereum/p2p/enode"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/couriernet/courier/discovery"
+	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/peerexchange"
 	"github.com/couriernet/courier/rest"
 )
 
@@ -72,12 +76,23 @@ type DiscoveryConfig struct {
 	// PeerPersistence keeps the known peers in DataDir/peers.json across
 	// restarts (--peer-persistence).
 	PeerPersistence bool
+
+	// PeerExchange serves peer exchange (--peer-exchange). Default true via
+	// DefaultDiscoveryConfig, as nwaku; a Config built by hand has it off.
+	PeerExchange bool
+	// PeerExchangeNode is a multiaddr with /p2p/<id> asked for peers at
+	// start and every PeerExchangeInterval after (--peer-exchange-node).
+	PeerExchangeNode string
+	// PeerExchangeInterval is the pause between two requests to
+	// PeerExchangeNode. Default 5 minutes; a failed request is retried
+	// after 10 s.
+	PeerExchangeInterval time.Duration
 }
 
 // DefaultDiscoveryConfig returns nwaku v0.38.1's defaults with courier's
 // --nat=none.
 func DefaultDiscoveryConfig() DiscoveryConfig {
-	return DiscoveryConfig{NAT: natNone, Discv5UDPPort: 9000, RelayServiceRatio: "50:50"}
+	return DiscoveryConfig{NAT: natNone, Discv5UDPPort: 9000, RelayServiceRatio: "50:50", PeerExchange: true}
 }
 
 // natNone is courier's default --nat: no probes leave the machine.
@@ -104,6 +119,9 @@ func (c *DiscoveryConfig) setDefaults() {
 	}
 	if c.PeerStoreCapacity == 0 {
 		c.PeerStoreCapacity = 1000
+	}
+	if c.PeerExchangeInterval == 0 {
+		c.PeerExchangeInterval = 5 * time.Minute
 	}
 }
 
@@ -135,6 +153,11 @@ func (c *DiscoveryConfig) validate() error {
 	}
 	if _, _, err := parseRatio(c.RelayServiceRatio); err != nil {
 		return err
+	}
+	if c.PeerExchangeNode != "" {
+		if _, err := peer.AddrInfoFromString(c.PeerExchangeNode); err != nil {
+			return fmt.Errorf("%w: --peer-exchange-node %q needs a multiaddr with /p2p/<id>: %w", ErrConfig, c.PeerExchangeNode, err)
+		}
 	}
 	if c.PeerStoreCapacity < 0 {
 		return fmt.Errorf("%w: --peer-store-capacity %d", ErrConfig, c.PeerStoreCapacity)
@@ -389,16 +412,101 @@ func (n *Node) startDiscovery() error {
 	return err
 }
 
-// runPeerManager starts the peer manager with the static peers known.
-func (n *Node) runPeerManager(ctx context.Context, static []peer.AddrInfo) {
+// runPeerManager starts the peer manager with the static peers known, and
+// the peer exchange server and client as configured.
+func (n *Node) runPeerManager(ctx context.Context, static []peer.AddrInfo) error {
 	for _, pi := range static {
 		n.peers.add(discovery.Peer{ID: pi.ID, Addrs: pi.Addrs}, rest.Static)
+	}
+	dc := n.cfg.Discovery
+	if dc.PeerExchange {
+		limits, err := ratelimit.Parse(n.cfg.RateLimit)
+		if err != nil {
+			return fmt.Errorf("%w: --rate-limit: %w", ErrConfig, err)
+		}
+		n.pxServer = peerexchange.NewServer(n.host, peerexchange.Config{
+			Peers:     n.peers.exchangePool,
+			RateLimit: limits.Get(ratelimit.PeerExchange),
+			Logger:    n.cfg.Logger.With("protocol", "peer-exchange"),
+		})
+	}
+	n.pxClient = peerexchange.NewClient(n.host, n.cfg.Logger.With("protocol", "peer-exchange"))
+	if dc.PeerExchangeNode != "" {
+		pi, err := peer.AddrInfoFromString(dc.PeerExchangeNode)
+		if err != nil {
+			return fmt.Errorf("%w: --peer-exchange-node: %w", ErrConfig, err)
+		}
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.askPeerExchange(ctx, *pi)
+		}()
 	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		n.peers.run(ctx)
 	}()
+	return nil
+}
+
+// askPeerExchange asks pi for peers now and every PeerExchangeInterval
+// (10 s after a failure) until ctx ends, and hands the ones of our cluster
+// and shards to the peer manager.
+func (n *Node) askPeerExchange(ctx context.Context, pi peer.AddrInfo) {
+	n.host.Peerstore().AddAddrs(pi.ID, pi.Addrs, peerstore.PermanentAddrTTL)
+	keep := discovery.WakuFilter(n.cfg.ClusterID, n.cfg.Shards)
+	for {
+		wait := n.cfg.Discovery.PeerExchangeInterval
+		peers, err := n.pxClient.Request(ctx, pi.ID, uint64(min(n.peers.outTarget, peerexchange.MaxPeers)))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			n.cfg.Logger.Info("peer exchange request failed", "peer", pi.ID, "err", err)
+			wait = min(wait, 10*time.Second)
+		}
+		kept := 0
+		for _, p := range peers {
+			if keep(p) {
+				n.peers.add(p, rest.PeerExchange)
+				kept++
+			}
+		}
+		if err == nil {
+			n.cfg.Logger.Info("peers from peer exchange", "peer", pi.ID, "received", len(peers), "kept", kept)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// peerExchangeHealth is the "Peer Exchange" entry of /health.
+func (n *Node) peerExchangeHealth() rest.ProtocolHealth {
+	h := rest.ProtocolHealth{Protocol: "Peer Exchange", Health: rest.NotMounted}
+	if n.pxServer != nil {
+		h.Health = rest.Ready
+	}
+	return h
+}
+
+// PeerExchangeStats returns the peer exchange server's and client's
+// counters (zero values for what does not run).
+func (n *Node) PeerExchangeStats() (peerexchange.ServerStats, peerexchange.ClientStats) {
+	var s peerexchange.ServerStats
+	var c peerexchange.ClientStats
+	if n.pxServer != nil {
+		s = n.pxServer.Stats()
+	}
+	if n.pxClient != nil {
+		c = n.pxClient.Stats()
+	}
+	return s, c
 }
 
 // onMetadataChecked forgets peers that fail the metadata check.
@@ -408,8 +516,11 @@ func (n *Node) onMetadataChecked(id peer.ID, err error) {
 	}
 }
 
-// closeDiscovery stops discv5 and releases the record.
+// closeDiscovery stops discv5 and peer exchange and releases the record.
 func (n *Node) closeDiscovery() {
+	if n.pxServer != nil {
+		n.pxServer.Close()
+	}
 	if n.discv5 != nil {
 		n.discv5.Close()
 	}

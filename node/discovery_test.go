@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/discovery"
+	"github.com/couriernet/courier/rest"
 )
 
 func decodeENR(t *testing.T, text string) discovery.Peer {
@@ -155,7 +157,7 @@ func TestRecordConfigAddresses(t *testing.T) {
 func discv5Node(t *testing.T, cluster uint16, boot ...string) *Node {
 	t.Helper()
 	cfg := Config{ListenAddress: "127.0.0.1", Relay: true, ClusterID: cluster, REST: true, RESTAddress: "127.0.0.1", RESTAdmin: true}
-	cfg.Discovery = DiscoveryConfig{Discv5: true, Discv5BootstrapNodes: boot}
+	cfg.Discovery = DiscoveryConfig{Discv5: true, Discv5BootstrapNodes: boot, PeerExchange: true}
 	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -227,4 +229,52 @@ func adminOrigins(t *testing.T, n *Node) map[string]int {
 		}
 	}
 	return out
+}
+
+// TestPeerExchangeLearnsDiscv5Peers: a node without discv5, given only
+// --peer-exchange-node of a discv5 node, learns the other discv5 nodes
+// from it, connects to them, and lists them with origin PeerExchange;
+// /health reports Peer Exchange READY on the server.
+func TestPeerExchangeLearnsDiscv5Peers(t *testing.T) {
+	boot := discv5Node(t, 16)
+	others := []*Node{discv5Node(t, 16, boot.ENR()), discv5Node(t, 16, boot.ENR())}
+	// Wait until the bootstrap node has found both through discv5.
+	deadline := time.Now().Add(60 * time.Second)
+	for len(boot.peers.exchangePool()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("bootstrap node's exchange pool: %d", len(boot.peers.exchangePool()))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cfg := Config{ListenAddress: "127.0.0.1", Relay: true, ClusterID: 16, REST: true, RESTAddress: "127.0.0.1", RESTAdmin: true}
+	cfg.Discovery = DiscoveryConfig{PeerExchangeNode: boot.ListenAddresses()[0]}
+	light, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer light.Stop(context.Background())
+	if err := light.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range others {
+		for light.peerOrigin(o.Host().ID()) != rest.PeerExchange || light.Host().Network().Connectedness(o.Host().ID()) != network.Connected {
+			if time.Now().After(deadline) {
+				t.Fatalf("light node: peer %s origin %s, stats %+v", o.Host().ID(), light.peerOrigin(o.Host().ID()), light.PeerStats())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if got := adminOrigins(t, light)["PeerExchange"]; got < 2 {
+		t.Errorf("/admin/v1/peers: %d connected peers of origin PeerExchange", got)
+	}
+	srv, _ := boot.PeerExchangeStats()
+	if srv.Requests == 0 || srv.PeersSent < 2 {
+		t.Errorf("server stats %+v", srv)
+	}
+	if h := boot.peerExchangeHealth(); h.Health != rest.Ready {
+		t.Errorf("health %+v", h)
+	}
+	if h := light.peerExchangeHealth(); h.Health != rest.NotMounted {
+		t.Errorf("light node health %+v", h)
+	}
 }

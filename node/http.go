@@ -158,7 +158,7 @@ func (b restBackend) Health() rest.Health {
 	services, clients := b.n.lightHealth(b.n.relayReady())
 	entries := append([]rest.ProtocolHealth{{Protocol: "Relay", Health: relayHealth}}, services...)
 	storeService, storeClient := b.n.storeHealth()
-	entries = append(entries, storeService)
+	entries = append(entries, storeService, b.n.peerExchangeHealth())
 	// nwaku's order: Lightpush Client, Legacy Lightpush Client, Store
 	// Client, Filter Client.
 	clients = append(clients[:2:2], append([]rest.ProtocolHealth{storeClient}, clients[2:]...)...)

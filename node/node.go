@@ -35,6 +35,7 @@ import (
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
 	"github.com/couriernet/courier/mplex"
+	"github.com/couriernet/courier/peerexchange"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/shard"
@@ -70,6 +71,8 @@ type Node struct {
 	record     *discovery.LocalRecord
 	discv5     *discovery.Discv5
 	peers      *peerManager
+	pxServer   *peerexchange.Server
+	pxClient   *peerexchange.Client
 	rest       *rest.Server
 	storeSync  *storesync.Service
 	store      storeParts
@@ -364,7 +367,9 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := startCanceled(ctx); err != nil {
 		return err
 	}
-	n.runPeerManager(runCtx, peers)
+	if err := n.runPeerManager(runCtx, peers); err != nil {
+		return err
+	}
 	n.setState("READY")
 	return nil
 }

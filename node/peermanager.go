@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ethereum/go-ethereum/p2p/enode"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -51,10 +52,11 @@ const (
 type managedPeer struct {
 	origin     rest.Origin
 	addrs      []ma.Multiaddr
-	enr        string
+	record     *enode.Node
 	caps       discovery.Capabilities
 	hasCaps    bool
 	shards     discovery.RelayShards
+	hasShards  bool
 	failed     int
 	lastFailed time.Time
 	added      time.Time
@@ -121,10 +123,6 @@ func (pm *peerManager) add(p discovery.Peer, origin rest.Origin) {
 	if p.ID == pm.h.ID() || len(p.Addrs) == 0 {
 		return
 	}
-	enr := ""
-	if p.Node != nil {
-		enr = p.Node.String()
-	}
 	pm.mu.Lock()
 	mp, ok := pm.peers[p.ID]
 	if !ok {
@@ -140,7 +138,10 @@ func (pm *peerManager) add(p discovery.Peer, origin rest.Origin) {
 	if origin == rest.Static {
 		mp.origin = origin
 	}
-	mp.addrs, mp.enr, mp.caps, mp.hasCaps, mp.shards = p.Addrs, enr, p.Caps, p.HasCaps, p.Shards
+	mp.addrs, mp.caps, mp.hasCaps, mp.shards, mp.hasShards = p.Addrs, p.Caps, p.HasCaps, p.Shards, p.HasShards
+	if p.Node != nil {
+		mp.record = p.Node
+	}
 	pm.dirty = true
 	pm.mu.Unlock()
 	pm.h.Peerstore().AddAddrs(p.ID, p.Addrs, peerstore.AddressTTL)
@@ -405,6 +406,26 @@ func (pm *peerManager) checkColocation(c network.Conn) {
 	}
 }
 
+// exchangePool returns the records peer exchange hands out, as nwaku's
+// poolFilter chooses them: peers found by discv5 whose record is not of
+// another cluster and whose last dial did not fail.
+func (pm *peerManager) exchangePool() []*enode.Node {
+	cluster := pm.n.cfg.ClusterID
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	var out []*enode.Node
+	for _, mp := range pm.peers {
+		if mp.origin != rest.Discv5 || mp.record == nil || mp.failed > 0 {
+			continue
+		}
+		if mp.hasShards && mp.shards.ClusterID != cluster {
+			continue
+		}
+		out = append(out, mp.record)
+	}
+	return out
+}
+
 func (pm *peerManager) snapshot() PeerStats {
 	s := &pm.stats
 	return PeerStats{Added: s.added.Load(), Dials: s.dials.Load(), DialFailures: s.dialFailures.Load(), Removed: s.removed.Load(),
@@ -431,7 +452,10 @@ func (pm *peerManager) save() {
 	}
 	var out []savedPeer
 	for id, mp := range pm.peers {
-		sp := savedPeer{ID: id.String(), Origin: mp.origin, ENR: mp.enr}
+		sp := savedPeer{ID: id.String(), Origin: mp.origin}
+		if mp.record != nil {
+			sp.ENR = mp.record.String()
+		}
 		for _, a := range mp.addrs {
 			sp.Addrs = append(sp.Addrs, a.String())
 		}

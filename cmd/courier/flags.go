@@ -304,11 +304,10 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5BucketIPLimit = v.int(); return nil }},
 	{name: "discv5-bits-per-hop", kind: kindInt, nwaku: "1", usage: "discv5 bits per hop (go-ethereum's 1 only)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5BitsPerHop = v.int(); return nil }},
-	// peer-exchange: nwaku serves it by default; courier does not yet.
 	{name: "peer-exchange", kind: kindBool, nwaku: "true", usage: "serve peer exchange",
-		refuse: "peer exchange is not supported by this node yet", quiet: whenFalse, owner: ownerDiscovery},
-	{name: "peer-exchange-node", usage: "peer exchange peer multiaddr",
-		refuse: "peer exchange is not supported by this node yet", quiet: whenEmpty, owner: ownerDiscovery},
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.PeerExchange = v.bool(); return nil }},
+	{name: "peer-exchange-node", usage: "multiaddr with /p2p/<id> of a node to ask for peers (peer exchange client)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.PeerExchangeNode = v.str(); return nil }},
 	// rendezvous: nwaku serves it by default; courier does not.
 	{name: "rendezvous", kind: kindBool, nwaku: "true", usage: "serve rendezvous",
 		refuse: "rendezvous is not supported by this node", quiet: whenFalse},
