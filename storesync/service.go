@@ -91,6 +91,18 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
+// enter counts a stream handler in s.wg unless Close has begun, so that
+// Close's Wait never races with a handler's Add.
+func (s *Service) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
 // Close stops the rounds, unmounts the protocols and waits for the
 // sessions in progress to end. Calling it again returns nil.
 func (s *Service) Close() error {
@@ -290,8 +302,12 @@ func (s *Service) handleReconciliation(str network.Stream) {
 		_ = str.Reset()
 		return
 	}
-	s.wg.Add(1)
-	defer func() { <-s.sem; s.wg.Done() }()
+	defer func() { <-s.sem }()
+	if !s.enter() {
+		_ = str.Reset()
+		return
+	}
+	defer s.wg.Done()
 	s.st.served.Add(1)
 	if _, err := s.session(s.ctx, str, nil); err != nil {
 		s.cfg.Logger.Debug("store-sync session failed", "peer", str.Conn().RemotePeer(), "err", err)

@@ -142,7 +142,10 @@ func (s *Service) push(ctx context.Context, p peer.ID, hashes []message.Hash) (i
 // with that peer did not find missing here is rejected, counted, and the
 // stream goes on.
 func (s *Service) handleTransfer(str network.Stream) {
-	s.wg.Add(1)
+	if !s.enter() {
+		_ = str.Reset()
+		return
+	}
 	defer s.wg.Done()
 	defer str.Close()
 	p := str.Conn().RemotePeer()
