@@ -131,7 +131,7 @@ func Start() (*Server, error) {
 		if s.port, err = freePort(); err != nil {
 			break
 		}
-		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=100 -c shared_buffers=32MB", s.port, s.dir)
+		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=100", s.port, s.dir)
 		var out []byte
 		out, err = s.run("pg_ctl", "-D", data, "-l", filepath.Join(s.dir, "log"), "-o", opts, "-w", "-t", "120", "start")
 		if err == nil {
