@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/message"
 )
 
@@ -192,7 +193,7 @@ func TestAppendPushesBack(t *testing.T) {
 		if err := a.Append(context.Background(), first, func(error) { close(entered); <-release }); err != nil {
 			t.Fatal(err)
 		}
-		<-entered // the writer is held; the queue is empty
+		testwait.Recv(t, entered, "the writer") // the writer is held; the queue is empty
 		payload := make([]byte, message.MaxSize-100)
 		var acks sync.WaitGroup
 		for i := range 2 {
@@ -314,7 +315,7 @@ func TestCloseReleasesBlockedAppend(t *testing.T) {
 		if err := a.Append(context.Background(), newEnv(t, "p", "/a/1/b/c", 1, []byte("first")), func(error) { close(entered); <-release }); err != nil {
 			t.Fatal(err)
 		}
-		<-entered
+		testwait.Recv(t, entered, "the writer")
 		payload := make([]byte, message.MaxSize-100)
 		for i := range 2 {
 			if err := a.Append(context.Background(), newEnv(t, "p", "/a/1/b/c", int64(10+i), payload), nil); err != nil {
@@ -325,11 +326,11 @@ func TestCloseReleasesBlockedAppend(t *testing.T) {
 		go func() { blocked <- a.Append(context.Background(), newEnv(t, "p", "/a/1/b/c", 12, payload), nil) }()
 		closed := make(chan error)
 		go func() { closed <- a.Close() }()
-		if err := <-blocked; !errors.Is(err, archive.ErrClosed) {
+		if err := testwait.Recv(t, blocked, "the blocked Append"); !errors.Is(err, archive.ErrClosed) {
 			t.Fatalf("blocked Append: %v, want ErrClosed", err)
 		}
 		close(release)
-		if err := <-closed; err != nil {
+		if err := testwait.Recv(t, closed, "Close"); err != nil {
 			t.Fatal(err)
 		}
 		a = reopen(archive.Config{})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/pgtest"
+	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/message"
 )
 
@@ -73,7 +74,7 @@ func appendWait(tb testing.TB, a archive.Archive, env *message.Envelope) {
 	if err := a.Append(context.Background(), env, func(err error) { ack <- err }); err != nil {
 		tb.Fatalf("Append: %v", err)
 	}
-	if err := <-ack; err != nil {
+	if err := testwait.Recv(tb, ack, "the acknowledgement"); err != nil {
 		tb.Fatalf("Append acknowledged with %v", err)
 	}
 }

@@ -6,10 +6,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -19,63 +18,43 @@ import (
 	"github.com/couriernet/courier/message"
 )
 
-// TestMeasure compares, in one process and in alternating rounds, the
-// append bound, the archive alone and decode+hash+archive at the seed mix,
-// with the default Config. It runs only when COURIER_ARCHIVE_MEASURE holds
-// the number of messages per run:
+// BenchmarkWritePath compares, at the seed mix with the default Config, the
+// append bound (the same bytes appended to one file, an fsync every 64
+// messages), the archive alone, and decode+hash+archive. Each sub-benchmark
+// writes b.N messages to a fresh directory and ends after the last fsync
+// (the archive's Close); before it the page cache is written back
+// (sync(2)), so no run pays for the dirty pages of the one before. With
+// -count the three run alternately, so compare their medians:
 //
-//	COURIER_ARCHIVE_MEASURE=20000 go test -run TestMeasure -v ./archive/
+//	go test -run '^$' -bench WritePath -benchtime 10000x -count 5 ./archive/
 //
-// Before each run the page cache is written back (sync(2)), so no run pays
-// for the dirty pages of the one before. A run ends after the last fsync
-// (the archive's Close); it also reports the rate at which messages were
-// acknowledged (the archive: committed, surviving kill -9; the bound:
-// fsynced).
-func TestMeasure(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("COURIER_ARCHIVE_MEASURE"))
-	if n <= 0 {
-		t.Skip("set COURIER_ARCHIVE_MEASURE to the messages per run")
-	}
-	msgs, wires := seedMix(t, benchPool, 7)
-	mean := meanSize(wires)
+// Besides ns/op (per message) and MB/s it reports ack-msg/s, the rate at
+// which messages were acknowledged (the archive: committed, surviving kill
+// -9; the bound: fsynced). Each run checks that every message was stored.
+func BenchmarkWritePath(b *testing.B) {
+	msgs, wires := seedMix(b, benchPool, 7)
 	runs := []struct {
 		name string
-		run  func(dir string) (time.Time, error) // returns when the last message was acknowledged
+		run  func(dir string, n int) (time.Time, error) // returns when the last message was acknowledged
 	}{
-		{"append bound (fsync every 64)", func(dir string) (time.Time, error) { return runBound(dir, wires, n) }},
-		{"archive alone", func(dir string) (time.Time, error) { return runArchive(dir, msgs, wires, n, false) }},
-		{"decode+hash+archive", func(dir string) (time.Time, error) { return runArchive(dir, msgs, wires, n, true) }},
+		{"bound", func(dir string, n int) (time.Time, error) { return runBound(dir, wires, n) }},
+		{"archive", func(dir string, n int) (time.Time, error) { return runArchive(dir, msgs, wires, n, false) }},
+		{"decode+hash+archive", func(dir string, n int) (time.Time, error) { return runArchive(dir, msgs, wires, n, true) }},
 	}
-	const rounds = 5
-	rates := make([][]float64, len(runs))
-	ackRates := make([][]float64, len(runs))
-	for round := range rounds {
-		for k, r := range runs {
-			dir := t.TempDir()
+	for _, r := range runs {
+		b.Run(r.name, func(b *testing.B) {
+			dir := b.TempDir()
+			b.SetBytes(meanSize(wires))
 			unix.Sync()
+			b.ResetTimer()
 			start := time.Now()
-			acked, err := r.run(dir)
+			acked, err := r.run(dir, b.N)
 			if err != nil {
-				t.Fatal(err)
+				b.Fatal(err)
 			}
-			rate := float64(n) / time.Since(start).Seconds()
-			ackRate := float64(n) / acked.Sub(start).Seconds()
-			rates[k] = append(rates[k], rate)
-			ackRates[k] = append(ackRates[k], ackRate)
-			t.Logf("round %d  %-30s %6.0f msg/s  %5.0f MB/s (acknowledged: %6.0f msg/s)", round, r.name, rate, rate*float64(mean)/1e6, ackRate)
-			os.RemoveAll(dir)
-		}
+			b.ReportMetric(float64(b.N)/acked.Sub(start).Seconds(), "ack-msg/s")
+		})
 	}
-	bound := median(rates[0])
-	for k, r := range runs {
-		t.Logf("median  %-30s %6.0f msg/s  %.2f of the bound (acknowledged: %6.0f msg/s)", r.name, median(rates[k]), median(rates[k])/bound, median(ackRates[k]))
-	}
-}
-
-func median(v []float64) float64 {
-	v = slices.Clone(v)
-	slices.Sort(v)
-	return v[len(v)/2]
 }
 
 func runBound(dir string, wires [][]byte, n int) (time.Time, error) {
@@ -94,7 +73,18 @@ func runBound(dir string, wires [][]byte, n int) (time.Time, error) {
 			}
 		}
 	}
-	return time.Now(), f.Sync()
+	if err := f.Sync(); err != nil {
+		return time.Time{}, err
+	}
+	acked := time.Now()
+	var want int64
+	for i := range n {
+		want += int64(len(wires[i%len(wires)]))
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() != want {
+		return time.Time{}, fmt.Errorf("bound file: %v bytes, %v; want %d", fi.Size(), err, want)
+	}
+	return acked, nil
 }
 
 // runArchive appends n messages and closes the archive. With decode, each
@@ -136,6 +126,11 @@ func runArchive(dir string, msgs []*message.Message, wires [][]byte, n int, deco
 			return time.Time{}, err
 		}
 	}
-	err = a.Close()
-	return acked, err
+	if err := a.Close(); err != nil {
+		return time.Time{}, err
+	}
+	if st := a.Stats(); st.Inserts != uint64(n) || st.Failed != 0 {
+		return time.Time{}, fmt.Errorf("archive stored %d messages, failed %d; want %d stored", st.Inserts, st.Failed, n)
+	}
+	return acked, nil
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/internal/testwait"
 )
 
 func newHost(t *testing.T) host.Host {
@@ -68,12 +70,11 @@ func connect(t *testing.T, from, to host.Host) {
 // waitFor returns the check result for p, skipping results for other peers.
 func waitFor(t *testing.T, results chan result, p peer.ID) error {
 	t.Helper()
-	for r := range results {
-		if r.peer == p {
+	for {
+		if r := testwait.Recv(t, results, "the check of "+p.String()); r.peer == p {
 			return r.err
 		}
 	}
-	return nil
 }
 
 func TestSameClusterStaysConnected(t *testing.T) {
@@ -97,6 +98,12 @@ func TestSameClusterStaysConnected(t *testing.T) {
 	got, ok = sb.Peer(a.ID())
 	if want := (PeerInfo{ClusterID: 16, Shards: []uint16{0, 5}}); !ok || !reflect.DeepEqual(got, want) {
 		t.Fatalf("b's view of a = %+v, %v; want %+v", got, ok, want)
+	}
+	// a counts the request it answered after writing the answer, which b
+	// may have read already; Close waits for a's handlers, so after it the
+	// counts are final.
+	if err := sa.Close(); err != nil {
+		t.Fatal(err)
 	}
 	st := sa.Stats()
 	if st.Checked != 1 || st.Accepted != 1 || st.RequestsAnswered != 1 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/shard"
 	"github.com/couriernet/courier/store"
@@ -46,7 +47,7 @@ func TestStoreResume(t *testing.T) {
 		hashes = append(hashes, env.Hash())
 	}
 	for range 30 {
-		if err := <-committed; err != nil {
+		if err := testwait.Recv(t, committed, "a commit"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/message"
 )
 
@@ -26,18 +26,6 @@ func dropHost(t *testing.T) host.Host {
 	}
 	t.Cleanup(func() { h.Close() })
 	return h
-}
-
-// eventually polls cond; the deadline only keeps a failure from hanging.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20 s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // TestGossipsubRejectsCounted provokes gossipsub's own rejections with
@@ -80,7 +68,7 @@ func TestGossipsubRejectsCounted(t *testing.T) {
 			m.Data = (&message.Message{Payload: []byte("x"), ContentTopic: "/app/1/chat/proto"}).Encode(nil)
 			m.Topic = proto.String(dropTopic)
 			sendRPC(t, hb, ha, &pb.RPC{Publish: []*pb.Message{m}})
-			eventually(t, "drop counted as "+tc.want.String(), func() bool { return r.Stats().Drops[tc.want] > 0 })
+			testwait.Until(t, "a drop counted as "+tc.want.String(), func() bool { return r.Stats().Drops[tc.want] > 0 })
 			onlyDrop(t, r, tc.want)
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/internal/harness"
+	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
 )
@@ -151,7 +152,7 @@ func TestHandlerQueueFullCounted(t *testing.T) {
 	if _, err := r.Inject(harness.Key{}, topic, wire()); err != nil {
 		t.Fatal(err)
 	}
-	<-started // the handler holds the first envelope; the queue has room for one
+	testwait.Recv(t, started, "the handler") // it holds the first envelope; the queue has room for one
 	for range 3 {
 		if _, err := r.Inject(harness.Key{}, topic, wire()); err != nil {
 			t.Fatal(err)

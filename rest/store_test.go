@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/store"
 )
@@ -93,7 +94,7 @@ func newStoreArchive(t *testing.T) (archive.Archive, []*message.Envelope) {
 		if err := a.Append(context.Background(), env, func(err error) { done <- err }); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-done; err != nil {
+		if err := testwait.Recv(t, done, "the acknowledgement"); err != nil {
 			t.Fatalf("message %d: %v", i, err)
 		}
 		envs = append(envs, env)
