@@ -27,7 +27,7 @@ type call struct{ ch chan result } // capacity 1
 // Ask sends m to peer as an ask and waits for the reply, until ctx ends or,
 // if ctx has no deadline, Config.AskTimeout. The pending entry and its
 // deadline timer are removed on every exit: reply, deadline, cancel, write
-// error and Close (seed 004 section 3.1). Errors: ErrTimeout (wrapping
+// error and Close. Errors: ErrTimeout (wrapping
 // context.DeadlineExceeded), context.Canceled, ErrClosed, ErrNoListener
 // (legacy lane on a send-only endpoint), ErrTooLarge and ErrBadMsg
 // (wrapped, nothing written), ErrRouteTooLong, dial and write errors.

@@ -17,9 +17,9 @@ import (
 )
 
 // handV1Frame builds a signed header-version-1 frame byte by byte from the
-// layout in specs/libnet.md section 1 (independently of the package's
-// encoder): outer u32 BE length, marker 0x01, version 1, u32 LE lengths,
-// HeaderV1, data, owner, 96-byte combined signature.
+// layout of lib-net's message.rs and header_v1.rs (independently of the
+// package's encoder): outer u32 BE length, marker 0x01, version 1, u32 LE
+// lengths, HeaderV1, data, owner, 96-byte combined signature.
 func handV1Frame(t *testing.T, data []byte, compression uint32, uuid [16]byte, sender string) []byte {
 	t.Helper()
 	return v1Frame(t, v1Spec{data: data, comp: compression, uuid: uuid, sender: sender})

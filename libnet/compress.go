@@ -13,7 +13,7 @@ import (
 )
 
 // codecs compresses and decompresses payloads with lib-net's settings
-// (specs/libnet.md section 2: gzip at the default level, brotli quality 5
+// (lib-net compression.rs: gzip at the default level, brotli quality 5
 // window 22) plus zstd. Compression always works on the bytes it is given:
 // the raw payload on the raw lane, the augData JSON on the legacy lane
 // (that is what lib-net compresses, so it is what its peers expect).

@@ -23,7 +23,7 @@ type Config struct {
 	// overrides it per peer address ("ip:port"). A peer that has sent us a
 	// raw frame on a connection we dialled is known to accept the raw lane
 	// and gets it unless NoLearn is set or PeerLanes says otherwise. Both
-	// lanes and the plain JSON lane are always accepted (seed 004 section 4).
+	// lanes and the plain JSON lane are always accepted.
 	Lane      Lane
 	PeerLanes map[string]Lane
 	NoLearn   bool

@@ -235,7 +235,7 @@ func (c *conn) handle(b []byte, wireLen int) {
 	c.handleRaw(h, &f)
 }
 
-// verify checks the frame's signature (specs/libnet.md section 3). With a
+// verify checks the frame's signature (lib-net message.rs verify). With a
 // hash key, a legacy frame must be signed, as lib-net verifies every
 // headered frame; a raw frame must be when RequireSigned is set.
 func (c *conn) verify(f *wire.Frame, h *Header) (DropReason, error) {

@@ -8,7 +8,7 @@ import (
 	"golang.org/x/crypto/blake2b"
 )
 
-// Signature layout (specs/libnet.md section 3; lib-net crypto/src/lib.rs
+// Signature layout (lib-net crypto/src/lib.rs
 // ShardusCrypto::sign and verify): the signed bytes are hashed with keyed
 // BLAKE2b-256 (libsodium generichash, 32-byte output) whose key is the
 // hex-decoded hashKey; the signature is sodium crypto_sign in combined mode

@@ -1,8 +1,9 @@
 // Package libnet is a Go lib-net: a direct node-to-node TCP transport for
 // permissioned node networks (tell, ask, multi-send), wire-compatible with
-// lib-net's header version 1 and adding the raw binary lane planned in seed
-// 004 ("Finishing the Binary Migration") as header version 2. Wire facts
-// come from specs/libnet.md.
+// lib-net's header version 1 and adding a raw binary lane as header
+// version 2. Wire facts come from lib-net's source
+// (github.com/shardeum/lib-net, 1.3.15 at commit 2832f1d and the 1.4.x
+// files), shardus-core and lib-types, cited where each rule is kept.
 //
 // # Frames
 //

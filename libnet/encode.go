@@ -125,7 +125,8 @@ func (e *Endpoint) encodeRaw(dir Dir, id [16]byte, m *Msg) (frame, error) {
 }
 
 // encodeLegacy lays out a signed header-version-1 frame whose data is
-// augData JSON with the payload base64 (specs/libnet.md sections 1, 4, 5);
+// augData JSON with the payload base64 (lib-net src/index.ts, lib-types
+// stringify.ts);
 // ri is set for a reply. It is compressed only for a peer that
 // decompresses (md.compress). Errors: ErrNoSigningKey; ErrTooLarge
 // (wrapped) for a payload or data section over PayloadLimit (base64 makes

@@ -21,7 +21,8 @@ import (
 type RouteOptions struct {
 	// Dedup drops a tell or ask whose route and payload hash were seen
 	// among the last Config.DedupSize on Dedup routes, before the handler
-	// runs (seed 004 section 3.5); drops count as DropDuplicate.
+	// runs (lib-net leaves this to each handler); drops count as
+	// DropDuplicate.
 	Dedup bool
 }
 

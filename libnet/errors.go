@@ -9,9 +9,9 @@ import (
 	"github.com/couriernet/courier/libnet/internal/wire"
 )
 
-// Errors of frame and header parsing (specs/libnet.md section 1). A frame
-// that fails with one of them is dropped (DropBadFrame) and its connection
-// kept, as lib-net skips it; only a frame that cannot be delimited (an
+// Errors of frame and header parsing (lib-net message.rs, header_v1.rs). A
+// frame that fails with one of them is dropped (DropBadFrame) and its
+// connection kept, as lib-net skips it; only a frame that cannot be delimited (an
 // outer length over the limits, ErrPayloadTooLarge; a stream cut short,
 // ErrTruncated) closes the connection.
 var (
@@ -58,7 +58,7 @@ var (
 )
 
 // SignatureError reports a signed frame whose signature does not verify
-// (specs/libnet.md section 3). errors.Is(err, ErrBadSignature) holds.
+// (lib-net crypto/src/lib.rs verify). errors.Is(err, ErrBadSignature) holds.
 type SignatureError struct {
 	Owner  []byte // the claimed 32-byte public key (a copy)
 	Reason string

@@ -15,7 +15,7 @@ import (
 // flight, every tenth left unanswered so it times out, every fiftieth
 // canceled) and checks that afterwards no ask is pending, no deadline timer
 // is armed, nothing is outstanding, and after Close the goroutine count is
-// back where it started (seed 004 section 3.1: 11,328 leaked timers).
+// back where it started.
 func TestNoLeaks(t *testing.T) {
 	const tells, asks, askers, tellers = 100_000, 10_000, 256, 8
 	base := runtime.NumGoroutine()

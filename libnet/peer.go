@@ -30,7 +30,8 @@ type sendReq struct {
 }
 
 // peer is one pooled outbound connection with its bounded send queue and
-// writer goroutine (seed 004: one connection per peer, reused).
+// writer goroutine: one connection per peer, reused, as lib-net's sender
+// keeps one per address (shardus_net_sender.rs).
 type peer struct {
 	ep       *Endpoint
 	addr     string

@@ -9,11 +9,11 @@ type Lane uint8
 
 const (
 	// LaneLegacy is lib-net header version 1: the payload travels base64 in
-	// a JSON augData envelope (specs/libnet.md sections 1 and 5). It is the
+	// a JSON augData envelope (lib-net header_v1.rs, src/index.ts). It is the
 	// zero value, so a network talks to today's lib-net nodes by default.
 	LaneLegacy Lane = iota
 	// LaneRaw is header version 2: a fixed binary header and the payload as
-	// opaque bytes (seed 004, section 3.2).
+	// opaque bytes (laid out in the package comment).
 	LaneRaw
 	// LaneJSON is lib-net's plain lane (no header), accepted on receive only.
 	LaneJSON

@@ -1,5 +1,6 @@
 // Package wire lays out and parses lib-net frames: the headered container
-// (specs/libnet.md section 1), HeaderV1 and the raw-lane header (version 2).
+// (lib-net message.rs, header_factory.rs), HeaderV1 and the raw-lane header
+// (version 2).
 // Parsers never panic and return slices that alias their input.
 package wire
 
@@ -9,7 +10,7 @@ import (
 	"fmt"
 )
 
-// Frame markers and header versions (specs/libnet.md section 1).
+// Frame markers and header versions (lib-net header_factory.rs).
 const (
 	Marker     = 0x01 // first payload byte of a headered frame
 	JSONMarker = '{'  // first payload byte of the plain JSON lane
