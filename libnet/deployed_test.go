@@ -454,3 +454,35 @@ func TestLegacyReplyRules(t *testing.T) {
 		}
 	})
 }
+
+// 3. The plain JSON lane (lib-net's send without a header) is never signed:
+// accepted by default, dropped as DropUnsigned with RequireSigned, the
+// connection kept.
+func TestPlainLaneUnderRequireSigned(t *testing.T) {
+	for _, require := range []bool{false, true} {
+		key, _ := testKeys(t)
+		got := make(chan string, 1)
+		b, err := New(Config{ListenAddr: "127.0.0.1:0", Lane: LaneRaw, HashKey: key, RequireSigned: require,
+			Handler: func(h *Header, p []byte, _ Respond) { got <- h.Lane().String() + ":" + string(p) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		plain := outer([]byte(augJSON("1", "tell", `{"payload":{"value":"aGk=","dataType":"bb"},"route":"r"}`, 1, "0")))
+		c := dialRaw(t, b.Addr(), plain)
+		if require {
+			waitFor(t, "the unsigned drop", func() bool { return b.Stats().Drops[DropUnsigned] == 1 })
+			if _, err := c.Write(goodFrame()); err != nil { // unsigned raw: dropped too
+				t.Fatal(err)
+			}
+			waitFor(t, "the second drop", func() bool { return b.Stats().Drops[DropUnsigned] == 2 })
+			if n := b.Stats().InboundConns; n != 1 {
+				t.Fatalf("inbound %d", n)
+			}
+			continue
+		}
+		if s := recv(t, got); s != "json:hi" {
+			t.Fatalf("plain lane: %q", s)
+		}
+	}
+}
