@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/couriernet/courier/rest"
+	"github.com/couriernet/courier/store"
 )
 
 // collector exports the node's counters at scrape time, so the message
@@ -26,11 +27,16 @@ var (
 	descDrops        = prometheus.NewDesc("courier_drops_total", "Messages lost, by reason.", []string{"reason"}, nil)
 	descTopicMsgs    = prometheus.NewDesc("waku_relay_messages_total", "Relayed messages by pubsub topic.", []string{"pubsub_topic"}, nil)
 	descTopicBytes   = prometheus.NewDesc("waku_relay_bytes_total", "Relayed encoded bytes by pubsub topic.", []string{"pubsub_topic"}, nil)
+	// nwaku waku_store/protocol_metrics.nim and common/rate_limit/service_metrics.nim.
+	descStoreQueries = prometheus.NewDesc("waku_store_queries", "number of store queries received", nil, nil)
+	descStoreErrors  = prometheus.NewDesc("waku_store_errors", "number of store protocol errors", []string{"type"}, nil)
+	descService      = prometheus.NewDesc("waku_service_requests", "number of non-relay service requests received", []string{"service", "state"}, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descNodeMessages, descArchive, descArchiveLat, descArchiveBat, descArchiveQueue,
-		descPeers, descCodec, descCodecBytes, descMsgID, descDrops, descTopicMsgs, descTopicBytes} {
+		descPeers, descCodec, descCodecBytes, descMsgID, descDrops, descTopicMsgs, descTopicBytes,
+		descStoreQueries, descStoreErrors, descService} {
 		ch <- d
 	}
 }
@@ -65,6 +71,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descTopicMsgs, float64(ts.Messages), topic)
 			counter(descTopicBytes, float64(ts.Bytes), topic)
 		}
+	}
+	if n.store.server != nil {
+		ss := n.store.server.Stats()
+		counter(descStoreQueries, float64(ss.Queries))
+		counter(descStoreErrors, float64(ss.BadRequests), "decode_rpc_failure")
+		counter(descService, float64(ss.Answered+ss.Failed-ss.RateLimited), string(store.ProtocolID), "served")
+		counter(descService, float64(ss.RateLimited), string(store.ProtocolID), "rejected")
 	}
 	if n.archive != nil {
 		as := n.archive.Stats()

@@ -187,6 +187,20 @@ func TestStoreThroughNodes(t *testing.T) {
 	if h := health(b); h != "Store=NOT_MOUNTED Store Client=READY" {
 		t.Errorf("B health %s", h)
 	}
+	// A's metrics count the queries it answered, under nwaku's names.
+	mfs, err := a.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queries float64
+	for _, mf := range mfs {
+		if mf.GetName() == "waku_store_queries" {
+			queries = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if queries < 4 {
+		t.Errorf("waku_store_queries %v, want the remote queries A answered", queries)
+	}
 	if id := b.StorePeer(); id != a.Host().ID() {
 		t.Errorf("B's store peer %s", id)
 	}

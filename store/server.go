@@ -105,7 +105,7 @@ type Server struct {
 	mu     sync.Mutex
 	closed bool
 
-	answered, failed, limited, badRequests atomic.Uint64
+	answered, failed, limited, badRequests, queries atomic.Uint64
 }
 
 // NewServer mounts the store protocol on h, answering from a. Close
@@ -141,6 +141,7 @@ func (s *Server) Close() error {
 // ServerStats counts requests since NewServer.
 type ServerStats struct {
 	Answered    uint64 // responses written, errors included
+	Queries     uint64 // requests decoded and run against the archive
 	BadRequests uint64 // requests that did not decode (400)
 	RateLimited uint64 // requests refused by the rate limit (429)
 	Failed      uint64 // streams reset: read, archive or write failures
@@ -148,7 +149,7 @@ type ServerStats struct {
 
 // Stats returns a snapshot of the server's counters.
 func (s *Server) Stats() ServerStats {
-	return ServerStats{Answered: s.answered.Load(), BadRequests: s.badRequests.Load(),
+	return ServerStats{Answered: s.answered.Load(), Queries: s.queries.Load(), BadRequests: s.badRequests.Load(),
 		RateLimited: s.limited.Load(), Failed: s.failed.Load()}
 }
 
@@ -202,6 +203,7 @@ func (s *Server) answer(ctx context.Context, data []byte) []byte {
 		errors.As(err, &de)
 		return frame(&Response{StatusCode: StatusBadRequest, StatusDesc: "decoding rpc failed: " + de.name})
 	}
+	s.queries.Add(1)
 	resp, err := Answer(ctx, s.a, req)
 	if err != nil {
 		return frame(&Response{StatusCode: StatusBadResponse, StatusDesc: err.Error()})

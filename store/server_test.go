@@ -415,7 +415,7 @@ func TestRateLimit(t *testing.T) {
 	if _, err := f.query(t, &Request{}); !errors.As(err, &se) || se.Code != 429 {
 		t.Fatalf("client error %v", err)
 	}
-	if st := f.srv.Stats(); st.RateLimited != 2 || st.Answered != 3 {
+	if st := f.srv.Stats(); st.RateLimited != 2 || st.Answered != 3 || st.Queries != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
