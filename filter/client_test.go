@@ -150,7 +150,7 @@ func TestClientAgainstService(t *testing.T) {
 // message, the stalled one's queue drops and the drops are counted.
 func TestStalledSubscriberDoesNotDelayOthers(t *testing.T) {
 	sh := newHost(t)
-	svc, err := filter.New(sh, filter.Config{PushQueueSize: 4, PushTimeout: time.Minute})
+	svc, err := filter.New(sh, filter.Config{PushQueueSize: 4, PushTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,5 +188,14 @@ func TestStalledSubscriberDoesNotDelayOthers(t *testing.T) {
 	st := svc.Stats()
 	if st.Pushed < 3*n || st.Dropped == 0 {
 		t.Fatalf("stats %+v: want every push to the 3 healthy peers and drops for the stalled one", st)
+	}
+	// Close must not wait out the stalled writer's hour-long push timeout:
+	// leaving resets its stream.
+	closed := make(chan struct{})
+	go func() { svc.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("Close blocked on the stalled subscriber's write")
 	}
 }

@@ -42,8 +42,35 @@ type subscriber struct {
 	lastSeen time.Time
 	criteria map[Criterion]struct{}
 	queue    chan []byte
-	quit     chan struct{}
-	dropped  atomic.Uint64
+	// ctx ends when the subscriber leaves or the service closes; its end
+	// resets the push stream, so a writer blocked on a stalled peer
+	// returns at once rather than after PushTimeout.
+	ctx     context.Context
+	leave   context.CancelFunc
+	dropped atomic.Uint64
+
+	mu     sync.Mutex
+	stream network.Stream // the push stream being written, nil when none
+}
+
+// setStream records st as the push stream being written; when the
+// subscriber has already left, st is reset at once.
+func (sub *subscriber) setStream(st network.Stream) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	sub.stream = st
+	if st != nil && sub.ctx.Err() != nil {
+		st.Reset()
+	}
+}
+
+// resetStream resets the push stream being written, if any.
+func (sub *subscriber) resetStream() {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.stream != nil {
+		sub.stream.Reset()
+	}
 }
 
 // Service serves /vac/waku/filter-subscribe/2.0.0-beta1 and pushes matching
@@ -272,10 +299,8 @@ func (s *Service) unsubscribe(p peer.ID, req SubscribeRequest, now time.Time) (u
 }
 
 func (s *Service) addPeerLocked(p peer.ID) *subscriber {
-	sub := &subscriber{
-		id: p, criteria: map[Criterion]struct{}{},
-		queue: make(chan []byte, s.cfg.PushQueueSize), quit: make(chan struct{}),
-	}
+	sub := &subscriber{id: p, criteria: map[Criterion]struct{}{}, queue: make(chan []byte, s.cfg.PushQueueSize)}
+	sub.ctx, sub.leave = context.WithCancel(s.ctx)
 	s.peers[p] = sub
 	if s.h != nil { // without a host (unit tests) frames stay queued
 		s.wg.Add(1)
@@ -305,7 +330,7 @@ func (s *Service) removeLocked(p peer.ID) {
 		s.dropCriterionLocked(sub, c)
 	}
 	delete(s.peers, p)
-	close(sub.quit)
+	sub.leave()
 }
 
 func (s *Service) topicRefLocked(topic string, d int) {
@@ -365,6 +390,8 @@ func (s *Service) Push(env *message.Envelope) {
 // or the service closes.
 func (s *Service) writeLoop(sub *subscriber) {
 	defer s.wg.Done()
+	stop := context.AfterFunc(sub.ctx, sub.resetStream)
+	defer stop()
 	var st network.Stream
 	defer func() {
 		if st != nil {
@@ -373,21 +400,20 @@ func (s *Service) writeLoop(sub *subscriber) {
 	}()
 	for {
 		select {
-		case <-sub.quit:
-			return
-		case <-s.ctx.Done():
+		case <-sub.ctx.Done():
 			return
 		case frame := <-sub.queue:
-			st = s.write(st, sub.id, frame)
+			st = s.write(sub, st, frame)
 		}
 	}
 }
 
 // write sends one frame on st, opening a push stream first when st is nil.
 // It returns the stream to use next time, nil after a failure.
-func (s *Service) write(st network.Stream, p peer.ID, frame []byte) network.Stream {
+func (s *Service) write(sub *subscriber, st network.Stream, frame []byte) network.Stream {
+	p := sub.id
 	if st == nil {
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.PushTimeout)
+		ctx, cancel := context.WithTimeout(sub.ctx, s.cfg.PushTimeout)
 		var err error
 		st, err = s.h.NewStream(ctx, p, PushProtocolID)
 		cancel()
@@ -396,12 +422,14 @@ func (s *Service) write(st network.Stream, p peer.ID, frame []byte) network.Stre
 			s.cfg.Logger.Debug("filter: open push stream", "peer", p, "err", err)
 			return nil
 		}
+		sub.setStream(st)
 	}
 	st.SetWriteDeadline(time.Now().Add(s.cfg.PushTimeout))
 	if _, err := st.Write(frame); err != nil {
 		s.c.failed.Add(1)
 		s.cfg.Logger.Debug("filter: push", "peer", p, "err", err)
 		st.Reset()
+		sub.setStream(nil)
 		return nil
 	}
 	s.c.pushed.Add(1)
