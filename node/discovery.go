@@ -77,6 +77,17 @@ type DiscoveryConfig struct {
 	// restarts (--peer-persistence).
 	PeerPersistence bool
 
+	// DNSDiscovery fetches DNSDiscoveryURL at start (--dns-discovery): its
+	// records are dialled (origin Dns) and, with discv5 on, bootstrap it.
+	DNSDiscovery bool
+	// DNSDiscoveryURL is an EIP-1459 tree, enrtree://<key>@<domain>
+	// (--dns-discovery-url).
+	DNSDiscoveryURL string
+	// DNSNameServers are the name servers asked (--dns-addrs-name-server):
+	// IP addresses (port 53, as nwaku) or, courier's extension, IP:port.
+	// Empty means nwaku's 1.1.1.1 and 1.0.0.1.
+	DNSNameServers []string
+
 	// PeerExchange serves peer exchange (--peer-exchange). Default true via
 	// DefaultDiscoveryConfig, as nwaku; a Config built by hand has it off.
 	PeerExchange bool
@@ -158,6 +169,9 @@ func (c *DiscoveryConfig) validate() error {
 		if _, err := peer.AddrInfoFromString(c.PeerExchangeNode); err != nil {
 			return fmt.Errorf("%w: --peer-exchange-node %q needs a multiaddr with /p2p/<id>: %w", ErrConfig, c.PeerExchangeNode, err)
 		}
+	}
+	if c.DNSDiscovery && !strings.HasPrefix(c.DNSDiscoveryURL, "enrtree://") {
+		return fmt.Errorf("%w: --dns-discovery needs --dns-discovery-url enrtree://<key>@<domain>, got %q", ErrConfig, c.DNSDiscoveryURL)
 	}
 	if c.PeerStoreCapacity < 0 {
 		return fmt.Errorf("%w: --peer-store-capacity %d", ErrConfig, c.PeerStoreCapacity)
@@ -392,9 +406,10 @@ func (n *Node) startDiscovery() error {
 		return err
 	}
 	if !dc.Discv5 {
+		n.dnsDiscovery()
 		return nil
 	}
-	var boot []*enode.Node
+	boot := n.dnsDiscovery()
 	for _, b := range dc.Discv5BootstrapNodes {
 		bn, err := discovery.ParseENR(b)
 		if err != nil {
@@ -410,6 +425,33 @@ func (n *Node) startDiscovery() error {
 		Logger:    n.cfg.Logger,
 	})
 	return err
+}
+
+// dnsDiscovery fetches the DNS tree when configured, hands its peers to
+// the peer manager with origin Dns and returns their records. A failure is
+// logged and counted; the node starts without them.
+func (n *Node) dnsDiscovery() []*enode.Node {
+	dc := n.cfg.Discovery
+	if !dc.DNSDiscovery {
+		return nil
+	}
+	peers, malformed, err := discovery.ResolveTree(dc.DNSDiscoveryURL, discovery.DNSConfig{NameServers: dc.DNSNameServers, Logger: n.cfg.Logger})
+	n.peers.stats.dnsRejected.Add(uint64(malformed))
+	if err != nil {
+		n.peers.stats.dnsFailures.Add(1)
+		n.cfg.Logger.Warn("DNS discovery failed; starting without its peers", "url", dc.DNSDiscoveryURL, "err", err)
+		return nil
+	}
+	keep := discovery.WakuFilter(n.cfg.ClusterID, n.cfg.Shards)
+	var out []*enode.Node
+	for _, p := range peers {
+		out = append(out, p.Node)
+		if keep(p) {
+			n.peers.add(p, rest.DNS)
+		}
+	}
+	n.cfg.Logger.Info("DNS discovery", "url", dc.DNSDiscoveryURL, "records", len(peers), "rejected", malformed)
+	return out
 }
 
 // runPeerManager starts the peer manager with the static peers known, and

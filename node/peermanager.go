@@ -73,6 +73,8 @@ type PeerStats struct {
 	Colocation     uint64 // connections closed over the IP colocation limit
 	InboundPruned  uint64 // inbound relay connections closed over the target
 	StoreFull      uint64 // peers not kept: the store was full of connected ones
+	DNSFailures    uint64 // DNS trees that could not be fetched or verified
+	DNSRejected    uint64 // records of DNS trees whose Waku fields did not decode
 }
 
 // peerManager keeps the node connected to its target of relay peers,
@@ -97,7 +99,7 @@ type peerManager struct {
 
 	kick  chan struct{}
 	stats struct {
-		added, dials, dialFailures, removed, metadataPruned, colocation, inboundPruned, storeFull atomic.Uint64
+		added, dials, dialFailures, removed, metadataPruned, colocation, inboundPruned, storeFull, dnsFailures, dnsRejected atomic.Uint64
 	}
 }
 
@@ -429,7 +431,8 @@ func (pm *peerManager) exchangePool() []*enode.Node {
 func (pm *peerManager) snapshot() PeerStats {
 	s := &pm.stats
 	return PeerStats{Added: s.added.Load(), Dials: s.dials.Load(), DialFailures: s.dialFailures.Load(), Removed: s.removed.Load(),
-		MetadataPruned: s.metadataPruned.Load(), Colocation: s.colocation.Load(), InboundPruned: s.inboundPruned.Load(), StoreFull: s.storeFull.Load()}
+		MetadataPruned: s.metadataPruned.Load(), Colocation: s.colocation.Load(), InboundPruned: s.inboundPruned.Load(), StoreFull: s.storeFull.Load(),
+		DNSFailures: s.dnsFailures.Load(), DNSRejected: s.dnsRejected.Load()}
 }
 
 // savedPeer is one line of peers.json.
