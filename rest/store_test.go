@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/couriernet/courier/archive"
@@ -172,4 +173,21 @@ func TestStoreRemote(t *testing.T) {
 	// A backend without store answers as a node without a store peer.
 	plain := newServer(t, newFake(t), Config{})
 	expect(t, plain, "GET", "/store/v3/messages", "", 412, "No suitable service peer & no discovery method")
+}
+
+// FuzzParseStoreQuery: any query string parses into a request or an
+// error, never a panic; a parsed request's page size is at most 100.
+func FuzzParseStoreQuery(f *testing.F) {
+	f.Add("includeData=true&pubsubTopic=%2Fwaku%2F2%2Frs%2F0%2F0&contentTopics=a,b&startTime=1&endTime=2&ascending=false&pageSize=7")
+	f.Add("hashes=0x" + strings.Repeat("ab", 32) + "&cursor=" + strings.Repeat("q", 43))
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		r, err := parseStoreQuery(q)
+		if err == nil && r.Limit > 100 {
+			t.Fatalf("page size %d", r.Limit)
+		}
+	})
 }

@@ -96,3 +96,15 @@ func TestLimiterForgetsPeers(t *testing.T) {
 		t.Fatalf("%d peers remembered, want 1", n)
 	}
 }
+
+// FuzzParse: any flag value parses or fails with ErrSetting, never panics.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"100/1s", "store:10/1m", "storev3 : 5 / 500ms", "px:1/1h", "9999999999999999999/1s", "1/9999999999999h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if _, err := Parse([]string{s}); err != nil && !errors.Is(err, ErrSetting) {
+			t.Fatalf("%q: %v", s, err)
+		}
+	})
+}
