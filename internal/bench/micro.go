@@ -68,6 +68,8 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string, stalled
 		Relay: true, Store: true, StoreSync: true, StoreSyncInterval: -1, Filter: filterPeers > 0 || stalled,
 		DataDir: dir, PubsubTopics: []string{cfg.PubsubTopic},
 		Counters: &ctr, OnArchived: fails.onArchived(&t), Logger: quietLogger,
+		// Every filter subscriber dials from 127.0.0.1: no IP colocation limit.
+		Discovery: node.DiscoveryConfig{IPColocationLimit: -1},
 	})
 	if err != nil {
 		return row, err
