@@ -63,6 +63,7 @@ func TestE2E(t *testing.T) {
 	t.Run("StoreSync", func(t *testing.T) { testE2EStoreSync(t, bin, "") })
 	t.Run("StoreSyncPostgres", func(t *testing.T) { testE2EStoreSync(t, bin, pgtest.DB(t)) })
 	t.Run("LightClients", func(t *testing.T) { testE2ELightClients(t, bin) })
+	t.Run("Discovery", func(t *testing.T) { testE2EDiscovery(t, bin) })
 }
 
 // buildCourier builds the package in the current directory (the test's
