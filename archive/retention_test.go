@@ -177,3 +177,28 @@ func TestRetentionRemovesSegments(t *testing.T) {
 		t.Fatalf("stats %+v; want 2 deleted, 3 left", st)
 	}
 }
+
+// FuzzParseRetention: any input parses or fails with ErrBadConfig, never
+// panics, and a parsed policy renders to text that parses back to it.
+func FuzzParseRetention(f *testing.F) {
+	for _, s := range []string{"", "none", "time:172800", "capacity:25000", "size:30GB", "size:1.5gb",
+		"time:1;capacity:2;size:3mb", "size:.5MB", "time:1h", "size:1e3gb", ";;", "time:99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := archive.ParseRetention(s)
+		if err != nil {
+			if !errors.Is(err, archive.ErrBadConfig) {
+				t.Fatalf("ParseRetention(%q): %v does not wrap ErrBadConfig", s, err)
+			}
+			return
+		}
+		if r.Time < 0 || r.Capacity < 0 || r.Size < 0 {
+			t.Fatalf("ParseRetention(%q) = %+v", s, r)
+		}
+		back, err := archive.ParseRetention(r.String())
+		if err != nil || back != r {
+			t.Fatalf("ParseRetention(%q) = %+v, renders %q, parses back to %+v, %v", s, r, r.String(), back, err)
+		}
+	})
+}

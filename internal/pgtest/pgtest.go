@@ -2,8 +2,8 @@
 // and hands each test a fresh database on it.
 //
 // The server runs from the PostgreSQL binaries installed on the machine
-// (initdb, pg_ctl and postgres from COURIER_PG_BIN, the newest
-// /usr/lib/postgresql/N/bin, or PATH), in a temporary directory, listening
+// (initdb, pg_ctl and postgres from COURIER_PG_BIN when it is set, else
+// the newest /usr/lib/postgresql/N/bin, else PATH), in a temporary directory, listening
 // on a loopback port and a Unix socket in that directory, with PostgreSQL's
 // default durability (fsync on). initdb and postgres refuse to run as root,
 // so under root they run as the user "postgres" through runuser(1).
@@ -77,7 +77,7 @@ func DB(tb testing.TB) string {
 	startOnce.Do(func() { shared, startErr = Start() })
 	if startErr != nil {
 		if errors.Is(startErr, ErrNoBinaries) && os.Getenv("CI") != "true" {
-			tb.Skipf("pgtest: %v (set %s to their directory; with CI=true this fails)", startErr, BinEnv)
+			tb.Skipf("pgtest: %v: skipped (set %s to their directory; with CI=true this fails)", startErr, BinEnv)
 		}
 		tb.Fatalf("pgtest: %v", startErr)
 	}
@@ -211,10 +211,13 @@ func (s *Server) chown() error {
 
 // binDir finds the directory holding initdb, pg_ctl and postgres.
 func binDir() (string, error) {
-	var dirs []string
 	if d := os.Getenv(BinEnv); d != "" {
-		dirs = append(dirs, d)
+		if hasBinaries(d) {
+			return d, nil
+		}
+		return "", fmt.Errorf("%w in %s=%s", ErrNoBinaries, BinEnv, d)
 	}
+	var dirs []string
 	versions, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	slices.SortFunc(versions, func(a, b string) int { return pgVersion(b) - pgVersion(a) })
 	dirs = append(dirs, versions...)

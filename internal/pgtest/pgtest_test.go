@@ -3,6 +3,8 @@ package pgtest_test
 import (
 	"context"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +49,25 @@ func TestDB(t *testing.T) {
 		}
 		if n != 0 {
 			t.Fatal("the second database sees the first one's table")
+		}
+	}
+}
+
+// TestNoBinaries runs TestDB in a child process without PostgreSQL
+// binaries: it skips, and fails when CI=true.
+func TestNoBinaries(t *testing.T) {
+	if os.Getenv("PGTEST_CHILD") != "" {
+		t.Skip("already the child")
+	}
+	for _, ci := range []string{"", "true"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestDB$", "-test.v")
+		cmd.Env = append(os.Environ(), pgtest.BinEnv+"="+t.TempDir(), "CI="+ci, "PGTEST_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		switch {
+		case ci == "" && (err != nil || !strings.Contains(string(out), "--- SKIP: TestDB")):
+			t.Errorf("without binaries: %v\n%s", err, out)
+		case ci == "true" && (err == nil || !strings.Contains(string(out), "--- FAIL: TestDB")):
+			t.Errorf("without binaries, CI=true: %v\n%s", err, out)
 		}
 	}
 }
