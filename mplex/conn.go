@@ -118,6 +118,9 @@ func (c *conn) OpenStream(ctx context.Context) (network.MuxedStream, error) {
 	var name [20]byte
 	if err := c.writeFrame(s.key.id, flagNewStream, strconv.AppendUint(name[:0], s.key.id, 10), ctx.Done(), nil); err != nil {
 		c.resetStream(s, err, false)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, err
 	}
 	return s, nil
@@ -162,6 +165,9 @@ func (c *conn) shutdown(err error) {
 // expired or gone is closed (either may be nil). Once queued, the frame is
 // written unless the connection fails first.
 func (c *conn) writeFrame(id uint64, flag byte, p []byte, expired, gone <-chan struct{}) error {
+	if c.IsClosed() {
+		return errStreamConnClosed
+	}
 	buf := pool.Get(maxFrameOverhead + len(p))
 	frame := appendFrame(buf[:0], id, flag, p)
 	select {

@@ -474,3 +474,38 @@ func TestNoGoroutinesLeft(t *testing.T) {
 		t.Fatalf("%d goroutines, %d before", n, before)
 	}
 }
+
+// With the peer not reading, the send queue fills; a write deadline then
+// ends the wait, and so does cancelling OpenStream's context.
+func TestWriteWaitsForQueue(t *testing.T) {
+	a, b := net.Pipe() // b is never read: writes to a block
+	mc, err := DefaultTransport.NewConn(a, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { mc.Close(); b.Close() }()
+	s, err := mc.OpenStream(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	msg := make([]byte, 1024)
+	var err2 error
+	for range sendQueue + 2 { // one frame in the blocked write, sendQueue queued
+		if _, err2 = s.Write(msg); err2 != nil {
+			break
+		}
+	}
+	var ne net.Error
+	if !errors.As(err2, &ne) || !ne.Timeout() {
+		t.Fatalf("write with a full queue: %v, want a timeout", err2)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := mc.OpenStream(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("OpenStream with a full queue and a cancelled context: %v", err)
+	}
+	if n := openStreams(mc.(*conn)); n != 1 {
+		t.Fatalf("%d streams open, want the first one only", n)
+	}
+}
