@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -92,6 +93,15 @@ The table shows the main columns; --csv writes all of them. Under the
 table: the CPU time per message of each scenario (user+system, whole
 process; steadier than wall time on a shared machine) and the ratios.
 
+--plot DIR writes three PNG charts of the micro and macro scenarios:
+  heap.png        live heap (as of the last GC) every 50 completed
+                  messages, warm-up included, one line per scenario; the
+                  dashed line of the same colour is what the two nodes'
+                  gossipsub message caches hold by protocol (6 heartbeats
+                  of 1 s of messages at the row's rate, or the whole run)
+  latency.png     latency CDF of the measured messages per scenario
+  throughput.png  msg/s and CPU µs per message of every row, side by side
+
 Flags:
 `
 
@@ -117,6 +127,7 @@ func runBench(args []string) error {
 	fs.StringVar(&cfg.StoreDBURL, "store-message-db-url", "", "store, macro, macro-rest: postgres://user:password@host:port/db for the Postgres archive (macro: in a schema of the run's, dropped after; default: the embedded archive in --dir)")
 	csvPath := fs.String("csv", "", "also write the rows as CSV to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	plotDir := fs.String("plot", "", "write PNG charts of the run into this directory ("+bench.HeapPlot+", "+bench.LatencyPlot+", "+bench.ThroughputPlot+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -171,7 +182,12 @@ func runBench(args []string) error {
 		if werr := bench.WriteTable(os.Stdout, rows); werr != nil && err == nil {
 			err = werr
 		}
-		printNotes(rows, cfg)
+		printNotes(rows)
+	}
+	if *plotDir != "" && len(rows) > 0 {
+		if perr := bench.WritePlots(*plotDir, rows); perr != nil && !errors.Is(perr, bench.ErrNoTrace) && err == nil {
+			err = perr
+		}
 	}
 	if csvFile != nil {
 		if werr := bench.WriteCSV(csvFile, rows); werr != nil && err == nil {
@@ -185,7 +201,7 @@ func runBench(args []string) error {
 }
 
 // printNotes prints the ratios the acceptance criteria read.
-func printNotes(rows []bench.Row, cfg bench.Config) {
+func printNotes(rows []bench.Row) {
 	byName := map[string]bench.Row{}
 	fmt.Println()
 	for _, r := range rows {
@@ -213,10 +229,11 @@ func printNotes(rows []bench.Row, cfg bench.Config) {
 		if r, ok := byName["macro-lightpush"]; ok && m.MsgPerS > 0 {
 			fmt.Printf("macro-lightpush / macro: %.2f\n", r.MsgPerS/m.MsgPerS)
 		}
-		// Each node's message cache keeps about 6 heartbeats (6 s) of
-		// traffic, or the whole run when it is shorter.
-		cached := min(6*m.MsgPerS, float64(m.Msgs+max(cfg.Warmup, 0)))
-		fmt.Printf("macro: the two nodes' gossipsub message caches hold up to about %.0f MB by protocol (%.0f messages each, 6 heartbeats of 1 s at %.0f msg/s)\n",
-			2*cached*m.WireBytesPerMsg/1e6, cached, m.MsgPerS)
+	}
+	for _, r := range rows {
+		if r.Trace != nil && r.Trace.CacheBoundBytes == r.Trace.CacheBoundBytes { // not NaN
+			fmt.Printf("%s: the two nodes' gossipsub message caches hold up to about %.0f MB by protocol (6 heartbeats of 1 s at %.0f msg/s, or the whole run when shorter); peak live heap %.1f MB\n",
+				r.Scenario, r.Trace.CacheBoundBytes/1e6, r.MsgPerS, r.PeakHeapMB)
+		}
 	}
 }

@@ -95,6 +95,7 @@ func runMacroLightpush(ctx context.Context, cfg Config, w *Workload, name string
 		name, float64(d.Decodes)/n, float64(d.Hashes)/n, float64(d.Encodes)/n)
 	p.fill(&row, w, t)
 	row.WireBytesPerMsg = float64(p.recv1.DecodedBytes-p.recv0.DecodedBytes) / n
+	row.Trace.CacheBoundBytes = cacheBound(row, 2, w.Total())
 	return row, err
 }
 

@@ -103,7 +103,18 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, viaREST
 	}
 	p.fill(&row, w, t)
 	row.WireBytesPerMsg = float64(p.recv1.DecodedBytes-p.recv0.DecodedBytes) / float64(w.N)
+	row.Trace.CacheBoundBytes = cacheBound(row, 2, w.Total())
 	return row, err
+}
+
+// cacheBound returns the bytes the gossipsub message caches of nodes hold
+// by protocol at r's rate and wire size: each keeps HistoryLength
+// heartbeats of messages (6 of 1 s, relay.NwakuGossipSubParams), or every
+// message of a run of total messages when that is fewer.
+func cacheBound(r Row, nodes, total int) float64 {
+	p := relay.NwakuGossipSubParams()
+	held := float64(p.HistoryLength) * p.HeartbeatInterval.Seconds() * r.MsgPerS
+	return float64(nodes) * min(held, float64(total)) * r.WireBytesPerMsg
 }
 
 // drive publishes the workload with the window and pacing of cfg: the
@@ -245,8 +256,12 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 	}
 	var p phase
 	var none message.CounterSnapshot
+	var wireBytes int64 // of the measured messages
 	publish := func(i int) (int64, error) {
 		wire := w.Wire(i, time.Now().UnixNano())
+		if i >= w.Warmup {
+			wireBytes += int64(len(wire))
+		}
 		return int64(cap(wire)), ta.Publish(ctx, wire)
 	}
 	stop := startProgress(cfg.Progress, name, t)
@@ -256,6 +271,8 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 	p.fill(&row, w, t)
 	row.DecodesPerMsg, row.HashesPerMsg, row.EncodesPerMsg = 0, 0, 0
 	row.RecvDecodesPerMsg, row.RecvHashesPerMsg = 0, 0
+	row.WireBytesPerMsg = float64(wireBytes) / float64(w.N)
+	row.Trace.CacheBoundBytes = cacheBound(row, 2, w.Total())
 	return row, err
 }
 

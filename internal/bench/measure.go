@@ -59,7 +59,20 @@ type tracker struct {
 	lastArrive int64
 	peakLive   uint64
 	peakHeap   uint64
-	doneMeas   int
+	doneAll    int
+	begun      time.Time    // the first acquire
+	heap       []HeapSample // every 50 done messages, warm-up included
+}
+
+// HeapSample is the live heap (/gc/heap/live: bytes marked live by the
+// last GC) at a moment of a run.
+type HeapSample struct {
+	// Seconds since the run's first message entered the path.
+	Seconds float64
+	// LiveBytes is the live heap in bytes.
+	LiveBytes uint64
+	// Measured is false in the warm-up.
+	Measured bool
 }
 
 func newTracker(total, warmup, need, window int) *tracker {
@@ -80,7 +93,13 @@ func (t *tracker) acquire(ctx context.Context, i int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	t.start[i].Store(time.Now().UnixNano())
+	now := time.Now()
+	if i == 0 {
+		t.mu.Lock()
+		t.begun = now
+		t.mu.Unlock()
+	}
+	t.start[i].Store(now.UnixNano())
 	return nil
 }
 
@@ -96,10 +115,9 @@ func (t *tracker) event(i int) {
 	t.mu.Lock()
 	if t.measuring && i >= t.warmup {
 		t.latency.RecordValue(now - t.start[i].Load())
-		t.doneMeas++
-		if t.doneMeas%50 == 0 {
-			t.sampleLocked()
-		}
+	}
+	if t.doneAll++; t.doneAll%50 == 0 {
+		t.sampleLocked()
 	}
 	t.mu.Unlock()
 	<-t.window
@@ -122,10 +140,17 @@ func (t *tracker) arrival(i int) {
 	t.mu.Unlock()
 }
 
+// sampleLocked records the live heap; in the measured part it also
+// updates the peaks.
 func (t *tracker) sampleLocked() {
 	m := readMem()
-	t.peakLive = max(t.peakLive, m.live)
-	t.peakHeap = max(t.peakHeap, m.heapObjects)
+	if !t.begun.IsZero() {
+		t.heap = append(t.heap, HeapSample{Seconds: time.Since(t.begun).Seconds(), LiveBytes: m.live, Measured: t.measuring})
+	}
+	if t.measuring {
+		t.peakLive = max(t.peakLive, m.live)
+		t.peakHeap = max(t.peakHeap, m.heapObjects)
+	}
 }
 
 // startMeasuring makes the tracker sample heap peaks from now on.

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"math"
+	"slices"
 	"syscall"
 	"time"
 
@@ -66,6 +68,10 @@ func (p *phase) fill(r *Row, w *Workload, t *tracker) {
 	r.P99Ns = float64(t.latency.ValueAtQuantile(99))
 	r.PeakHeapMB = float64(t.peakLive) / 1e6
 	r.PeakHeapAllocMB = float64(t.peakHeap) / 1e6
+	r.Trace = &Trace{Heap: slices.Clone(t.heap), CacheBoundBytes: math.NaN()}
+	for _, b := range t.latency.CumulativeDistributionWithTicks(5) {
+		r.Trace.Latency = append(r.Trace.Latency, LatencyPoint{Ns: b.ValueAt, Quantile: b.Quantile / 100})
+	}
 	if t.inter.TotalCount() > 0 {
 		r.InterarrivalP50Ns = float64(t.inter.ValueAtQuantile(50))
 		r.InterarrivalP99Ns = float64(t.inter.ValueAtQuantile(99))

@@ -52,6 +52,30 @@ type Row struct {
 	// notes under the table print it, because on a shared machine it is
 	// steadier than wall time.
 	CPUNsPerMsg float64
+
+	// Trace holds the run's series for plots (WritePlots); nil for the
+	// scenarios that do not record them (libnet, store).
+	Trace *Trace
+}
+
+// Trace is what a scenario recorded over time, for plots.
+type Trace struct {
+	// Heap is the live heap every 50 completed messages, warm-up included.
+	Heap []HeapSample
+	// Latency is the cumulative distribution of the measured messages'
+	// latency: Latency[k].Quantile (0..1) of them took at most
+	// Latency[k].Ns nanoseconds.
+	Latency []LatencyPoint
+	// CacheBoundBytes is how much the gossipsub message caches of the
+	// scenario's nodes hold by protocol at the row's rate (see
+	// CacheBound); NaN where no gossipsub router carries the messages.
+	CacheBoundBytes float64
+}
+
+// LatencyPoint is one point of a latency distribution.
+type LatencyPoint struct {
+	Ns       int64
+	Quantile float64
 }
 
 // NewRow returns a Row whose numeric cells are all "not applicable".
