@@ -318,4 +318,5 @@ type Stats struct {
 	Deleted               uint64        // messages deleted by retention
 	RetentionRuns         uint64        // retention runs finished, successful or not
 	RetentionErrors       uint64        // retention runs that failed
+	Retries               uint64        // Postgres: batches tried again after losing the server
 }

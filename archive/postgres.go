@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/couriernet/courier/message"
@@ -42,6 +44,7 @@ type Postgres struct {
 	q    *writeQueue
 
 	writerDone chan struct{}
+	quit       chan struct{} // closed by Close: stops the writer's retries
 	retention  *retentionLoop
 	closeOnce  sync.Once
 	closeErr   error
@@ -61,6 +64,7 @@ type counters struct {
 	inserts, dups, eph, failed, batches, bytes atomic.Uint64
 	syncs, syncErrors, ckpts, queries          atomic.Uint64
 	deleted, retentionRuns, retentionErrors    atomic.Uint64
+	retries                                    atomic.Uint64
 	commitNs, maxCommitNs, syncNs, ckptNs      atomic.Int64
 }
 
@@ -97,7 +101,7 @@ func OpenPostgres(ctx context.Context, url string, cfg Config) (*Postgres, error
 	if err != nil {
 		return nil, fmt.Errorf("archive: postgres: %w", err)
 	}
-	p := &Postgres{cfg: cfg, pool: pool, q: newWriteQueue(cfg.QueueBytes), writerDone: make(chan struct{})}
+	p := &Postgres{cfg: cfg, pool: pool, q: newWriteQueue(cfg.QueueBytes), writerDone: make(chan struct{}), quit: make(chan struct{})}
 	if err := p.start(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -144,11 +148,57 @@ func (p *Postgres) writeLoop() {
 		if batch, ok = p.q.take(batch, p.cfg.MaxBatch, nil); !ok {
 			return
 		}
-		err := p.commit(batch, &rows)
+		err := p.commitRetrying(batch, &rows)
 		p.q.release(batch)
 		finish(batch, err, &p.st)
 		clear(batch)
 	}
+}
+
+// pgRetryFor bounds how long the writer tries a batch again after it
+// failed for want of the server (connection refused or lost, the server
+// shutting down): a restart of PostgreSQL stalls the archive, and Append
+// pushes back, instead of failing messages. Close stops the retries.
+var pgRetryFor = 30 * time.Second
+
+// commitRetrying commits batch, trying again with backoff (50 ms doubling
+// to 2 s) while the error is the connection's and pgRetryFor has not
+// passed. A batch whose commit reached the server but whose answer was
+// lost is inserted again: its rows are then skipped as duplicates.
+func (p *Postgres) commitRetrying(batch []item, rows *pgBatch) error {
+	wait := 50 * time.Millisecond
+	deadline := time.Now().Add(pgRetryFor)
+	for {
+		err := p.commit(batch, rows)
+		if err == nil || !retryable(err) || time.Now().After(deadline) {
+			return err
+		}
+		p.st.retries.Add(1)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-p.quit:
+			t.Stop()
+			return err
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// retryable reports whether err is the connection's rather than the
+// statement's: no server error at all (refused, reset, timed out), or one
+// of class 08 (connection exception), 57P01 to 57P03 (the server shutting
+// down or starting) or a serialization failure or deadlock.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return true
+	}
+	switch pe.Code {
+	case "57P01", "57P02", "57P03", "40001", "40P01":
+		return true
+	}
+	return strings.HasPrefix(pe.Code, "08")
 }
 
 // finish calls the done callbacks of a committed (err nil) or failed batch.
@@ -250,6 +300,7 @@ func (p *Postgres) commit(batch []item, b *pgBatch) error {
 // the retention loop and closes the connections.
 func (p *Postgres) Close() error {
 	p.closeOnce.Do(func() {
+		close(p.quit)
 		p.q.close()
 		<-p.writerDone
 		p.retention.stop()
@@ -281,6 +332,7 @@ func (c *counters) snapshot() Stats {
 		Checkpoints: c.ckpts.Load(), CheckpointTime: time.Duration(c.ckptNs.Load()),
 		Queries: c.queries.Load(), Deleted: c.deleted.Load(),
 		RetentionRuns: c.retentionRuns.Load(), RetentionErrors: c.retentionErrors.Load(),
+		Retries: c.retries.Load(),
 	}
 }
 

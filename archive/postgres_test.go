@@ -3,7 +3,12 @@ package archive_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/url"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -121,5 +126,112 @@ func TestOpenURL(t *testing.T) {
 	}
 	if a, err := archive.OpenPostgres(context.Background(), "postgres://x:y@127.0.0.1:1/db?sslmode=bogus", archive.Config{}); !errors.Is(err, archive.ErrBadConfig) || a != nil {
 		t.Errorf("bad sslmode: %v, want ErrBadConfig", err)
+	}
+}
+
+// cutProxy forwards TCP connections to target until cut, which closes
+// them and refuses new ones until restore.
+type cutProxy struct {
+	l      net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  []net.Conn
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{l: l, target: target}
+	t.Cleanup(func() { l.Close(); p.cut() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			down := p.down
+			p.mu.Unlock()
+			if down {
+				c.Close()
+				continue
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go func() { io.Copy(s, c); s.Close() }()
+			go func() { io.Copy(c, s); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *cutProxy) restore() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+}
+
+// TestPostgresRidesOutARestart: while the connection to the server is cut
+// the writer retries its batch instead of failing it; once the server is
+// back every message is acknowledged without error and stored once.
+func TestPostgresRidesOutARestart(t *testing.T) {
+	db := pgtest.DB(t)
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newCutProxy(t, u.Host)
+	u.Host = proxy.l.Addr().String()
+	a, err := archive.OpenPostgres(context.Background(), u.String(), archive.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	appendWait(t, a, newEnv(t, "p", "/a/1/b/c", 1, []byte("before")))
+	proxy.cut()
+	acks := make(chan error, 10)
+	for i := range 10 {
+		if err := a.Append(context.Background(), newEnv(t, "p", "/a/1/b/c", int64(10+i), []byte{byte(i)}), func(err error) { acks <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for a.Stats().Retries == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer did not retry")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	proxy.restore()
+	for range 10 {
+		if err := <-acks; err != nil {
+			t.Fatalf("acknowledged with %v", err)
+		}
+	}
+	res, err := a.Query(context.Background(), archive.Query{PubsubTopic: "p", Forward: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats(); len(res.Messages) != 11 || st.Failed != 0 || st.Messages != 11 {
+		t.Fatalf("%d messages stored, stats %+v; want 11, none failed", len(res.Messages), st)
 	}
 }
