@@ -145,9 +145,9 @@ var (
 	// ErrBadEnvelope is returned by Append for a nil envelope or message, or
 	// wire bytes over message.MaxSize.
 	ErrBadEnvelope = errors.New("archive: bad envelope")
-	// ErrBadConfig is returned by Open for a Config with a negative or too
-	// small value.
-	ErrBadConfig = errors.New("archive: bad config")
+	// ErrConfig is wrapped by every configuration error of Open,
+	// OpenPostgres, OpenURL and ParseRetention.
+	ErrConfig = errors.New("archive: invalid config")
 	// ErrLocked is returned by Open when another Open holds the directory.
 	ErrLocked = errors.New("archive: directory in use")
 	// ErrCorrupt marks a segment record that does not match its index row
@@ -242,19 +242,19 @@ type Config struct {
 func (c *Config) validate() error {
 	switch {
 	case c.QueueBytes < 0 || (c.QueueBytes > 0 && c.QueueBytes < MinQueueBytes):
-		return errorf(ErrBadConfig, "QueueBytes %d: 0 or at least %d", c.QueueBytes, MinQueueBytes)
+		return errorf(ErrConfig, "QueueBytes %d: 0 or at least %d", c.QueueBytes, MinQueueBytes)
 	case c.FsyncInterval < 0:
-		return errorf(ErrBadConfig, "FsyncInterval %v is negative", c.FsyncInterval)
+		return errorf(ErrConfig, "FsyncInterval %v is negative", c.FsyncInterval)
 	case c.SegmentSize < 0 || (c.SegmentSize > 0 && c.SegmentSize < MinSegmentSize):
-		return errorf(ErrBadConfig, "SegmentSize %d: 0 or at least %d", c.SegmentSize, MinSegmentSize)
+		return errorf(ErrConfig, "SegmentSize %d: 0 or at least %d", c.SegmentSize, MinSegmentSize)
 	case c.SegmentSize > maxSegmentSize:
-		return errorf(ErrBadConfig, "SegmentSize %d over %d", c.SegmentSize, int64(maxSegmentSize))
+		return errorf(ErrConfig, "SegmentSize %d over %d", c.SegmentSize, int64(maxSegmentSize))
 	case c.MaxBatch < 0:
-		return errorf(ErrBadConfig, "MaxBatch %d is negative", c.MaxBatch)
+		return errorf(ErrConfig, "MaxBatch %d is negative", c.MaxBatch)
 	case c.RetentionInterval < 0:
-		return errorf(ErrBadConfig, "RetentionInterval %v is negative", c.RetentionInterval)
+		return errorf(ErrConfig, "RetentionInterval %v is negative", c.RetentionInterval)
 	case c.MaxConns < 0:
-		return errorf(ErrBadConfig, "MaxConns %d is negative", c.MaxConns)
+		return errorf(ErrConfig, "MaxConns %d is negative", c.MaxConns)
 	}
 	r, err := ParseRetention(c.Retention)
 	if err != nil {
@@ -264,7 +264,8 @@ func (c *Config) validate() error {
 	return nil
 }
 
-func (c Config) withDefaults() Config {
+// setDefaults fills in the default of every zero field.
+func (c *Config) setDefaults() {
 	if c.QueueBytes == 0 {
 		c.QueueBytes = DefaultQueueBytes
 	}
@@ -289,7 +290,6 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return c
 }
 
 // Stats is a snapshot of an archive's counters since Open.

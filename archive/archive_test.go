@@ -74,8 +74,8 @@ func TestConfigValidate(t *testing.T) {
 		{MaxBatch: -1},
 	} {
 		a, err := archive.Open(t.TempDir(), cfg)
-		if !errors.Is(err, archive.ErrBadConfig) || a != nil {
-			t.Errorf("Open with %+v: %v, want ErrBadConfig", cfg, err)
+		if !errors.Is(err, archive.ErrConfig) || a != nil {
+			t.Errorf("Open with %+v: %v, want ErrConfig", cfg, err)
 		}
 	}
 }
@@ -235,7 +235,7 @@ func hashesOf(ss []archive.Stored) []message.Hash {
 
 func TestErrorsHavePrefix(t *testing.T) {
 	for _, err := range []error{archive.ErrClosed, archive.ErrBadQuery, archive.ErrUnknownCursor,
-		archive.ErrBadEnvelope, archive.ErrBadConfig, archive.ErrLocked, archive.ErrCorrupt, archive.ErrSchema, archive.ErrNwakuDatabase} {
+		archive.ErrBadEnvelope, archive.ErrConfig, archive.ErrLocked, archive.ErrCorrupt, archive.ErrSchema, archive.ErrNwakuDatabase} {
 		if !strings.HasPrefix(err.Error(), "archive: ") {
 			t.Errorf("%q lacks the prefix", err)
 		}

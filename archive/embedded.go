@@ -93,13 +93,13 @@ var _ Archive = (*Embedded)(nil)
 // Open recovers from a crash: index rows appended after the last fsync
 // round whose segment bytes do not read back whole (length and CRC-32C)
 // are deleted, and segment bytes past the last index row are cut off. Then
-// it fsyncs. Errors wrap ErrBadConfig, ErrLocked, ErrCorrupt or come from
+// it fsyncs. Errors wrap ErrConfig, ErrLocked, ErrCorrupt or come from
 // SQLite or the file system.
 func Open(dir string, cfg Config) (*Embedded, error) {
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}

@@ -85,16 +85,16 @@ func (c *counters) commitTook(d time.Duration) {
 // changed), applies the schema migrations this build knows unless
 // Config.NoMigration (ErrSchema then, if the database is behind), and
 // starts the writer and the retention loop. Config.FsyncInterval and
-// Config.SegmentSize do not apply. Errors wrap ErrBadConfig,
+// Config.SegmentSize do not apply. Errors wrap ErrConfig,
 // ErrNwakuDatabase, ErrSchema or come from pgx.
 func OpenPostgres(ctx context.Context, url string, cfg Config) (*Postgres, error) {
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("%w: database URL: %v", ErrBadConfig, err)
+		return nil, fmt.Errorf("%w: database URL: %v", ErrConfig, err)
 	}
 	pc.MaxConns = int32(cfg.MaxConns)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)

@@ -120,12 +120,12 @@ func TestPostgresSchemaVersion(t *testing.T) {
 
 func TestOpenURL(t *testing.T) {
 	for _, u := range []string{"", "sqlite://x.db", "mysql://h/db", "postgres//x"} {
-		if a, err := archive.OpenURL(context.Background(), u, archive.Config{}); !errors.Is(err, archive.ErrBadConfig) || a != nil {
-			t.Errorf("OpenURL(%q): %v, want ErrBadConfig", u, err)
+		if a, err := archive.OpenURL(context.Background(), u, archive.Config{}); !errors.Is(err, archive.ErrConfig) || a != nil {
+			t.Errorf("OpenURL(%q): %v, want ErrConfig", u, err)
 		}
 	}
-	if a, err := archive.OpenPostgres(context.Background(), "postgres://x:y@127.0.0.1:1/db?sslmode=bogus", archive.Config{}); !errors.Is(err, archive.ErrBadConfig) || a != nil {
-		t.Errorf("bad sslmode: %v, want ErrBadConfig", err)
+	if a, err := archive.OpenPostgres(context.Background(), "postgres://x:y@127.0.0.1:1/db?sslmode=bogus", archive.Config{}); !errors.Is(err, archive.ErrConfig) || a != nil {
+		t.Errorf("bad sslmode: %v, want ErrConfig", err)
 	}
 }
 

@@ -42,7 +42,7 @@ var retentionSyntax = regexp.MustCompile(`^\w+:\d*\.?\d+((g|m)b)?$`)
 // "none" (keep everything), or policies joined by ";", each one of
 // "time:<seconds>", "capacity:<messages>" or "size:<n>GB|MB" (1024-based,
 // decimals allowed, e.g. "size:1.5gb"); case does not matter. Errors wrap
-// ErrBadConfig.
+// ErrConfig.
 func ParseRetention(s string) (Retention, error) {
 	var r Retention
 	for part := range strings.SplitSeq(strings.ToLower(strings.TrimSpace(s)), ";") {
@@ -51,7 +51,7 @@ func ParseRetention(s string) (Retention, error) {
 			continue
 		}
 		if !retentionSyntax.MatchString(part) {
-			return Retention{}, errorf(ErrBadConfig, "retention policy %q: want time:<seconds>, capacity:<count> or size:<n>gb|mb", part)
+			return Retention{}, errorf(ErrConfig, "retention policy %q: want time:<seconds>, capacity:<count> or size:<n>gb|mb", part)
 		}
 		kind, arg, _ := strings.Cut(part, ":")
 		var err error
@@ -70,7 +70,7 @@ func ParseRetention(s string) (Retention, error) {
 			err = fmt.Errorf("unknown policy %q", kind)
 		}
 		if err != nil {
-			return Retention{}, errorf(ErrBadConfig, "retention policy %q: %v", part, err)
+			return Retention{}, errorf(ErrConfig, "retention policy %q: %v", part, err)
 		}
 	}
 	return r, nil

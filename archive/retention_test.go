@@ -45,12 +45,12 @@ func TestParseRetention(t *testing.T) {
 		"size:10", "size:10kb", "size:0gb", "size:gb", "size:1tb", "days:2", "time:1,capacity:2",
 		"time:99999999999999999999",
 	} {
-		if r, err := archive.ParseRetention(in); !errors.Is(err, archive.ErrBadConfig) {
-			t.Errorf("ParseRetention(%q) = %+v, %v; want ErrBadConfig", in, r, err)
+		if r, err := archive.ParseRetention(in); !errors.Is(err, archive.ErrConfig) {
+			t.Errorf("ParseRetention(%q) = %+v, %v; want ErrConfig", in, r, err)
 		}
 	}
-	if a, err := archive.Open(t.TempDir(), archive.Config{Retention: "size:1kb"}); !errors.Is(err, archive.ErrBadConfig) || a != nil {
-		t.Errorf("Open with a bad policy: %v, want ErrBadConfig", err)
+	if a, err := archive.Open(t.TempDir(), archive.Config{Retention: "size:1kb"}); !errors.Is(err, archive.ErrConfig) || a != nil {
+		t.Errorf("Open with a bad policy: %v, want ErrConfig", err)
 	}
 }
 
@@ -178,7 +178,7 @@ func TestRetentionRemovesSegments(t *testing.T) {
 	}
 }
 
-// FuzzParseRetention: any input parses or fails with ErrBadConfig, never
+// FuzzParseRetention: any input parses or fails with ErrConfig, never
 // panics, and a parsed policy renders to text that parses back to it.
 func FuzzParseRetention(f *testing.F) {
 	for _, s := range []string{"", "none", "time:172800", "capacity:25000", "size:30GB", "size:1.5gb",
@@ -188,8 +188,8 @@ func FuzzParseRetention(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := archive.ParseRetention(s)
 		if err != nil {
-			if !errors.Is(err, archive.ErrBadConfig) {
-				t.Fatalf("ParseRetention(%q): %v does not wrap ErrBadConfig", s, err)
+			if !errors.Is(err, archive.ErrConfig) {
+				t.Fatalf("ParseRetention(%q): %v does not wrap ErrConfig", s, err)
 			}
 			return
 		}

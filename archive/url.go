@@ -14,11 +14,11 @@ func IsPostgresURL(url string) bool {
 // OpenURL opens the archive a --store-message-db-url names. Today that is a
 // PostgreSQL URL (postgres://user:password@host:port/db), opened with
 // OpenPostgres; the embedded archive is opened with Open. Other URLs fail
-// with ErrBadConfig.
+// with ErrConfig.
 func OpenURL(ctx context.Context, url string, cfg Config) (Archive, error) {
 	if !IsPostgresURL(url) {
 		scheme, _, _ := strings.Cut(url, "://")
-		return nil, errorf(ErrBadConfig, "database URL scheme %q: want postgres://", scheme)
+		return nil, errorf(ErrConfig, "database URL scheme %q: want postgres://", scheme)
 	}
 	p, err := OpenPostgres(ctx, url, cfg)
 	if err != nil {

@@ -34,7 +34,7 @@ type ClientConfig struct {
 	// decoded once from the push; it runs on the push stream's goroutine, so
 	// a slow handler slows that stream only. Nil drops pushes (counted).
 	Handler func(env *message.Envelope, from peer.ID)
-	// Counters receives the decode and hash counts. Nil means message.Default.
+	// Counters receives the decode and hash counts. Nil means not counted.
 	Counters *message.Counters
 	// Timeout bounds one request when the context has no deadline. Default 10 s.
 	Timeout time.Duration
@@ -56,14 +56,19 @@ type Client struct {
 	received, invalid atomic.Uint64
 }
 
+// setDefaults fills in the default of every zero (or negative) field.
+func (c *ClientConfig) setDefaults() {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultRequestTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
 // NewClient mounts the push protocol on h.
 func NewClient(h host.Host, cfg ClientConfig) *Client {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultRequestTimeout
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.setDefaults()
 	c := &Client{h: h, cfg: cfg, open: map[network.Stream]struct{}{}}
 	h.SetStreamHandler(PushProtocolID, c.handlePush)
 	return c

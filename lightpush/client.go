@@ -41,7 +41,7 @@ func (r Response) Err() error {
 
 // ClientConfig configures a Client.
 type ClientConfig struct {
-	// Counters receives the encode counts. Nil means message.Default.
+	// Counters receives the encode counts. Nil means not counted.
 	Counters *message.Counters
 	// Timeout bounds one request when the context has no deadline.
 	// Default 10 s.
@@ -54,11 +54,16 @@ type Client struct {
 	cfg ClientConfig
 }
 
+// setDefaults fills in the default of every zero (or negative) field.
+func (c *ClientConfig) setDefaults() {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+}
+
 // NewClient returns a client that opens its streams on h.
 func NewClient(h host.Host, cfg ClientConfig) *Client {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
+	cfg.setDefaults()
 	return &Client{h: h, cfg: cfg}
 }
 

@@ -37,8 +37,8 @@ type Config struct {
 	// Autoshard returns the pubsub topic of a content topic. Nil means
 	// static sharding: a v3 request without a pubsub topic is refused (420).
 	Autoshard func(contentTopic string) (string, error)
-	// Counters receives the decode, hash and encode counts. Nil means
-	// message.Default.
+	// Counters receives the decode, hash and encode counts. Nil means not
+	// counted.
 	Counters *message.Counters
 	// Timeout bounds reading a request, publishing it and writing the
 	// response. Default 10 s.
@@ -63,19 +63,31 @@ type Service struct {
 	cancel context.CancelFunc
 }
 
+// setDefaults fills in the default of every zero field.
+func (c *Config) setDefaults() {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Relay == nil:
+		return fmt.Errorf("%w: no relay to publish with", ErrConfig)
+	case c.Timeout < 0:
+		return fmt.Errorf("%w: Timeout %v < 0", ErrConfig, c.Timeout)
+	}
+	return nil
+}
+
 // New mounts both protocols on h. Errors wrap ErrConfig.
 func New(h host.Host, cfg Config) (*Service, error) {
-	if cfg.Relay == nil {
-		return nil, fmt.Errorf("%w: no relay to publish with", ErrConfig)
-	}
-	if cfg.Timeout < 0 {
-		return nil, fmt.Errorf("%w: Timeout %v < 0", ErrConfig, cfg.Timeout)
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{h: h, cfg: cfg, ctx: ctx, cancel: cancel}

@@ -80,6 +80,8 @@ type Config struct {
 	// queue is full a new peer is not checked; the skip is logged and
 	// counted in Stats.QueueFull. Default 256.
 	QueueSize int
+	// Logger receives the service's logs. Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Defaults of Config.
@@ -89,15 +91,8 @@ const (
 	DefaultQueueSize = 256
 )
 
-func (c *Config) validate() error {
-	switch {
-	case c.Timeout < 0:
-		return fmt.Errorf("%w: Timeout %v < 0", ErrConfig, c.Timeout)
-	case c.Workers < 0:
-		return fmt.Errorf("%w: Workers %d < 0", ErrConfig, c.Workers)
-	case c.QueueSize < 0:
-		return fmt.Errorf("%w: QueueSize %d < 0", ErrConfig, c.QueueSize)
-	}
+// setDefaults fills in the default of every zero field.
+func (c *Config) setDefaults() {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
@@ -106,6 +101,20 @@ func (c *Config) validate() error {
 	}
 	if c.QueueSize == 0 {
 		c.QueueSize = DefaultQueueSize
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Timeout < 0:
+		return fmt.Errorf("%w: Timeout %v < 0", ErrConfig, c.Timeout)
+	case c.Workers < 0:
+		return fmt.Errorf("%w: Workers %d < 0", ErrConfig, c.Workers)
+	case c.QueueSize < 0:
+		return fmt.Errorf("%w: QueueSize %d < 0", ErrConfig, c.QueueSize)
 	}
 	return nil
 }
@@ -161,21 +170,18 @@ type Service struct {
 
 // New registers the metadata stream handler on h, subscribes to h's
 // connection events and starts the check workers. Peers already connected
-// are queued for a check too. logger nil means no logging. Errors wrap
-// ErrConfig.
-func New(h host.Host, cfg Config, logger *slog.Logger) (*Service, error) {
+// are queued for a check too. Errors wrap ErrConfig.
+func New(h host.Host, cfg Config) (*Service, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: nil host", ErrConfig)
 	}
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
-		h: h, cfg: cfg, log: logger.With("protocol", string(ProtocolID)),
+		h: h, cfg: cfg, log: cfg.Logger.With("protocol", string(ProtocolID)),
 		ctx: ctx, cancel: cancel,
 		queue:   make(chan peer.ID, cfg.QueueSize),
 		pending: make(map[peer.ID]struct{}),

@@ -3,6 +3,7 @@ package metadata
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"reflect"
 	"testing"
 
@@ -32,7 +33,7 @@ type result struct {
 // newService starts a Service whose check results go to the returned channel.
 func newService(t *testing.T, h host.Host, cluster uint16, shards ...uint16) (*Service, chan result) {
 	t.Helper()
-	s, err := New(h, Config{ClusterID: cluster, Shards: func() []uint16 { return shards }}, nil)
+	s, err := New(h, Config{ClusterID: cluster, Shards: func() []uint16 { return shards }, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,15 +196,16 @@ func TestRequestAndClose(t *testing.T) {
 func TestConfig(t *testing.T) {
 	h := newHost(t)
 	for _, c := range []Config{{Timeout: -1}, {Workers: -1}, {QueueSize: -1}} {
-		if _, err := New(h, c, nil); !errors.Is(err, ErrConfig) {
+		if _, err := New(h, c); !errors.Is(err, ErrConfig) {
 			t.Fatalf("New(%+v) error = %v, want ErrConfig", c, err)
 		}
 	}
-	if _, err := New(nil, Config{}, nil); !errors.Is(err, ErrConfig) {
+	if _, err := New(nil, Config{}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("New(nil host) error = %v", err)
 	}
 	c := Config{}
-	if err := c.validate(); err != nil || c.Timeout != DefaultTimeout || c.Workers != DefaultWorkers || c.QueueSize != DefaultQueueSize {
+	c.setDefaults()
+	if err := c.validate(); err != nil || c.Timeout != DefaultTimeout || c.Workers != DefaultWorkers || c.QueueSize != DefaultQueueSize || c.Logger == nil {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
 }

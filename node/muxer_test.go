@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -74,7 +75,7 @@ func newClient(t *testing.T, opts ...libp2p.Option) (host.Host, *metadata.Servic
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	md, err := metadata.New(h, metadata.Config{Shards: func() []uint16 { return []uint16{0} }}, nil)
+	md, err := metadata.New(h, metadata.Config{Shards: func() []uint16 { return []uint16{0} }, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,7 +157,7 @@ func (n *Node) build() error {
 	if err := n.buildLight(); err != nil {
 		return err
 	}
-	n.metadata, err = metadata.New(n.host, metadata.Config{ClusterID: n.cfg.ClusterID, Shards: n.shards, OnChecked: n.onMetadataChecked}, n.cfg.Logger)
+	n.metadata, err = metadata.New(n.host, metadata.Config{ClusterID: n.cfg.ClusterID, Shards: n.shards, OnChecked: n.onMetadataChecked, Logger: n.cfg.Logger})
 	return err
 }
 

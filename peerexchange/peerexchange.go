@@ -89,14 +89,19 @@ type Server struct {
 	requests, badRequests, rateLimited, peersSent atomic.Uint64
 }
 
+// setDefaults fills in the default of every zero field.
+func (c *Config) setDefaults() {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
 // NewServer mounts the peer exchange handler on h.
 func NewServer(h host.Host, cfg Config) *Server {
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.setDefaults()
 	s := &Server{h: h, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, nil)}
 	h.SetStreamHandler(ProtocolID, s.handle)
 	return s

@@ -53,7 +53,7 @@ func TestLightpushRoutes(t *testing.T) {
 	lf := &lightFake{fakeBackend: newFake(t)}
 	s := newServer(t, lf.fakeBackend, Config{})
 	expect(t, s, "POST", "/lightpush/v3/message", pushBody, http.StatusServiceUnavailable, `{"statusDesc":"No suitable service peer & no discovery method"}`)
-	ls, err := New(lf, Config{}, nil)
+	ls, err := New(lf, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestFilterRoutes(t *testing.T) {
 		filter.SubscriberPing: {StatusCode: 200, StatusDesc: "OK"},
 		filter.UnsubscribeAll: {StatusCode: 503, StatusDesc: "SERVICE_UNAVAILABLE: x"},
 	}}
-	s, err := New(lf, Config{Admin: true}, nil)
+	s, err := New(lf, Config{Admin: true})
 	if err != nil {
 		t.Fatal(err)
 	}

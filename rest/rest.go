@@ -114,6 +114,8 @@ type Config struct {
 	// Admin serves the /admin/v1 routes (nwaku --rest-admin). Off by
 	// default, when they answer 404 with nwaku's text.
 	Admin bool
+	// Logger receives the server's logs. Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Defaults of Config.
@@ -123,15 +125,8 @@ const (
 	DefaultPublishTimeout = 5 * time.Second
 )
 
-func (c *Config) validate() error {
-	switch {
-	case c.MaxBodyBytes < 0:
-		return fmt.Errorf("%w: MaxBodyBytes %d < 0", ErrConfig, c.MaxBodyBytes)
-	case c.CacheSize < 0:
-		return fmt.Errorf("%w: CacheSize %d < 0", ErrConfig, c.CacheSize)
-	case c.PublishTimeout < 0:
-		return fmt.Errorf("%w: PublishTimeout %v < 0", ErrConfig, c.PublishTimeout)
-	}
+// setDefaults fills in the default of every zero field.
+func (c *Config) setDefaults() {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -140,6 +135,20 @@ func (c *Config) validate() error {
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.MaxBodyBytes < 0:
+		return fmt.Errorf("%w: MaxBodyBytes %d < 0", ErrConfig, c.MaxBodyBytes)
+	case c.CacheSize < 0:
+		return fmt.Errorf("%w: CacheSize %d < 0", ErrConfig, c.CacheSize)
+	case c.PublishTimeout < 0:
+		return fmt.Errorf("%w: PublishTimeout %v < 0", ErrConfig, c.PublishTimeout)
 	}
 	return nil
 }
@@ -159,19 +168,16 @@ type Server struct {
 	filterCache cache
 }
 
-// New returns a Server over b. logger nil means no logging. Errors wrap
-// ErrConfig.
-func New(b Backend, cfg Config, logger *slog.Logger) (*Server, error) {
+// New returns a Server over b. Errors wrap ErrConfig.
+func New(b Backend, cfg Config) (*Server, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrConfig)
 	}
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	s := &Server{b: b, cfg: cfg, log: logger, mux: http.NewServeMux(), cache: newCache(cfg.CacheSize), filterCache: newCache(cfg.CacheSize)}
+	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), cache: newCache(cfg.CacheSize), filterCache: newCache(cfg.CacheSize)}
 	s.routes()
 	return s, nil
 }

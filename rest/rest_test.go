@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -108,7 +109,7 @@ func (f *fakeBackend) Health() Health {
 
 func newServer(t *testing.T, f *fakeBackend, cfg Config) *Server {
 	t.Helper()
-	s, err := New(f, cfg, nil)
+	s, err := New(f, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,15 +345,16 @@ func TestAdminOff(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	for _, c := range []Config{{MaxBodyBytes: -1}, {CacheSize: -1}, {PublishTimeout: -1}} {
-		if _, err := New(newFake(t), c, nil); !errors.Is(err, ErrConfig) {
+		if _, err := New(newFake(t), c); !errors.Is(err, ErrConfig) {
 			t.Fatalf("New(%+v) error = %v", c, err)
 		}
 	}
-	if _, err := New(nil, Config{}, nil); !errors.Is(err, ErrConfig) {
+	if _, err := New(nil, Config{}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("nil backend: %v", err)
 	}
 	c := Config{}
-	if err := c.validate(); err != nil || c != (Config{MaxBodyBytes: 1 << 20, CacheSize: 50, PublishTimeout: 5 * time.Second}) {
+	c.setDefaults()
+	if err := c.validate(); err != nil || c != (Config{MaxBodyBytes: 1 << 20, CacheSize: 50, PublishTimeout: 5 * time.Second, Logger: slog.Default()}) {
 		t.Fatalf("defaults %+v, %v", c, err)
 	}
 }

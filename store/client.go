@@ -38,7 +38,7 @@ func (e *StatusError) Error() string { return fmt.Sprintf("store: status %d: %s"
 // modified. ctx bounds the whole exchange, dialing included.
 //
 // The response's messages are decoded once each, counted in c (nil means
-// message.Default), and alias the response frame. A response whose status
+// not counted), and alias the response frame. A response whose status
 // is not 2xx is returned as a *StatusError; a 2xx response for another
 // request id as ErrRequestID; a failure to open the stream wraps ErrDial.
 // Other errors come from the stream or wrap ErrMalformed or

@@ -268,7 +268,7 @@ func (r *Response) Append(dst []byte) []byte {
 }
 
 // DecodeResponse parses an encoded StoreQueryResponse and decodes each
-// included message once (counting in c; nil means message.Default). The
+// included message once (counting in c; nil means not counted). The
 // result aliases data: the caller gives up data and must not modify it.
 // Absent fields 1, 10 and 11 read as zero values (go-waku and courier
 // accept what nwaku writes and more). A key-value's message and pubsub

@@ -111,10 +111,10 @@ type Server struct {
 // NewServer mounts the store protocol on h, answering from a. Close
 // unmounts it.
 func NewServer(h host.Host, a archive.Archive, cfg Config) (*Server, error) {
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.setDefaults()
 	reject := &Response{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "TOO_MANY_REQUESTS"}
 	s := &Server{h: h, a: a, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, cfg.Now), rejects: frame(reject)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

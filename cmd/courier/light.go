@@ -48,7 +48,7 @@ func dialService(ctx context.Context, flagName, addr string, clusterID int, time
 	if err != nil {
 		return nil, err
 	}
-	md, err := metadata.New(h, metadata.Config{ClusterID: uint16(clusterID)}, slog.New(slog.DiscardHandler))
+	md, err := metadata.New(h, metadata.Config{ClusterID: uint16(clusterID), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		h.Close()
 		return nil, err

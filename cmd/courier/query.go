@@ -150,7 +150,7 @@ func (o *queryOptions) viaLibp2p(ctx context.Context) error {
 	defer h.Close()
 	// Waku nodes drop a peer that does not answer the metadata protocol
 	// with their cluster id (nwaku peer_manager.nim onPeerMetadata).
-	md, err := metadata.New(h, metadata.Config{ClusterID: uint16(o.clusterID)}, slog.New(slog.DiscardHandler))
+	md, err := metadata.New(h, metadata.Config{ClusterID: uint16(o.clusterID), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}

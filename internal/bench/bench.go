@@ -7,6 +7,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,20 +75,17 @@ type Config struct {
 	Out, Progress io.Writer
 }
 
-func (c *Config) setDefaults() error {
+// ErrConfig is wrapped by every configuration error of Run.
+var ErrConfig = errors.New("bench: invalid config")
+
+// setDefaults fills in the default of every zero field (and turns a
+// negative Warmup into none).
+func (c *Config) setDefaults() {
 	if len(c.Scenarios) == 0 {
 		c.Scenarios = []string{"micro", "macro", "macro-bare"}
 	}
-	for _, s := range c.Scenarios {
-		if !slices.Contains(scenarios, baseScenario(s)) {
-			return fmt.Errorf("bench: unknown scenario %q (want %s, optionally with a -runN suffix)", s, strings.Join(scenarios, ", "))
-		}
-	}
 	if c.N == 0 {
 		c.N = 1000
-	}
-	if c.N < 0 {
-		return fmt.Errorf("bench: -n %d must be positive", c.N)
 	}
 	if c.Warmup == 0 {
 		c.Warmup = 100
@@ -100,34 +98,17 @@ func (c *Config) setDefaults() error {
 	if c.Profile == "" {
 		c.Profile = SeedProfile
 	}
-	if c.Rate < 0 {
-		return fmt.Errorf("bench: --rate %v must not be negative", c.Rate)
-	}
 	if c.Handlers == 0 {
 		c.Handlers = 1
 	}
-	if c.Handlers < 0 || c.Handlers > 64 {
-		return fmt.Errorf("bench: --handlers %d not in 1..64", c.Handlers)
-	}
 	if len(c.FilterPeers) == 0 {
 		c.FilterPeers = []int{3}
-	}
-	for _, f := range c.FilterPeers {
-		if f < 0 || f > 1000 {
-			return fmt.Errorf("bench: --filter-peers %d not in 0..1000", f)
-		}
-	}
-	if c.Muxer != "" && c.Muxer != node.MuxerYamux && c.Muxer != node.MuxerMplex {
-		return fmt.Errorf("bench: --muxer %q: want yamux or mplex", c.Muxer)
 	}
 	if c.StoreMessages == 0 {
 		c.StoreMessages = 10_000
 	}
 	if c.StoreQueries == 0 {
 		c.StoreQueries = 1000
-	}
-	if c.StoreMessages < 0 || c.StoreQueries < 0 {
-		return fmt.Errorf("bench: --store-messages and --store-queries must be positive")
 	}
 	if c.ContentTopic == "" {
 		c.ContentTopic = "/courier/1/bench/proto"
@@ -140,6 +121,31 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
+	}
+}
+
+func (c *Config) validate() error {
+	for _, s := range c.Scenarios {
+		if !slices.Contains(scenarios, baseScenario(s)) {
+			return fmt.Errorf("%w: unknown scenario %q (want %s, optionally with a -runN suffix)", ErrConfig, s, strings.Join(scenarios, ", "))
+		}
+	}
+	for _, f := range c.FilterPeers {
+		if f < 0 || f > 1000 {
+			return fmt.Errorf("%w: --filter-peers %d not in 0..1000", ErrConfig, f)
+		}
+	}
+	switch {
+	case c.N < 0:
+		return fmt.Errorf("%w: -n %d must be positive", ErrConfig, c.N)
+	case c.Rate < 0:
+		return fmt.Errorf("%w: --rate %v must not be negative", ErrConfig, c.Rate)
+	case c.Handlers < 0 || c.Handlers > 64:
+		return fmt.Errorf("%w: --handlers %d not in 1..64", ErrConfig, c.Handlers)
+	case c.Muxer != "" && c.Muxer != node.MuxerYamux && c.Muxer != node.MuxerMplex:
+		return fmt.Errorf("%w: --muxer %q: want yamux or mplex", ErrConfig, c.Muxer)
+	case c.StoreMessages < 0 || c.StoreQueries < 0:
+		return fmt.Errorf("%w: --store-messages and --store-queries must be positive", ErrConfig)
 	}
 	return nil
 }
@@ -157,7 +163,8 @@ func baseScenario(s string) string {
 // (a lost message, an error, ctx ending) and returns the rows of the
 // scenarios that completed, with the error.
 func Run(ctx context.Context, cfg Config) ([]Row, error) {
-	if err := cfg.setDefaults(); err != nil {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	prof, err := ParseProfile(cfg.Profile)

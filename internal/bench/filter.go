@@ -47,7 +47,7 @@ func startFilterSubscribers(ctx context.Context, n *node.Node, cfg Config, f int
 		}
 		s.hosts = append(s.hosts, h)
 		// The node drops peers that do not answer metadata, as nwaku does.
-		if _, err := metadata.New(h, metadata.Config{}, nil); err != nil {
+		if _, err := metadata.New(h, metadata.Config{Logger: quietLogger}); err != nil {
 			s.close()
 			return nil, err
 		}

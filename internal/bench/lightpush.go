@@ -60,7 +60,7 @@ func runMacroLightpush(ctx context.Context, cfg Config, w *Workload, name string
 	}
 	defer lh.Close()
 	// The node drops peers that do not answer metadata, as nwaku does.
-	if _, err := metadata.New(lh, metadata.Config{}, nil); err != nil {
+	if _, err := metadata.New(lh, metadata.Config{Logger: quietLogger}); err != nil {
 		return row, err
 	}
 	if err := lh.Connect(ctx, peer.AddrInfo{ID: a.Host().ID(), Addrs: a.Host().Addrs()}); err != nil {
