@@ -12,7 +12,7 @@ import (
 	"github.com/couriernet/courier/message"
 )
 
-const benchPool = 3000 // distinct payloads, as the seed harness uses
+const benchPool = 3000 // distinct payloads of the seed mix (docs/benchmark.md)
 
 func meanSize(wires [][]byte) int64 {
 	var n int64

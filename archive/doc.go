@@ -20,8 +20,8 @@
 //
 // Why: as a B-tree value (SQLite blobs, 16 KiB pages) a 65 kB payload is
 // written twice, to the WAL and then at the checkpoint, and capped near
-// 3,400 msg/s here; an LSM writes it twice too (ARCHITECTURE.md, "The
-// archive's write path"). Appending each payload once keeps the archive at
+// 3,400 msg/s here; an LSM writes it twice too (docs/archive.md has the
+// measurements). Appending each payload once keeps the archive at
 // the disk's own speed, as NATS JetStream's file store and Kafka's segments
 // do. The index cost 0.3 to 1.1 KiB of writes per message (WAL plus
 // checkpoint, runs of 40,000 messages), under 2 % of the payload bytes. Its

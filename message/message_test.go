@@ -28,8 +28,9 @@ func meta64() []byte {
 	return b
 }
 
-// TestHashVectors checks every vector of specs/waku.md section 1
-// (rfc-index 14/message.md and nwaku tests/waku_core/test_message_digest.nim).
+// TestHashVectors checks every test vector of rfc-index
+// waku/standards/core/14/message.md and of nwaku
+// tests/waku_core/test_message_digest.nim.
 func TestHashVectors(t *testing.T) {
 	payload := unhex(t, "010203045445535405060708")
 	const ct = "/waku/2/default-content/proto"

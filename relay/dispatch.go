@@ -27,7 +27,7 @@ type handlerEntry struct {
 
 // dispatcher hands each envelope to the archive and to every handler.
 // Handlers sit behind bounded queues and lose on a full queue, counted;
-// the archive pushes back (ARCHITECTURE.md principle 5).
+// the archive pushes back, never losing (see the package doc, "Loss").
 type dispatcher struct {
 	ctx         context.Context
 	archive     Archiver

@@ -20,7 +20,8 @@
 // gossipsub penalises the peer that forwarded a Rejected message, so only
 // what no honest implementation sends is rejected, as nwaku does: bytes that
 // do not decode, an encoded message over 153600 bytes, meta over 64 bytes, a
-// missing payload or content topic field (specs/waku.md sections 1 and 2). The
+// missing payload or content topic field (rfc-index 14/WAKU2-MESSAGE and
+// 11/WAKU2-RELAY). The
 // timestamp window of 64/WAKU2-NETWORK is a network policy: it is off unless
 // Config.MaxTimestampSkew is set, and then Ignores.
 //

@@ -51,7 +51,7 @@ type topicState struct {
 
 // New starts gossipsub on h with the Waku relay protocol id first and the
 // meshsub ids go-waku also registers, StrictNoSign and message id =
-// sha256(data) (specs/waku.md section 2). It subscribes to nothing.
+// sha256(data) (11/WAKU2-RELAY). It subscribes to nothing.
 func New(h host.Host, cfg Config) (*Relay, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {

@@ -16,7 +16,7 @@ import (
 
 const benchHelp = `usage: courier bench [flags]
 
-Runs the message-path benchmark of the seed reports on courier's own code
+Runs courier's message-path benchmark (docs/benchmark.md in the source)
 and prints a table (stdout), progress (stderr) and optionally CSV.
 
 Scenarios (--scenario, a comma list; a -runN suffix is allowed):
@@ -61,7 +61,7 @@ embedded default, with its default durability, in a temporary directory.
 At start the harness prints this machine's SHA-256 speed and its append
 bound (the payload mix appended to a file, fsync every 64 messages).
 
-Columns (the seed reports' first, then ours; "per message" divides by the
+Columns (as in docs/benchmark.md; "per message" divides by the
 measured messages; MB are 10^6 bytes; "-" or an empty CSV cell: does not
 apply to the scenario):
   msgs, payload_profile, wall_ms     measured messages, mix, wall time

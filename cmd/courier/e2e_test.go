@@ -121,7 +121,7 @@ func testE2EMessageHash(t *testing.T, bin string) {
 		return o.String(), e.String(), cmd.ProcessState.ExitCode()
 	}
 
-	// 14/WAKU2-MESSAGE test vector (waku.md section 1): meta "super-secret".
+	// 14/WAKU2-MESSAGE test vector (rfc-index 14/message.md): meta "super-secret".
 	const vector = `{"payload":"AQIDBFRFU1QFBgcI","contentTopic":"/waku/2/default-content/proto","timestamp":1681964442000000000,"meta":"c3VwZXItc2VjcmV0"}`
 	out, errOut, code := run(vector, "--pubsub-topic", "/waku/2/default-waku/proto")
 	if code != 0 || out != "64cce733fed134e83da02b02c6f689814872b1a0ac97ea56b76095c3c72bfe05\n" || errOut != "" {

@@ -1,8 +1,8 @@
-// Package bench is the message-path harness behind `courier bench`: the
-// seed reports' micro and macro scenarios on courier's own node, the
-// macro-bare ceiling of the libp2p stack, and the lib-net lane A/B, with
-// exact decode/hash counts and Go's allocation accounting
-// (shared/design/BENCHMARK.md is the contract for its output).
+// Package bench is the message-path harness behind `courier bench`: micro
+// and macro scenarios on courier's own node, the macro-bare ceiling of the
+// libp2p stack, and the lib-net lane A/B, with exact decode/hash counts and
+// Go's allocation accounting. docs/benchmark.md describes the method and
+// the output.
 package bench
 
 import (

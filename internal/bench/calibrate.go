@@ -24,7 +24,7 @@ func sha256Speed() float64 {
 // appendBound returns the msg/s at which the workload's measured payload
 // sizes (at most 3000 messages) are appended to a file in dir with an fsync
 // every 64 messages: the ceiling the disk sets on any archive that writes
-// each payload once (BENCHMARK.md).
+// each payload once (docs/benchmark.md).
 func appendBound(w *Workload, dir string) (float64, error) {
 	f, err := os.CreateTemp(dir, "append-bound-*")
 	if err != nil {

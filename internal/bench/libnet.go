@@ -18,7 +18,7 @@ import (
 	"github.com/couriernet/courier/libnet"
 )
 
-// LibnetConfig configures the libnet scenario (BENCHMARK.md, "libnet").
+// LibnetConfig configures the libnet scenario (docs/benchmark.md).
 type LibnetConfig struct {
 	N      int   // measured messages per row; 0 means 1000
 	Warmup int   // warm-up messages per row, not measured; 0 means none

@@ -14,7 +14,7 @@ import (
 	"github.com/couriernet/courier/relay"
 )
 
-// window is the most messages in flight, as in the seeds.
+// window is the most messages in flight (docs/benchmark.md).
 const window = 32
 
 var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 )
 
-// columns are the CSV columns of every row, in order: the seed reports'
-// columns first, then ours (BENCHMARK.md, "CSV columns").
+// columns are the CSV columns of every row, in order (docs/benchmark.md,
+// "CSV columns").
 var columns = []string{
 	"scenario", "msgs", "payload_profile", "wall_ms", "msg_per_s", "ns_per_msg_p50", "ns_per_msg_p99",
 	"decodes_per_msg", "hashes_per_msg", "hashed_MB", "decoded_MB", "occupied_mem_delta_MB", "gc_collections",
@@ -48,7 +48,7 @@ type Row struct {
 	FilterPeers float64
 
 	// CPUNsPerMsg is the process's user+system CPU time per measured
-	// message. It is not a CSV column (BENCHMARK.md fixes those); the
+	// message. It is not a CSV column (docs/benchmark.md fixes those); the
 	// notes under the table print it, because on a shared machine it is
 	// steadier than wall time.
 	CPUNsPerMsg float64

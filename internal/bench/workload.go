@@ -18,7 +18,8 @@ type Profile struct {
 	Percents []int
 }
 
-// SeedProfile is the seed reports' mix: 25/50/25 % of 10/50/150 kB.
+// SeedProfile is the seed mix: 25/50/25 % of 10/50/150 kB
+// (docs/benchmark.md).
 const SeedProfile = "10/50/150kB@25/50/25"
 
 // ParseProfile parses "10/50/150kB@25/50/25" or a single size "100kB".
