@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node"
@@ -26,24 +28,35 @@ type storeResult struct {
 // returns exactly the requested messages.
 func TestStoreQueries(t *testing.T) {
 	Require(t)
+	// The store node n archives what the relay brings it from pub.
 	n := StartNode(t, node.Config{Relay: true, Store: true, DataDir: t.TempDir()})
+	pub := StartNode(t, node.Config{Relay: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	const contentTopic, total = "/courier/1/store-interop/proto", 45
+	if err := pub.Host().Connect(ctx, peer.AddrInfo{ID: n.Host().ID(), Addrs: n.Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
 	topic := shard.RelayShard{}.PubsubTopic()
+	for len(pub.Relay().TopicPeers(topic)) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("no relay mesh between the nodes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	const contentTopic, total = "/courier/1/store-interop/proto", 45
 	base := time.Now().Add(-time.Hour).UnixNano()
 	var all []string
 	var hashes []message.Hash
 	for i := range total {
 		payload := fmt.Sprintf("message %02d", i)
-		env, err := n.Publish(ctx, topic, &message.Message{Payload: []byte(payload), ContentTopic: contentTopic, Timestamp: base + int64(i)*int64(time.Millisecond)})
+		env, err := pub.Publish(ctx, topic, &message.Message{Payload: []byte(payload), ContentTopic: contentTopic, Timestamp: base + int64(i)*int64(time.Millisecond)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		all, hashes = append(all, payload), append(hashes, env.Hash())
 	}
 	// Another content topic on the same shard, which must not show up.
-	if _, err := n.Publish(ctx, topic, &message.Message{Payload: []byte("other"), ContentTopic: "/courier/1/other/proto", Timestamp: base}); err != nil {
+	if _, err := pub.Publish(ctx, topic, &message.Message{Payload: []byte("other"), ContentTopic: "/courier/1/other/proto", Timestamp: base}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -53,6 +66,9 @@ func TestStoreQueries(t *testing.T) {
 		}
 		if len(res.Messages) == total+1 {
 			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the store node archived %d of %d relayed messages", len(res.Messages), total+1)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
