@@ -109,7 +109,8 @@
 // # Code
 //
 //	archive.go    the Archive interface, Query, Config, Stats, sentinel errors
-//	queue.go      the write queue bounded in bytes (both drivers)
+//	queue.go      the write queue bounded in bytes, and the done callbacks (both drivers)
+//	counters.go   the counters behind Stats (both drivers)
 //	retention.go  retention policies (both drivers)
 //	embedded_retention.go, embedded_schema.go   the embedded side of both
 //	url.go        opening an archive by database URL

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,26 +57,6 @@ type Postgres struct {
 }
 
 var _ Archive = (*Postgres)(nil)
-
-// counters are the Stats counters both drivers keep.
-type counters struct {
-	inserts, dups, eph, failed, batches, bytes atomic.Uint64
-	syncs, syncErrors, ckpts, queries          atomic.Uint64
-	deleted, retentionRuns, retentionErrors    atomic.Uint64
-	retries                                    atomic.Uint64
-	commitNs, maxCommitNs, syncNs, ckptNs      atomic.Int64
-}
-
-func (c *counters) commitTook(d time.Duration) {
-	c.batches.Add(1)
-	c.commitNs.Add(int64(d))
-	for {
-		m := c.maxCommitNs.Load()
-		if int64(d) <= m || c.maxCommitNs.CompareAndSwap(m, int64(d)) {
-			return
-		}
-	}
-}
 
 // OpenPostgres connects to the database at url
 // (postgres://user:password@host:port/db, or any form pgx accepts),
@@ -201,22 +180,6 @@ func retryable(err error) bool {
 	return strings.HasPrefix(pe.Code, "08")
 }
 
-// finish calls the done callbacks of a committed (err nil) or failed batch.
-func finish(batch []item, err error, st *counters) {
-	for i := range batch {
-		e := err
-		if batch[i].env.Message().Ephemeral {
-			e = nil // never stored, so never failed
-			st.eph.Add(1)
-		} else if err != nil {
-			st.failed.Add(1)
-		}
-		if d := batch[i].done; d != nil {
-			d(e)
-		}
-	}
-}
-
 // pgBatch holds the column arrays of one insert, reused between batches.
 type pgBatch struct {
 	hashes, pubsub, content, wires [][]byte
@@ -321,19 +284,6 @@ func (p *Postgres) Stats() Stats {
 	s.Messages = p.stored0 + s.Inserts - min(s.Deleted, p.stored0+s.Inserts)
 	s.QueuedBytes, s.QueuedMessages = qb, qm
 	return s
-}
-
-func (c *counters) snapshot() Stats {
-	return Stats{
-		Inserts: c.inserts.Load(), Duplicates: c.dups.Load(), Ephemeral: c.eph.Load(),
-		Failed: c.failed.Load(), Batches: c.batches.Load(), BytesAppended: c.bytes.Load(),
-		CommitTime: time.Duration(c.commitNs.Load()), MaxCommit: time.Duration(c.maxCommitNs.Load()),
-		Syncs: c.syncs.Load(), SyncErrors: c.syncErrors.Load(), SyncTime: time.Duration(c.syncNs.Load()),
-		Checkpoints: c.ckpts.Load(), CheckpointTime: time.Duration(c.ckptNs.Load()),
-		Queries: c.queries.Load(), Deleted: c.deleted.Load(),
-		RetentionRuns: c.retentionRuns.Load(), RetentionErrors: c.retentionErrors.Load(),
-		Retries: c.retries.Load(),
-	}
 }
 
 // pgErr wraps an error of a query.

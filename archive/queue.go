@@ -134,3 +134,19 @@ func (q *writeQueue) len() (int64, int) {
 	defer q.mu.Unlock()
 	return q.bytes, q.msgs
 }
+
+// finish calls the done callbacks of a committed (err nil) or failed batch.
+func finish(batch []item, err error, st *counters) {
+	for i := range batch {
+		e := err
+		if batch[i].env.Message().Ephemeral {
+			e = nil // never stored, so never failed
+			st.eph.Add(1)
+		} else if err != nil {
+			st.failed.Add(1)
+		}
+		if d := batch[i].done; d != nil {
+			d(e)
+		}
+	}
+}
