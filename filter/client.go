@@ -188,7 +188,7 @@ func (c *Client) do(ctx context.Context, p peer.ID, req SubscribeRequest) error 
 
 // Request sends req to p and returns the response as it came, whatever its
 // status. Errors are stream, framing or decode errors, or a response whose
-// request id differs.
+// request id differs (other than "N/A", which a rate-limited answer has).
 func (c *Client) Request(ctx context.Context, p peer.ID, req SubscribeRequest) (SubscribeResponse, error) {
 	c.mu.Lock()
 	closed := c.closed
@@ -225,7 +225,7 @@ func (c *Client) Request(ctx context.Context, p peer.ID, req SubscribeRequest) (
 	if err != nil {
 		return SubscribeResponse{}, err
 	}
-	if resp.RequestID != req.RequestID {
+	if resp.RequestID != req.RequestID && resp.RequestID != "N/A" { // "N/A": nwaku's rate-limit answer
 		return resp, fmt.Errorf("%w: response to request %q, sent %q", ErrMalformed, resp.RequestID, req.RequestID)
 	}
 	return resp, nil

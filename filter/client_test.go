@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/filter"
+	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
 )
 
@@ -197,5 +198,36 @@ func TestStalledSubscriberDoesNotDelayOthers(t *testing.T) {
 	case <-closed:
 	case <-time.After(time.Minute):
 		t.Fatal("Close blocked on the stalled subscriber's write")
+	}
+}
+
+// TestRateLimit: a peer over its budget is answered 429 with request id
+// "N/A" and nwaku's text; another peer is not limited by it.
+func TestRateLimit(t *testing.T) {
+	sh := newHost(t)
+	svc, err := filter.New(sh, filter.Config{RateLimit: ratelimit.Setting{Volume: 2, Period: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	a, b := newLight(t, sh), newLight(t, sh)
+	for range 2 {
+		if err := a.c.Subscribe(ctx(t), sh.ID(), topic, "/app/1/x/proto"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := a.c.Request(ctx(t), sh.ID(), filter.SubscribeRequest{RequestID: "r", Type: filter.SubscriberPing})
+	if err != nil || resp.RequestID != "N/A" || resp.StatusCode != filter.StatusTooManyRequests || resp.StatusDesc != "filter request rejected due rate limit exceeded" {
+		t.Fatalf("third request: %+v %v", resp, err)
+	}
+	var se *filter.StatusError
+	if err := a.c.Ping(ctx(t), sh.ID()); !errors.As(err, &se) || se.Code != filter.StatusTooManyRequests {
+		t.Fatalf("ping over the limit: %v", err)
+	}
+	if err := b.c.Subscribe(ctx(t), sh.ID(), topic, "/app/1/x/proto"); err != nil {
+		t.Fatalf("another peer: %v", err)
+	}
+	if st := svc.Stats(); st.RateLimited != 2 {
+		t.Fatalf("rate limited %d", st.RateLimited)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/couriernet/courier/internal/ratelimit"
 )
 
 // Defaults of Config, nwaku v0.38.1's (tools/confutils/cli_args.nim,
@@ -53,6 +55,11 @@ type Config struct {
 	// RequestTimeout bounds reading a request and writing its response.
 	// Default 10 s.
 	RequestTimeout time.Duration
+	// RateLimit is each peer's request budget, as nwaku's PerPeerRateLimiter
+	// for filter (--rate-limit filter:V/P; nwaku's default, which the node
+	// passes, is 30 a minute): a request over it is answered 429 with
+	// request id "N/A" and is not read. The zero value sets no limit.
+	RateLimit ratelimit.Setting
 	// OnTopic, when set, is called with subscribed=true when the first
 	// criterion on a pubsub topic arrives and with false when the last one
 	// leaves, so that the node can relay the topics filter clients need. It

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/internal/lpframe"
+	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
 )
 
@@ -92,6 +93,7 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	seen   *seenHashes
+	limit  *ratelimit.PerPeer
 	c      counters
 	now    func() time.Time
 
@@ -121,6 +123,7 @@ func newService(h host.Host, cfg Config) *Service {
 	return &Service{
 		h: h, cfg: cfg, ctx: ctx, cancel: cancel, now: time.Now,
 		seen:   newSeenHashes(cfg.DedupSize, cfg.DedupTTL),
+		limit:  ratelimit.NewPerPeer(cfg.RateLimit, nil),
 		peers:  map[peer.ID]*subscriber{},
 		index:  map[Criterion]map[peer.ID]*subscriber{},
 		topics: map[string]int{},
@@ -154,6 +157,15 @@ func (s *Service) Close() error {
 func (s *Service) handle(st network.Stream) {
 	defer st.Close()
 	st.SetDeadline(time.Now().Add(s.cfg.RequestTimeout))
+	if !s.limit.Allow(string(st.Conn().RemotePeer())) {
+		// nwaku answers without reading the request (checkUsageLimit).
+		s.c.limited.Add(1)
+		resp := SubscribeResponse{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "filter request rejected due rate limit exceeded"}
+		if err := lpframe.Write(st, resp.Append(nil)); err != nil {
+			st.Reset()
+		}
+		return
+	}
 	b, err := lpframe.Read(st, MaxRequestSize)
 	if err != nil {
 		s.c.badRequests.Add(1)
@@ -509,13 +521,14 @@ type Stats struct {
 	Dropped     uint64            // push frames dropped on a full subscriber queue
 	Failed      uint64            // push stream opens or writes that failed
 	Expired     uint64            // subscribers removed because they expired
+	RateLimited uint64            // requests answered 429 by the rate limit
 }
 
 type counters struct {
 	requests                                      [4]atomic.Uint64
 	refused, badRequests                          atomic.Uint64
 	messages, duplicates, pushed, dropped, failed atomic.Uint64
-	expired                                       atomic.Uint64
+	expired, limited                              atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -527,7 +540,7 @@ func (s *Service) Stats() Stats {
 	st.Refused, st.BadRequests = s.c.refused.Load(), s.c.badRequests.Load()
 	st.Messages, st.Duplicates = s.c.messages.Load(), s.c.duplicates.Load()
 	st.Pushed, st.Dropped, st.Failed = s.c.pushed.Load(), s.c.dropped.Load(), s.c.failed.Load()
-	st.Expired = s.c.expired.Load()
+	st.Expired, st.RateLimited = s.c.expired.Load(), s.c.limited.Load()
 	s.mu.RLock()
 	st.Subscribers, st.Criteria = len(s.peers), len(s.index)
 	s.mu.RUnlock()

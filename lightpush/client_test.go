@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
@@ -124,5 +125,34 @@ func TestClientThroughServiceToRelay(t *testing.T) {
 	}
 	if st := svc.Stats(); st.Answers["v3"][505] != 1 || st.Answers["v2"][505] != 1 || st.Answers["v3"][200] != 3 || st.Answers["v2"][200] != 2 {
 		t.Fatalf("answers %v", st.Answers)
+	}
+}
+
+// TestRateLimit: requests over the budget are answered 429 (v3) and
+// TOO_MANY_REQUESTS (v2), request id "N/A", without being read.
+func TestRateLimit(t *testing.T) {
+	ha, hc := newHost(t), newHost(t)
+	ra := newRelay(t, ha, nil)
+	svc, err := lightpush.New(ha, lightpush.Config{Relay: ra, RateLimit: ratelimit.Setting{Volume: 1, Period: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	client := lightpush.NewClient(hc, lightpush.ClientConfig{})
+	connect(t, hc, ha)
+	msg := &message.Message{Payload: []byte("x"), ContentTopic: "/app/1/chat/proto", Timestamp: 1}
+	// The limiter's buckets for a 1-per-hour setting: the global one starts
+	// with 1 token, the peer's with trunc(0.75*1*2) = 1.
+	if resp, err := client.Push(ctx(t), ha.ID(), topic, msg); err != nil || resp.StatusCode != lightpush.StatusNoPeersToRelay {
+		t.Fatalf("first push: %+v %v", resp, err)
+	}
+	resp, err := client.Push(ctx(t), ha.ID(), topic, msg)
+	if err != nil || resp.RequestID != "N/A" || resp.StatusCode != lightpush.StatusTooManyRequests || resp.StatusDesc != "Request rejected due to too many requests" {
+		t.Fatalf("second push: %+v %v", resp, err)
+	}
+	client.PushLegacy(ctx(t), ha.ID(), topic, msg) // v2 has a limiter of its own: its first request passes
+	var se *lightpush.StatusError
+	if err := client.PushLegacy(ctx(t), ha.ID(), topic, msg); !errors.As(err, &se) || se.Desc != "TOO_MANY_REQUESTS" {
+		t.Fatalf("second v2 push: %v", err)
 	}
 }

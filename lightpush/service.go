@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/couriernet/courier/internal/lpframe"
+	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
 )
 
@@ -43,6 +44,12 @@ type Config struct {
 	// Timeout bounds reading a request, publishing it and writing the
 	// response. Default 10 s.
 	Timeout time.Duration
+	// RateLimit admits requests as nwaku's RequestRateLimiter for
+	// lightpush (--rate-limit lightpush:V/P), one limiter per version; a
+	// request over it is answered 429 "Request rejected due to too many
+	// requests" (v2: is_success false, "TOO_MANY_REQUESTS"), request id
+	// "N/A", and is not read. The zero value sets no limit.
+	RateLimit ratelimit.Setting
 	// Logger receives debug records. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -52,9 +59,11 @@ const DefaultTimeout = 10 * time.Second
 
 // Service serves lightpush v3 and v2 on a host.
 type Service struct {
-	h   host.Host
-	cfg Config
-	c   counters
+	h       host.Host
+	cfg     Config
+	c       counters
+	limitV3 *ratelimit.Limiter
+	limitV2 *ratelimit.Limiter
 
 	mu     sync.Mutex
 	closed bool
@@ -90,7 +99,8 @@ func New(h host.Host, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{h: h, cfg: cfg, ctx: ctx, cancel: cancel}
+	s := &Service{h: h, cfg: cfg, ctx: ctx, cancel: cancel,
+		limitV3: ratelimit.New(cfg.RateLimit, nil), limitV2: ratelimit.New(cfg.RateLimit, nil)}
 	if h != nil {
 		h.SetStreamHandler(ProtocolID, s.handleV3)
 		h.SetStreamHandler(LegacyProtocolID, s.handleV2)
@@ -127,7 +137,18 @@ func (s *Service) enter() bool {
 	return true
 }
 
+// Answers to a request over the rate limit (nwaku waku_lightpush/common.nim
+// TooManyRequestsMessage, waku_lightpush_legacy/common.nim).
+var (
+	limitedV3 = (&Response{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "Request rejected due to too many requests"}).Append(nil)
+	limitedV2 = (&LegacyRPC{RequestID: "N/A", Response: &LegacyResponse{Info: "TOO_MANY_REQUESTS"}}).Append(nil)
+)
+
 func (s *Service) handleV3(st network.Stream) {
+	if !s.limitV3.Allow(string(st.Conn().RemotePeer())) {
+		s.refuse(st, 3, limitedV3)
+		return
+	}
 	s.serve(st, func(ctx context.Context, b []byte) []byte {
 		resp := s.answerV3(ctx, b)
 		return resp.Append(nil)
@@ -135,10 +156,25 @@ func (s *Service) handleV3(st network.Stream) {
 }
 
 func (s *Service) handleV2(st network.Stream) {
+	if !s.limitV2.Allow(string(st.Conn().RemotePeer())) {
+		s.refuse(st, 2, limitedV2)
+		return
+	}
 	s.serve(st, func(ctx context.Context, b []byte) []byte {
 		resp := s.answerV2(ctx, b)
 		return resp.Append(nil)
 	})
+}
+
+// refuse answers a request over the rate limit without reading it.
+func (s *Service) refuse(st network.Stream, version int, answer []byte) {
+	s.c.count(version, StatusTooManyRequests)
+	st.SetDeadline(time.Now().Add(s.cfg.Timeout))
+	if err := lpframe.Write(st, answer); err != nil {
+		st.Reset()
+		return
+	}
+	st.Close()
 }
 
 // serve reads one request from st, answers it and closes the stream.

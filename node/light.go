@@ -10,6 +10,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/filter"
+	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
@@ -34,11 +35,16 @@ type light struct {
 
 // buildLight mounts the services and clients the config asks for.
 func (n *Node) buildLight() error {
+	limits, err := ratelimit.Parse(n.cfg.RateLimit)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	if n.cfg.Filter {
 		svc, err := filter.New(n.host, filter.Config{
 			MaxPeers: n.cfg.FilterMaxPeersToServe, MaxCriteria: n.cfg.FilterMaxCriteria,
 			SubscriptionTimeout: n.cfg.FilterSubscriptionTimeout,
 			OnTopic:             n.filterTopic,
+			RateLimit:           limits.Get(ratelimit.Filter),
 			Logger:              n.cfg.Logger.With("protocol", "filter"),
 		})
 		if err != nil {
@@ -47,7 +53,8 @@ func (n *Node) buildLight() error {
 		n.light.filter = svc
 	}
 	if n.cfg.Lightpush {
-		lc := lightpush.Config{Relay: n.relay, Counters: n.cfg.Counters, Logger: n.cfg.Logger.With("protocol", "lightpush")}
+		lc := lightpush.Config{Relay: n.relay, Counters: n.cfg.Counters, RateLimit: limits.Get(ratelimit.Lightpush),
+			Logger: n.cfg.Logger.With("protocol", "lightpush")}
 		if n.auto != nil {
 			lc.Autoshard = n.auto.PubsubTopic
 		}
@@ -57,7 +64,6 @@ func (n *Node) buildLight() error {
 		}
 		n.light.lightpush = svc
 	}
-	var err error
 	if n.cfg.FilterNode != "" {
 		if n.light.filterPeer, err = n.addServicePeer("filternode", n.cfg.FilterNode); err != nil {
 			return err

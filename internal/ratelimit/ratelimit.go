@@ -235,3 +235,57 @@ func (b *bucket) take(now time.Time) bool {
 	b.tokens--
 	return true
 }
+
+// PerPeer admits requests as nwaku's PerPeerRateLimiter, the filter
+// service's (waku/common/rate_limit/per_peer_limiter.nim): each peer has a
+// bucket of V tokens of its own, starting full and refilled continuously
+// over P; there is no global bucket. A peer silent for 2*P is forgotten.
+// A PerPeer is safe for concurrent use; the nil PerPeer admits everything.
+type PerPeer struct {
+	now    func() time.Time
+	s      Setting
+	forget time.Duration
+
+	mu        sync.Mutex
+	peers     map[string]*peerBucket
+	lastSweep time.Time
+}
+
+// NewPerPeer returns a PerPeer for s, or nil when s is unlimited. now gives
+// the time (nil means time.Now).
+func NewPerPeer(s Setting, now func() time.Time) *PerPeer {
+	if s.Unlimited() {
+		return nil
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &PerPeer{now: now, s: s, forget: 2 * s.Period, peers: map[string]*peerBucket{}}
+}
+
+// Allow takes a token from peer's bucket and reports whether the request
+// is admitted.
+func (l *PerPeer) Allow(peer string) bool {
+	if l == nil {
+		return true
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.lastSweep) >= l.forget {
+		l.lastSweep = now
+		for k, p := range l.peers {
+			if now.Sub(p.seen) >= l.forget {
+				delete(l.peers, k)
+			}
+		}
+	}
+	p := l.peers[peer]
+	if p == nil {
+		p = &peerBucket{bucket: bucket{capacity: float64(l.s.Volume), fill: l.s.Period, continuous: true,
+			tokens: float64(l.s.Volume), last: now}}
+		l.peers[peer] = p
+	}
+	p.seen = now
+	return p.take(now)
+}

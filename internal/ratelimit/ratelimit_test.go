@@ -108,3 +108,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestPerPeer: each peer has its own full bucket, refilled continuously.
+func TestPerPeer(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := NewPerPeer(Setting{Volume: 3, Period: time.Minute}, func() time.Time { return now })
+	for i := range 3 {
+		if !l.Allow("a") {
+			t.Fatalf("request %d of a refused", i+1)
+		}
+	}
+	if l.Allow("a") {
+		t.Fatal("fourth request of a admitted")
+	}
+	if !l.Allow("b") {
+		t.Fatal("b limited by a's requests")
+	}
+	now = now.Add(20 * time.Second) // a third of the period: one token back
+	if !l.Allow("a") || l.Allow("a") {
+		t.Fatal("want exactly one token after a third of the period")
+	}
+	if NewPerPeer(Setting{}, nil) != nil || !(*PerPeer)(nil).Allow("x") {
+		t.Fatal("unlimited setting must admit everything")
+	}
+}

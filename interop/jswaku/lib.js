@@ -74,3 +74,15 @@ export async function until(what, ms, check) {
 export function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+// dialService dials the node at addr and waits until the peer store holds
+// that it speaks codec, which js-waku's peer manager reads before it picks
+// the node for lightpush or filter.
+export async function dialService(waku, addr, codec) {
+  const conn = await waku.libp2p.dial(multiaddr(addr));
+  await until(`${codec} from identify`, 20000, async () => {
+    const p = await waku.libp2p.peerStore.get(conn.remotePeer);
+    return p.protocols.includes(codec);
+  });
+  return conn;
+}
