@@ -471,6 +471,7 @@ func (n *Node) runPeerManager(ctx context.Context, static []peer.AddrInfo) error
 			RateLimit: limits.Get(ratelimit.PeerExchange),
 			Logger:    n.cfg.Logger.With("protocol", "peer-exchange"),
 		})
+		n.MarkMounted(HealthPeerExchange, peerexchange.ProtocolID)
 	}
 	n.pxClient = peerexchange.NewClient(n.host, n.cfg.Logger.With("protocol", "peer-exchange"))
 	if dc.PeerExchangeNode != "" {
@@ -526,15 +527,6 @@ func (n *Node) askPeerExchange(ctx context.Context, pi peer.AddrInfo) {
 		case <-t.C:
 		}
 	}
-}
-
-// peerExchangeHealth is the "Peer Exchange" entry of /health.
-func (n *Node) peerExchangeHealth() rest.ProtocolHealth {
-	h := rest.ProtocolHealth{Protocol: "Peer Exchange", Health: rest.NotMounted}
-	if n.pxServer != nil {
-		h.Health = rest.Ready
-	}
-	return h
 }
 
 // PeerExchangeStats returns the peer exchange server's and client's

@@ -271,10 +271,18 @@ func TestPeerExchangeLearnsDiscv5Peers(t *testing.T) {
 	if srv.Requests == 0 || srv.PeersSent < 2 {
 		t.Errorf("server stats %+v", srv)
 	}
-	if h := boot.peerExchangeHealth(); h.Health != rest.Ready {
+	pxHealth := func(n *Node) rest.ProtocolHealth {
+		for _, p := range n.healthReport().ProtocolsHealth {
+			if p.Protocol == HealthPeerExchange {
+				return p
+			}
+		}
+		return rest.ProtocolHealth{}
+	}
+	if h := pxHealth(boot); h.Health != rest.Ready {
 		t.Errorf("health %+v", h)
 	}
-	if h := light.peerExchangeHealth(); h.Health != rest.NotMounted {
+	if h := pxHealth(light); h.Health != rest.NotMounted {
 		t.Errorf("light node health %+v", h)
 	}
 }

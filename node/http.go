@@ -149,21 +149,7 @@ func (b restBackend) Info() rest.Info {
 
 func (b restBackend) Version() string { return Version }
 
-func (b restBackend) Health() rest.Health {
-	h := rest.Health{NodeHealth: rest.HealthStatus(b.n.getState())}
-	relayHealth := rest.NotMounted
-	if b.n.relay != nil {
-		relayHealth = rest.Ready
-	}
-	services, clients := b.n.lightHealth(b.n.relayReady())
-	entries := append([]rest.ProtocolHealth{{Protocol: "Relay", Health: relayHealth}}, services...)
-	storeService, storeClient := b.n.storeHealth()
-	entries = append(entries, storeService, b.n.peerExchangeHealth())
-	// nwaku's order: Lightpush Client, Legacy Lightpush Client, Store
-	// Client, Filter Client.
-	clients = append(clients[:2:2], append([]rest.ProtocolHealth{storeClient}, clients[2:]...)...)
-	return rest.Health{NodeHealth: h.NodeHealth, ProtocolsHealth: append(entries, clients...)}
-}
+func (b restBackend) Health() rest.Health { return b.n.healthReport() }
 
 func (b restBackend) Peers() []rest.Peer {
 	h := b.n.host

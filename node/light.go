@@ -6,7 +6,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
-	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/filter"
@@ -51,6 +50,7 @@ func (n *Node) buildLight() error {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		n.light.filter = svc
+		n.MarkMounted(HealthFilter, filter.SubscribeProtocolID)
 	}
 	if n.cfg.Lightpush {
 		lc := lightpush.Config{Relay: n.relay, Counters: n.cfg.Counters, RateLimit: limits.Get(ratelimit.Lightpush),
@@ -63,6 +63,8 @@ func (n *Node) buildLight() error {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		n.light.lightpush = svc
+		n.MarkMounted(HealthLightpush, lightpush.ProtocolID)
+		n.MarkMounted(HealthLegacyLightpush, lightpush.LegacyProtocolID)
 	}
 	if n.cfg.FilterNode != "" {
 		if n.light.filterPeer, err = n.addServicePeer("filternode", n.cfg.FilterNode); err != nil {
@@ -76,12 +78,15 @@ func (n *Node) buildLight() error {
 				}
 			},
 		})
+		n.MarkMounted(HealthFilterClient, filter.SubscribeProtocolID)
 	}
 	if n.cfg.LightpushNode != "" {
 		if n.light.lightpushPeer, err = n.addServicePeer("lightpushnode", n.cfg.LightpushNode); err != nil {
 			return err
 		}
 		n.light.lightpushClient = lightpush.NewClient(n.host, lightpush.ClientConfig{Counters: n.cfg.Counters})
+		n.MarkMounted(HealthLightpushClient, lightpush.ProtocolID)
+		n.MarkMounted(HealthLegacyLightpushClient, lightpush.LegacyProtocolID)
 	}
 	return nil
 }
@@ -166,57 +171,6 @@ func (n *Node) FilterClient() (*filter.Client, peer.ID) {
 // unless Config.LightpushNode is set.
 func (n *Node) LightpushClient() (*lightpush.Client, peer.ID) {
 	return n.light.lightpushClient, n.light.lightpushPeer
-}
-
-// lightHealth returns the /health entries of the light-client protocols as
-// nwaku v0.38.1 reports them (node/health_monitor/node_health_monitor.nim):
-// the services are READY when relay is, the clients when their service
-// peer is known to speak the protocol.
-func (n *Node) lightHealth(relayReady bool) (services, clients []rest.ProtocolHealth) {
-	service := func(name string, mounted bool, notReady string) rest.ProtocolHealth {
-		switch {
-		case !mounted:
-			return rest.ProtocolHealth{Protocol: name, Health: rest.NotMounted}
-		case relayReady:
-			return rest.ProtocolHealth{Protocol: name, Health: rest.Ready}
-		}
-		return rest.ProtocolHealth{Protocol: name, Health: rest.NotReady, Desc: notReady}
-	}
-	const noPush = "Node has no relay peers to fullfill push requests"
-	services = []rest.ProtocolHealth{
-		service("Lightpush", n.light.lightpush != nil, noPush),
-		service("Legacy Lightpush", n.light.lightpush != nil, noPush),
-		service("Filter", n.light.filter != nil, "Relay is not ready, filter will not be able to sort out messages"),
-	}
-	client := func(name string, p peer.ID, proto protocol.ID, notReady string) rest.ProtocolHealth {
-		if p == "" {
-			return rest.ProtocolHealth{Protocol: name, Health: rest.NotMounted}
-		}
-		if ok, _ := n.host.Peerstore().SupportsProtocols(p, proto); len(ok) > 0 {
-			return rest.ProtocolHealth{Protocol: name, Health: rest.Ready}
-		}
-		return rest.ProtocolHealth{Protocol: name, Health: rest.NotReady, Desc: notReady}
-	}
-	const noLightpush = "No Lightpush service peer available yet"
-	clients = []rest.ProtocolHealth{
-		client("Lightpush Client", n.light.lightpushPeer, lightpush.ProtocolID, noLightpush),
-		client("Legacy Lightpush Client", n.light.lightpushPeer, lightpush.LegacyProtocolID, noLightpush),
-		client("Filter Client", n.light.filterPeer, filter.SubscribeProtocolID, "No Filter service peer available yet"),
-	}
-	return services, clients
-}
-
-// relayReady reports whether the relay has a peer on any of its topics.
-func (n *Node) relayReady() bool {
-	if n.relay == nil {
-		return false
-	}
-	for _, t := range n.relay.Topics() {
-		if len(n.relay.TopicPeers(t)) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // Lightpush implements rest.LightBackend: through --lightpushnode, else

@@ -131,10 +131,10 @@ func TestLightClientThroughNodes(t *testing.T) {
 		}
 		return s
 	}
-	if h := health(a); h != "Relay=READY Lightpush=READY Legacy Lightpush=READY Filter=NOT_MOUNTED Store=NOT_MOUNTED Peer Exchange=NOT_MOUNTED Lightpush Client=NOT_MOUNTED Legacy Lightpush Client=NOT_MOUNTED Store Client=NOT_READY Filter Client=NOT_MOUNTED " {
+	if h := health(a); h != "Relay=READY Lightpush=READY Legacy Lightpush=READY Filter=NOT_MOUNTED Store=NOT_MOUNTED Peer Exchange=NOT_MOUNTED Rendezvous=NOT_MOUNTED Mix=NOT_MOUNTED Lightpush Client=NOT_MOUNTED Legacy Lightpush Client=NOT_MOUNTED Store Client=NOT_READY Filter Client=NOT_MOUNTED Rln Relay=NOT_MOUNTED " {
 		t.Errorf("A health %s", h)
 	}
-	if h := health(c); h != "Relay=NOT_MOUNTED Lightpush=NOT_MOUNTED Legacy Lightpush=NOT_MOUNTED Filter=NOT_MOUNTED Store=NOT_MOUNTED Peer Exchange=NOT_MOUNTED Lightpush Client=READY Legacy Lightpush Client=READY Store Client=NOT_READY Filter Client=READY " {
+	if h := health(c); h != "Relay=NOT_MOUNTED Lightpush=NOT_MOUNTED Legacy Lightpush=NOT_MOUNTED Filter=NOT_MOUNTED Store=NOT_MOUNTED Peer Exchange=NOT_MOUNTED Rendezvous=NOT_MOUNTED Mix=NOT_MOUNTED Lightpush Client=READY Legacy Lightpush Client=READY Store Client=NOT_READY Filter Client=READY Rln Relay=NOT_MOUNTED " {
 		t.Errorf("C health %s", h)
 	}
 }

@@ -78,6 +78,8 @@ type Node struct {
 	store      storeParts
 	light      light
 
+	health health
+
 	stopOnce sync.Once
 
 	mu      sync.Mutex
@@ -290,8 +292,23 @@ func createKey(path string) (crypto.PrivKey, error) {
 	return k, nil
 }
 
-// shards returns the static shards the node relays, for metadata.
-func (n *Node) shards() []uint16 { return n.cfg.Shards }
+// shards returns the shards of the node's cluster that the relay is
+// subscribed to at the time of the call (configured shards, --pubsub-topic,
+// content topics and REST subscriptions alike), for metadata; without
+// relay, the configured shards, as nwaku mounts metadata with them.
+func (n *Node) shards() []uint16 {
+	if n.relay == nil {
+		return n.cfg.Shards
+	}
+	var out []uint16
+	for _, t := range n.relay.Topics() {
+		if rs, err := shard.ParsePubsubTopic(t); err == nil && rs.ClusterID == n.cfg.ClusterID {
+			out = append(out, rs.ShardID)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
 
 // Start subscribes the relay to the node's pubsub topics and starts
 // dialling the static nodes. It returns once the subscriptions are made;

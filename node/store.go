@@ -109,7 +109,11 @@ func (n *Node) buildStore() error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
+		n.MarkMounted(HealthStore, store.ProtocolID)
 	}
+	// The store client is always mounted, as in nwaku
+	// (waku/factory/node_factory.nim mountStoreClient).
+	n.MarkMounted(HealthStoreClient, store.ProtocolID)
 	if n.cfg.StoreNode != "" {
 		var err error
 		if n.store.peer, err = n.addServicePeer("storenode", n.cfg.StoreNode); err != nil {
@@ -137,26 +141,6 @@ func (n *Node) StorePeer() peer.ID {
 		return n.store.peer
 	}
 	return n.connectedStorePeer()
-}
-
-// storeHealth returns the Store and Store Client entries of /health as
-// nwaku v0.38.1 reports them (node_health_monitor.nim getStoreHealth,
-// getStoreClientHealth): Store is READY while the server is mounted; the
-// client is always mounted and READY when the node serves store or some
-// connected peer does.
-func (n *Node) storeHealth() (service, client rest.ProtocolHealth) {
-	service = rest.ProtocolHealth{Protocol: "Store", Health: rest.NotMounted}
-	client = rest.ProtocolHealth{Protocol: "Store Client", Health: rest.Ready}
-	if n.store.server != nil {
-		service.Health = rest.Ready
-		return service, client
-	}
-	if n.connectedStorePeer() != "" {
-		return service, client
-	}
-	client.Health = rest.NotReady
-	client.Desc = "No Store service peer available yet, neither Store service set up for the node"
-	return service, client
 }
 
 // connectedStorePeer returns a connected peer that serves store, or "".

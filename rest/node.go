@@ -61,12 +61,26 @@ const (
 	ShuttingDown  HealthStatus = "SHUTTING_DOWN"
 )
 
-// Health is the body of GET /health (nwaku health/types.nim HealthReport):
+// ConnectionStatus is the node's connectivity in /health (nwaku
+// waku/api/types.nim ConnectionStatus).
+type ConnectionStatus string
+
+// Values of ConnectionStatus.
+const (
+	StatusDisconnected       ConnectionStatus = "Disconnected"
+	StatusPartiallyConnected ConnectionStatus = "PartiallyConnected"
+	StatusConnected          ConnectionStatus = "Connected"
+)
+
+// Health is the body of GET /health, fields in nwaku v0.38.1's order
+// (waku/rest_api/endpoint/health/types.nim writeValue of HealthReport):
 //
-//	{"nodeHealth": "READY", "protocolsHealth": [{"Relay": "READY", "desc"?: "..."}]}
+//	{"nodeHealth": "READY", "connectionStatus": "Connected",
+//	 "protocolsHealth": [{"Relay": "READY"}, {"Store": "NOT_READY", "desc": "..."}]}
 type Health struct {
-	NodeHealth      HealthStatus     `json:"nodeHealth"`
-	ProtocolsHealth []ProtocolHealth `json:"protocolsHealth"`
+	NodeHealth       HealthStatus     `json:"nodeHealth"`
+	ConnectionStatus ConnectionStatus `json:"connectionStatus"`
+	ProtocolsHealth  []ProtocolHealth `json:"protocolsHealth"`
 }
 
 // ProtocolHealth is the health of one protocol. It marshals as an object

@@ -100,7 +100,7 @@ func (f *fakeBackend) Peers() []Peer {
 }
 
 func (f *fakeBackend) Health() Health {
-	return Health{NodeHealth: Ready, ProtocolsHealth: []ProtocolHealth{
+	return Health{NodeHealth: Ready, ConnectionStatus: StatusPartiallyConnected, ProtocolsHealth: []ProtocolHealth{
 		{Protocol: "Relay", Health: Ready},
 		{Protocol: "Store", Health: NotMounted},
 		{Protocol: "Rln Relay", Health: NotReady, Desc: "no membership"},

@@ -86,6 +86,13 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 		}
 	}
 	t.Logf("B received: %s", got[0].raw)
+	health := string(mustHTTP(t, http.MethodGet, b.rest+"/health", nil))
+	t.Logf("GET B/health: %s", health)
+	for _, want := range []string{`{"nodeHealth":"READY","connectionStatus":"PartiallyConnected","protocolsHealth":[{"Relay":"READY"},`, `{"Store":"READY"}`, `{"Rln Relay":"NOT_MOUNTED"}]}`} {
+		if !strings.Contains(health, want) {
+			t.Errorf("GET B/health: %s, want %s in it", health, want)
+		}
+	}
 	logMetrics(t, b)
 
 	for _, c := range []struct {

@@ -1,0 +1,142 @@
+package node
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/rest"
+)
+
+// getHealth answers GET /health through the REST handler over n.
+func getHealth(t *testing.T, n *Node) string {
+	t.Helper()
+	srv, err := rest.New(restBackend{n}, rest.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /health: %d %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	return rec.Body.String()
+}
+
+func wantGolden(t *testing.T, got, file string) {
+	t.Helper()
+	want, err := os.ReadFile("testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(got) != strings.TrimSpace(string(want)) {
+		t.Errorf("GET /health:\n got %s\nwant %s (testdata/%s)", got, want, file)
+	}
+}
+
+// TestHealthGolden follows a node through its life and compares GET
+// /health with golden answers written from nwaku v0.38.1, not from this
+// code: the shape and field order from
+// waku/rest_api/endpoint/health/types.nim (writeValue), the protocol names
+// and order from waku/common/waku_protocol.nim and
+// node_health_monitor.nim getAllProtocolHealthInfo, every desc text and
+// rule from waku/node/health_monitor/node_health_monitor.nim, the
+// INITIALIZING and SHUTTING_DOWN answers from its getNodeHealthReport, and
+// "Relay NOT_READY, No connected peers" with 13 entries from
+// tests/wakunode_rest/test_rest_health.nim.
+func TestHealthGolden(t *testing.T) {
+	cfg := Config{ListenAddress: "127.0.0.1", Relay: true, Store: true, DataDir: t.TempDir()}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop(context.Background())
+	wantGolden(t, getHealth(t, a), "health_initializing.json")
+
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantGolden(t, getHealth(t, a), "health_alone.json")
+
+	a.MarkMounted(HealthLightpush, "/vac/waku/lightpush/3.0.0")
+	a.MarkMounted(HealthLegacyLightpush, "/vac/waku/lightpush/2.0.0-beta1")
+	a.MarkMounted(HealthFilter, "/vac/waku/filter-subscribe/2.0.0-beta1")
+	a.MarkMounted(HealthPeerExchange, "/vac/waku/peer-exchange/2.0.0-alpha1")
+	a.MarkMounted(HealthLightpushClient, "/vac/waku/lightpush/3.0.0")
+	a.MarkMounted(HealthFilterClient, "/vac/waku/filter-subscribe/2.0.0-beta1")
+	a.MarkMounted(HealthStoreClient, "/vac/waku/store-query/3.0.0")
+	wantGolden(t, getHealth(t, a), "health_mounted_alone.json")
+
+	b, err := New(Config{ListenAddress: "127.0.0.1", Relay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop(ctx)
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Host().Connect(ctx, peer.AddrInfo{ID: b.Host().ID(), Addrs: b.Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(a.Relay().TopicPeers("")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no relay peer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	wantGolden(t, getHealth(t, a), "health_one_relay_peer.json")
+
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantGolden(t, getHealth(t, a), "health_shutting_down.json")
+}
+
+// TestConnectionStatus is nwaku's table of connection states
+// (tests/node/test_wakunode_health_monitor.nim, suite "Health Monitor -
+// health state calculation"), D_low 4 and HealthyThreshold 2.
+func TestConnectionStatus(t *testing.T) {
+	ready := func(names ...string) []rest.ProtocolHealth {
+		var out []rest.ProtocolHealth
+		for _, n := range names {
+			out = append(out, rest.ProtocolHealth{Protocol: n, Health: rest.Ready})
+		}
+		return out
+	}
+	notReady := func(name string) rest.ProtocolHealth {
+		return rest.ProtocolHealth{Protocol: name, Health: rest.NotReady, Desc: "mock"}
+	}
+	cases := []struct {
+		name     string
+		report   []rest.ProtocolHealth
+		strength map[string]int
+		want     rest.ConnectionStatus
+	}{
+		{"Disconnected, zero peers", []rest.ProtocolHealth{notReady(HealthRelay), notReady(HealthStoreClient), notReady(HealthFilterClient), notReady(HealthLightpushClient)},
+			nil, rest.StatusDisconnected},
+		{"PartiallyConnected, weak relay", ready(HealthRelay), map[string]int{HealthRelay: 3}, rest.StatusPartiallyConnected},
+		{"Connected, robust relay", ready(HealthRelay), map[string]int{HealthRelay: 4}, rest.StatusConnected},
+		{"Connected, robust edge", append([]rest.ProtocolHealth{{Protocol: HealthRelay, Health: rest.NotMounted}}, ready(HealthLightpushClient, HealthFilterClient, HealthStoreClient)...),
+			map[string]int{HealthLightpushClient: 2, HealthFilterClient: 2, HealthStoreClient: 2}, rest.StatusConnected},
+		{"Disconnected, edge missing store", append(ready(HealthLightpushClient, HealthFilterClient), notReady(HealthStoreClient)),
+			map[string]int{HealthLightpushClient: 2, HealthFilterClient: 2}, rest.StatusDisconnected},
+		{"PartiallyConnected, edge meets minimum failover requirement", ready(HealthLightpushClient, HealthFilterClient, HealthStoreClient),
+			map[string]int{HealthLightpushClient: 1, HealthFilterClient: 1, HealthStoreClient: 1}, rest.StatusPartiallyConnected},
+		{"Connected, robust relay ignores store server", ready(HealthRelay, HealthStore), map[string]int{HealthRelay: 4}, rest.StatusConnected},
+		{"Connected, robust relay ignores store client", append(ready(HealthRelay, HealthStore), notReady(HealthStoreClient)),
+			map[string]int{HealthRelay: 4}, rest.StatusConnected},
+	}
+	for _, tc := range cases {
+		if got := connectionStatus(tc.report, tc.strength); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
