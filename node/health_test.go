@@ -17,7 +17,7 @@ import (
 // getHealth answers GET /health through the REST handler over n.
 func getHealth(t *testing.T, n *Node) string {
 	t.Helper()
-	srv, err := rest.New(restBackend{n}, rest.Config{}, nil)
+	srv, err := rest.New(restBackend{n}, rest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
