@@ -230,6 +230,13 @@ func (m *Message) Append(dst []byte, c *Counters) []byte {
 	start := len(dst)
 	dst = protowire.AppendTag(dst, fieldPayload, protowire.BytesType)
 	dst = protowire.AppendBytes(dst, m.Payload)
+	dst = m.appendAfterPayload(dst)
+	c.EncodedBytes.Add(uint64(len(dst) - start))
+	return dst
+}
+
+// appendAfterPayload appends every field but the payload, in Append's order.
+func (m *Message) appendAfterPayload(dst []byte) []byte {
 	dst = protowire.AppendTag(dst, fieldContentTopic, protowire.BytesType)
 	dst = protowire.AppendString(dst, m.ContentTopic)
 	if m.has(HasVersion) || m.Version != 0 {
@@ -252,7 +259,6 @@ func (m *Message) Append(dst []byte, c *Counters) []byte {
 		dst = protowire.AppendTag(dst, fieldEphemeral, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, protowire.EncodeBool(m.Ephemeral))
 	}
-	c.EncodedBytes.Add(uint64(len(dst) - start))
 	return dst
 }
 
@@ -268,6 +274,31 @@ func (m *Message) Equal(o *Message) bool {
 		m.Version == o.Version && m.Timestamp == o.Timestamp &&
 		bytes.Equal(m.Meta, o.Meta) && bytes.Equal(m.RateLimitProof, o.RateLimitProof) &&
 		m.Ephemeral == o.Ephemeral && m.Present == o.Present
+}
+
+// EncodeReserve encodes m like EncodeShared, but with a payload of n zero
+// bytes in place of m.Payload (which it ignores), and returns the copy of m
+// whose Payload is that region of the encoding (len == cap == n) and the
+// encoding (exactly its size). The caller writes the payload into
+// shared.Payload, once, before it hands the encoding to anyone (a publish),
+// and never after: the payload bytes are then written once, straight into
+// their final place, with no buffer of their own and no copy. It counts one
+// encode in c. n must not be negative.
+func (m *Message) EncodeReserve(n int, c *Counters) (shared *Message, wire []byte) {
+	c = c.orDiscard()
+	c.Encodes.Add(1)
+	rest := *m
+	rest.Payload = nil
+	size := rest.Size() - protowire.SizeBytes(0) + protowire.SizeBytes(n)
+	wire = protowire.AppendTag(make([]byte, 0, size), fieldPayload, protowire.BytesType)
+	wire = protowire.AppendVarint(wire, uint64(n))
+	off := len(wire)
+	wire = rest.appendAfterPayload(wire[:off+n])
+	c.EncodedBytes.Add(uint64(len(wire)))
+	rest.Payload = wire[off : off+n : off+n]
+	ct := off + n + protowire.SizeTag(fieldContentTopic) + protowire.SizeVarint(uint64(len(m.ContentTopic)))
+	rest.ContentTopic = aliasString(wire[ct : ct+len(m.ContentTopic)])
+	return &rest, wire
 }
 
 // EncodeShared encodes m like Encode and also returns a copy of m whose

@@ -512,6 +512,20 @@ func (n *Node) Publish(ctx context.Context, pubsubTopic string, msg *message.Mes
 	return n.relay.Publish(ctx, pubsubTopic, msg)
 }
 
+// PublishWith relays on pubsubTopic a message of msg's fields with a
+// payload of payloadLen bytes that fill writes straight into the encoding
+// (relay.Relay.PublishWith): the payload is written once, never copied. A
+// zero timestamp is set as Publish does.
+func (n *Node) PublishWith(ctx context.Context, pubsubTopic string, msg *message.Message, payloadLen int, fill func(payload []byte) error) (*message.Envelope, error) {
+	if n.relay == nil {
+		return nil, ErrNotRelaying
+	}
+	if msg.Timestamp == 0 {
+		msg.Timestamp = time.Now().UnixNano()
+	}
+	return n.relay.PublishWith(ctx, pubsubTopic, msg, payloadLen, fill)
+}
+
 // Host returns the libp2p host.
 func (n *Node) Host() host.Host { return n.host }
 

@@ -320,9 +320,41 @@ func (r *Relay) Topics() []string {
 // a copy of msg whose payload aliases it (message.EncodeShared), so that
 // gossipsub's message cache keeps the payload once; msg's meta and proof
 // slices are kept and must not be modified afterwards. The deterministic
-// hash is computed when first asked for (env.Hash), at most once. Errors wrap ErrInvalid (over 153600 bytes encoded,
-// meta over 64 bytes) or ErrClosed, or come from gossipsub.
+// hash is computed when first asked for (env.Hash), at most once. Errors
+// wrap ErrInvalid (over 153600 bytes encoded, meta over 64 bytes) or
+// ErrClosed, or come from gossipsub. PublishWith writes the payload once,
+// where Publish copies msg.Payload into the encoding.
 func (r *Relay) Publish(ctx context.Context, pubsubTopic string, msg *message.Message) (*message.Envelope, error) {
+	return r.publish(ctx, pubsubTopic, msg, func() (*message.Message, []byte, error) {
+		shared, wire := msg.EncodeShared(r.cfg.Counters)
+		return shared, wire, nil
+	})
+}
+
+// PublishWith publishes on pubsubTopic a message of msg's fields (its
+// Payload ignored) with a payload of payloadLen bytes that fill writes
+// straight into the encoding: fill receives the payload's region of the
+// wire buffer (len == cap == payloadLen, zeroed), must write the payload
+// there and must not keep the slice. The payload bytes are so written
+// once, with no buffer of their own and no copy (message.EncodeReserve).
+// An error from fill is returned and nothing is published. Otherwise as
+// Publish.
+func (r *Relay) PublishWith(ctx context.Context, pubsubTopic string, msg *message.Message, payloadLen int, fill func(payload []byte) error) (*message.Envelope, error) {
+	if payloadLen < 0 || payloadLen > message.MaxSize {
+		return nil, fmt.Errorf("%w: %w: payload of %d bytes", ErrInvalid, message.ErrTooLarge, payloadLen)
+	}
+	return r.publish(ctx, pubsubTopic, msg, func() (*message.Message, []byte, error) {
+		shared, wire := msg.EncodeReserve(payloadLen, r.cfg.Counters)
+		if len(wire) > message.MaxSize {
+			return nil, nil, fmt.Errorf("%w: %w: %d bytes", ErrInvalid, message.ErrTooLarge, len(wire))
+		}
+		return shared, wire, fill(shared.Payload)
+	})
+}
+
+// publish checks msg's meta, joins the topic, has encode make the
+// encoding, and publishes it with its envelope as the validator data.
+func (r *Relay) publish(ctx context.Context, pubsubTopic string, msg *message.Message, encode func() (*message.Message, []byte, error)) (*message.Envelope, error) {
 	if len(msg.Meta) > message.MaxMetaSize {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, message.ErrMetaTooLong)
 	}
@@ -335,7 +367,10 @@ func (r *Relay) Publish(ctx context.Context, pubsubTopic string, msg *message.Me
 	if err != nil {
 		return nil, err
 	}
-	shared, wire := msg.EncodeShared(r.cfg.Counters)
+	shared, wire, err := encode()
+	if err != nil {
+		return nil, err
+	}
 	env := message.NewEnvelope(shared, pubsubTopic, wire, r.cfg.Counters)
 	if err := ts.topic.Publish(ctx, wire, pubsub.WithValidatorData(env)); err != nil {
 		return nil, fmt.Errorf("relay: publish on %q: %w", pubsubTopic, err)

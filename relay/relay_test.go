@@ -1,6 +1,7 @@
 package relay_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -267,4 +268,40 @@ func TestSubscriptionOwners(t *testing.T) {
 	subscribed("filter/peer-1")
 	must(r.Unsubscribe(topic, "filter/peer-1"))
 	subscribed()
+}
+
+// TestPublishWith: the payload fill writes lands in the published encoding,
+// which decodes to the message with that payload; an error from fill
+// publishes nothing.
+func TestPublishWith(t *testing.T) {
+	r, err := relay.New(newHost(t), relay.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := make(chan *message.Envelope, 2)
+	defer r.AddHandler("h", func(env *message.Envelope) { got <- env })()
+	if err := r.Subscribe(topic, relay.OwnerConfig); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	msg := &message.Message{ContentTopic: "/a/1/b/c", Timestamp: 9, Present: message.HasTimestamp}
+	fillErr := errors.New("no payload today")
+	if _, err := r.PublishWith(ctx, topic, msg, 3, func([]byte) error { return fillErr }); !errors.Is(err, fillErr) {
+		t.Fatalf("PublishWith with a failing fill = %v", err)
+	}
+	env, err := r.PublishWith(ctx, topic, msg, 3, func(p []byte) error { copy(p, "abc"); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvd := testwait.Recv(t, got, "the published message")
+	want := &message.Message{Payload: []byte("abc"), ContentTopic: "/a/1/b/c", Timestamp: 9, Present: message.HasTimestamp}
+	if recvd != env || !recvd.Message().Equal(want) || !bytes.Equal(recvd.Wire(), want.Encode(nil)) {
+		t.Fatalf("delivered %+v (wire %x), want %+v", recvd.Message(), recvd.Wire(), want)
+	}
+	select {
+	case e := <-got:
+		t.Fatalf("a second message was delivered: %+v", e.Message())
+	default:
+	}
 }

@@ -26,8 +26,11 @@ Scenarios (--scenario, a comma list; a -runN suffix is allowed):
               run and every filter subscriber (--filter-peers libp2p hosts
               on 127.0.0.1, reading into buffers they reuse) has its push
   macro       two nodes on 127.0.0.1 over libp2p TCP (Noise, Yamux,
-              gossipsub); A publishes through its API, B relays, archives
-              and runs the handlers; done as in micro, on B
+              gossipsub); A publishes through its Go API, writing each
+              payload once into the encoding (Node.PublishWith), B relays,
+              archives and runs the handlers; done as in micro, on B
+  macro-copy  macro through the copying API: each payload made in a buffer
+              of its own, then Node.Publish (copied into the encoding)
   macro-bare  the same two nodes with gossipsub alone (no Waku validator,
               no decode, no consumers): the ceiling the libp2p stack sets
   macro-rest  macro with A publishing through its REST API

@@ -19,11 +19,14 @@ import (
 )
 
 // scenarios are the scenario names, in the order they run.
-// macro-rest is macro with A publishing through its REST API.
+// macro writes each payload once, into the encoding (Node.PublishWith);
+// macro-copy is macro through the copying API (Node.Publish of a payload in
+// a buffer of its own); macro-rest is macro with A publishing through its
+// REST API.
 // micro-stalled is micro with one more filter subscriber that never reads;
 // macro-lightpush is macro with a light client pushing to A (lightpush v3).
 // store fills an archive and times store v3 queries against it.
-var scenarios = []string{"micro", "micro-stalled", "macro", "macro-bare", "macro-rest", "macro-lightpush", "libnet", "store"}
+var scenarios = []string{"micro", "micro-stalled", "macro", "macro-copy", "macro-bare", "macro-rest", "macro-lightpush", "libnet", "store"}
 
 // Config configures a run. Zero values take the documented defaults.
 type Config struct {
@@ -185,9 +188,11 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 		case "macro-lightpush":
 			r, err = one(runMacroLightpush(ctx, cfg, w, s))
 		case "macro":
-			r, err = one(runMacro(ctx, cfg, w, cfg.muxerName(s), false))
+			r, err = one(runMacro(ctx, cfg, w, cfg.muxerName(s), viaAPI))
+		case "macro-copy":
+			r, err = one(runMacro(ctx, cfg, w, cfg.muxerName(s), viaCopy))
 		case "macro-rest":
-			r, err = one(runMacro(ctx, cfg, w, cfg.muxerName(s), true))
+			r, err = one(runMacro(ctx, cfg, w, cfg.muxerName(s), viaREST))
 		case "macro-bare":
 			r, err = one(runMacroBare(ctx, cfg, w, cfg.muxerName(s)))
 		case "store":

@@ -17,11 +17,20 @@ import (
 	"github.com/couriernet/courier/relay"
 )
 
-// runMacro runs the macro scenario: node A publishes through its public
-// API over real libp2p TCP on 127.0.0.1; node B relays, archives and runs
-// the handlers. With viaREST, A publishes through its REST API instead
-// (POST /relay/v1/messages, 32 requests in flight at most).
-func runMacro(ctx context.Context, cfg Config, w *Workload, name string, viaREST bool) (Row, error) {
+// publishVia is how node A publishes in runMacro.
+type publishVia int
+
+const (
+	viaAPI  publishVia = iota // Node.PublishWith: the payload written once, into the encoding
+	viaCopy                   // Node.Publish of a payload in a buffer of its own, copied into the encoding
+	viaREST                   // POST /relay/v1/messages, 32 requests in flight at most
+)
+
+// runMacro runs the macro scenarios: node A publishes (as via says) over
+// real libp2p TCP on 127.0.0.1; node B relays, archives and runs the
+// handlers.
+func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via publishVia) (Row, error) {
+	viaREST := via == viaREST
 	if cfg.StoreDBURL != "" {
 		name += "[postgres]"
 	}
@@ -73,12 +82,19 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, viaREST
 		return fmt.Sprintf("sender: %s; receiver: %s", dropSummary(a.Relay(), &archiveFailures{}), dropSummary(b.Relay(), &fails))
 	}
 	var p phase
-	publish := func(i int) (int64, error) {
-		payload := make([]byte, w.Size(i))
-		w.FillPayload(payload, i)
-		m := &message.Message{Payload: payload, ContentTopic: w.ContentTopic, Timestamp: time.Now().UnixNano()}
-		_, err := a.Publish(ctx, cfg.PubsubTopic, m)
-		return int64(cap(payload)), err
+	publish := func(i int) (int64, error) { // as an application writes its payload: once, in place
+		m := &message.Message{ContentTopic: w.ContentTopic, Timestamp: time.Now().UnixNano()}
+		_, err := a.PublishWith(ctx, cfg.PubsubTopic, m, w.Size(i), func(p []byte) error { w.FillPayload(p, i); return nil })
+		return 0, err
+	}
+	if via == viaCopy {
+		publish = func(i int) (int64, error) {
+			payload := make([]byte, w.Size(i))
+			w.FillPayload(payload, i)
+			m := &message.Message{Payload: payload, ContentTopic: w.ContentTopic, Timestamp: time.Now().UnixNano()}
+			_, err := a.Publish(ctx, cfg.PubsubTopic, m)
+			return int64(cap(payload)), err
+		}
 	}
 	var rp *restPublisher
 	if viaREST {
