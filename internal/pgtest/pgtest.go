@@ -26,6 +26,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,7 +76,11 @@ func DB(tb testing.TB) string {
 	if !mainCalled.Load() {
 		tb.Fatal("pgtest: call pgtest.Main from the package's TestMain")
 	}
-	startOnce.Do(func() { shared, startErr = Start() })
+	startOnce.Do(func() {
+		if shared, startErr = Start(); startErr == nil {
+			stopOnSignal(shared)
+		}
+	})
 	if startErr != nil {
 		if errors.Is(startErr, ErrNoBinaries) && os.Getenv("CI") != "true" {
 			tb.Skipf("pgtest: %v: skipped (set %s to their directory; with CI=true this fails)", startErr, BinEnv)
@@ -86,6 +92,19 @@ func DB(tb testing.TB) string {
 		tb.Fatalf("pgtest: %v", err)
 	}
 	return shared.url(name)
+}
+
+// stopOnSignal stops s and exits when the test binary is interrupted
+// (Ctrl-C, or SIGTERM), so an interrupted run leaves no server behind.
+func stopOnSignal(s *Server) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-ch
+		s.Stop()
+		fmt.Fprintf(os.Stderr, "pgtest: %v: stopped the PostgreSQL server\n", sig)
+		os.Exit(1)
+	}()
 }
 
 // ErrNoBinaries is returned by Start when initdb, pg_ctl or postgres is
