@@ -100,6 +100,10 @@ func Open(dir string, cfg Config) (*Embedded, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	// Before anything is created beside it: nwaku's file stays untouched.
+	if err := refuseNwakuSQLite(indexPath(dir, &cfg)); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}

@@ -17,18 +17,17 @@ const indexName = "index.db"
 
 // indexPath returns the index file's path: Config.IndexPath, else
 // index.db in the archive's directory.
-func (a *Embedded) indexPath() string {
-	if a.cfg.IndexPath != "" {
-		return a.cfg.IndexPath
+func (a *Embedded) indexPath() string { return indexPath(a.dir, &a.cfg) }
+
+func indexPath(dir string, cfg *Config) string {
+	if cfg.IndexPath != "" {
+		return cfg.IndexPath
 	}
-	return filepath.Join(a.dir, indexName)
+	return filepath.Join(dir, indexName)
 }
 
 func (a *Embedded) openIndex() error {
-	path := a.indexPath()
-	if err := refuseNwakuSQLite(path); err != nil {
-		return err
-	}
+	path := a.indexPath() // Open has refused an nwaku database there
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate"
 	var err error

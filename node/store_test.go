@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -207,3 +208,40 @@ func TestStoreThroughNodes(t *testing.T) {
 }
 
 func hex0x(h message.Hash) string { return "0x" + h.String() }
+
+// TestStoreRefusesNwakuDatabase: --store-message-db-url pointing at the
+// SQLite file of an nwaku archive stops the node with a clear error and
+// leaves the file as it was.
+func TestStoreRefusesNwakuDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.sqlite3")
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// nwaku v0.38.1's table (waku_archive/driver/sqlite_driver/queries.nim).
+	if _, err := db.Exec(`CREATE TABLE messages (pubsubTopic BLOB NOT NULL, contentTopic BLOB NOT NULL, payload BLOB,
+		version INTEGER NOT NULL, timestamp INTEGER NOT NULL, messageHash BLOB PRIMARY KEY NOT NULL, meta BLOB) WITHOUT ROWID`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(Config{ListenAddress: "127.0.0.1", NoListen: true, Relay: true, Store: true, DBURL: "sqlite://" + path,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		n.Stop(context.Background())
+		t.Fatal("node started on nwaku's database")
+	}
+	if !errors.Is(err, archive.ErrNwakuDatabase) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("error %v, want ErrNwakuDatabase naming %s", err, path)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil || string(after) != string(before) {
+		t.Fatalf("nwaku's file changed (%v)", err)
+	}
+	if _, err := os.Stat(path + segmentsSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("segments directory created beside nwaku's file: %v", err)
+	}
+}
