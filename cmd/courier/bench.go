@@ -53,6 +53,18 @@ Scenarios (--scenario, a comma list; a -runN suffix is allowed):
               range at a random place (store-query: ns_per_msg_p50/_p99
               are the latency of one query)
 
+Steady state (--steady, or a scenario named with a -steady suffix such as
+macro-steady): the seed method's 100 warm-up messages end long before
+the live heap of two relaying nodes stops growing, because each node's
+gossipsub message cache keeps 6 heartbeats (6 s) of messages. --steady
+runs every macro scenario a second time, as a row <scenario>-steady
+right after it, whose warm-up lasts at least 7 s (the history and one
+more heartbeat) and then until two consecutive GC cycles that ended after
+the history find live heaps within 5 % of each other (at most a minute);
+the same measured messages follow. A line under the table says how long each
+warm-up took and the live heap it ended at. Ratios under the table
+compare seed-method rows with each other and steady rows with each other.
+
 --muxer yamux|mplex restricts both nodes of macro, macro-rest and
 macro-bare to that stream muxer, so the two are measured on the same
 workload; the rows are named macro[mplex] and so on.
@@ -124,6 +136,7 @@ func runBench(args []string) error {
 	fs.StringVar(&cfg.PubsubTopic, "pubsub-topic", "/waku/2/rs/0/0", "pubsub topic")
 	fs.BoolVar(&cfg.Sign, "sign", false, "libnet: sign the raw lane too (the legacy lane always is)")
 	fs.StringVar(&cfg.Muxer, "muxer", "", "macro, macro-rest, macro-bare: offer only this stream muxer, yamux or mplex (default: both, yamux chosen)")
+	fs.BoolVar(&cfg.Steady, "steady", false, "also run each macro scenario with a steady-state warm-up, as a row <scenario>-steady beside it")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for temporary archives (default: the system temp dir)")
 	fs.IntVar(&cfg.StoreMessages, "store-messages", 10_000, "store: messages archived before the queries (e.g. 1000000)")
 	fs.IntVar(&cfg.StoreQueries, "store-queries", 1000, "store: queries timed")
@@ -222,15 +235,15 @@ func printNotes(rows []bench.Row) {
 				r.Scenario, m.Scenario, r.MsgPerS/m.MsgPerS, r.FilterPeers, r.CPUNsPerMsg/1e3, m.CPUNsPerMsg/1e3, r.PeakHeapMB, m.PeakHeapMB)
 		}
 	}
-	if m, ok := byName["macro"]; ok {
-		if bare, ok := byName["macro-bare"]; ok && bare.MsgPerS > 0 {
-			fmt.Printf("macro / macro-bare: %.2f\n", m.MsgPerS/bare.MsgPerS)
-		}
-		if r, ok := byName["macro-rest"]; ok && m.MsgPerS > 0 {
-			fmt.Printf("macro-rest / macro: %.2f\n", r.MsgPerS/m.MsgPerS)
-		}
-		if r, ok := byName["macro-lightpush"]; ok && m.MsgPerS > 0 {
-			fmt.Printf("macro-lightpush / macro: %.2f\n", r.MsgPerS/m.MsgPerS)
+	// Ratios of msg/s and of CPU per message, seed-method rows with each
+	// other and steady-state rows with each other.
+	for _, suffix := range []string{"", "-steady"} {
+		for _, pair := range [][2]string{{"macro", "macro-bare"}, {"macro-rest", "macro"}, {"macro-lightpush", "macro"}} {
+			a, okA := byName[pair[0]+suffix]
+			b, okB := byName[pair[1]+suffix]
+			if okA && okB && b.MsgPerS > 0 && b.CPUNsPerMsg > 0 {
+				fmt.Printf("%s / %s: %.2f msg/s, %.2f CPU per message\n", a.Scenario, b.Scenario, a.MsgPerS/b.MsgPerS, a.CPUNsPerMsg/b.CPUNsPerMsg)
+			}
 		}
 	}
 	for _, r := range rows {

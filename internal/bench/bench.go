@@ -71,6 +71,15 @@ type Config struct {
 	// (archive.OpenURL). The macro scenarios archive in a schema created
 	// for the run and dropped after it.
 	StoreDBURL string
+	// Steady runs every macro scenario of Scenarios a second time with a
+	// steady-state warm-up, as a row named "<scenario>-steady" beside it:
+	// instead of Warmup messages, the warm-up lasts until the live heap
+	// has reached its plateau, at least the gossipsub message history (7 s
+	// in all) and at most a minute; then the same N messages are measured.
+	// A scenario named with the -steady suffix runs that way alone.
+	Steady bool
+	// steady is set on the copy of the Config a steady row runs with.
+	steady bool
 	// Dir is where temporary archives go. Default os.TempDir().
 	Dir string
 	// Out receives the start-up lines (SHA-256 speed, append bound) and
@@ -129,8 +138,12 @@ func (c *Config) setDefaults() {
 
 func (c *Config) validate() error {
 	for _, s := range c.Scenarios {
-		if !slices.Contains(scenarios, baseScenario(s)) {
-			return fmt.Errorf("%w: unknown scenario %q (want %s, optionally with a -runN suffix)", ErrConfig, s, strings.Join(scenarios, ", "))
+		base, steady := strings.CutSuffix(baseScenario(s), "-steady")
+		if !slices.Contains(scenarios, base) {
+			return fmt.Errorf("%w: unknown scenario %q (want %s, optionally with a -steady or -runN suffix)", ErrConfig, s, strings.Join(scenarios, ", "))
+		}
+		if steady && !isMacro(base) {
+			return fmt.Errorf("%w: scenario %q: only the macro scenarios have a steady-state warm-up", ErrConfig, s)
 		}
 	}
 	for _, f := range c.FilterPeers {
@@ -153,6 +166,33 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// withSteady returns the scenarios to run: with Steady, each macro
+// scenario is followed by its steady-state row.
+func (c *Config) withSteady() []string {
+	if !c.Steady {
+		return c.Scenarios
+	}
+	var out []string
+	for _, s := range c.Scenarios {
+		out = append(out, s)
+		if base := baseScenario(s); isMacro(base) && !strings.HasSuffix(base, "-steady") {
+			out = append(out, steadyName(s))
+		}
+	}
+	return out
+}
+
+// isMacro reports whether scenario (without suffixes) runs two nodes
+// under a publisher that drive paces.
+func isMacro(scenario string) bool { return strings.HasPrefix(scenario, "macro") }
+
+// steadyName names the steady-state row of scenario s: "macro-steady",
+// "macro-steady-run2".
+func steadyName(s string) string {
+	base := baseScenario(s)
+	return base + "-steady" + strings.TrimPrefix(s, base)
+}
+
 // baseScenario strips a "-runN" suffix.
 func baseScenario(s string) string {
 	if i := strings.LastIndex(s, "-run"); i > 0 {
@@ -170,6 +210,7 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg.Scenarios = cfg.withSteady()
 	prof, err := ParseProfile(cfg.Profile)
 	if err != nil {
 		return nil, err
@@ -178,13 +219,22 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	if err := calibrate(cfg, w); err != nil {
 		return nil, err
 	}
+	var steadyW *Workload // the same measured messages after a longer warm-up
 	var rows []Row
 	for _, s := range cfg.Scenarios {
 		var r []Row
 		var err error
-		switch baseScenario(s) {
+		base, steady := strings.CutSuffix(baseScenario(s), "-steady")
+		cfg, w := cfg, w
+		if steady {
+			if steadyW == nil {
+				steadyW = NewWorkload(prof, cfg.Seed, steadyWarmupMessages, cfg.N, cfg.ContentTopic)
+			}
+			cfg.steady, w = true, steadyW
+		}
+		switch base {
 		case "micro", "micro-stalled":
-			r, err = runMicros(ctx, cfg, w, s, baseScenario(s) == "micro-stalled")
+			r, err = runMicros(ctx, cfg, w, s, base == "micro-stalled")
 		case "macro-lightpush":
 			r, err = one(runMacroLightpush(ctx, cfg, w, s))
 		case "macro":

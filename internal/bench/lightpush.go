@@ -83,6 +83,7 @@ func runMacroLightpush(ctx context.Context, cfg Config, w *Workload, name string
 	}
 	p.end(proc(), cb.Snapshot(), msgIDs())
 	stop()
+	noteWarmup(cfg, name, &p)
 	if err == nil {
 		err = checkDrops(name+" sender", a.Relay(), &archiveFailures{})
 	}
@@ -95,7 +96,7 @@ func runMacroLightpush(ctx context.Context, cfg Config, w *Workload, name string
 		name, float64(d.Decodes)/n, float64(d.Hashes)/n, float64(d.Encodes)/n)
 	p.fill(&row, w, t)
 	row.WireBytesPerMsg = float64(p.recv1.DecodedBytes-p.recv0.DecodedBytes) / n
-	row.Trace.CacheBoundBytes = cacheBound(row, 2, w.Total())
+	row.Trace.CacheBoundBytes = cacheBound(row, 2, p.sent)
 	return row, err
 }
 

@@ -111,6 +111,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 	}
 	p.end(proc(), cb.Snapshot(), msgIDs())
 	stop()
+	noteWarmup(cfg, name, &p)
 	if err == nil {
 		err = checkDrops(name+" sender", a.Relay(), &archiveFailures{})
 	}
@@ -119,8 +120,15 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 	}
 	p.fill(&row, w, t)
 	row.WireBytesPerMsg = float64(p.recv1.DecodedBytes-p.recv0.DecodedBytes) / float64(w.N)
-	row.Trace.CacheBoundBytes = cacheBound(row, 2, w.Total())
+	row.Trace.CacheBoundBytes = cacheBound(row, 2, p.sent)
 	return row, err
+}
+
+// noteWarmup prints how a steady-state warm-up of row name ended.
+func noteWarmup(cfg Config, name string, p *phase) {
+	if p.warmup != "" {
+		fmt.Fprintf(cfg.Out, "%s: %s\n", name, p.warmup)
+	}
 }
 
 // cacheBound returns the bytes the gossipsub message caches of nodes hold
@@ -135,43 +143,124 @@ func cacheBound(r Row, nodes, total int) float64 {
 
 // drive publishes the workload with the window and pacing of cfg: the
 // warm-up, then begin, then the measured messages. publish returns the
-// bytes the harness allocated to make message i.
+// bytes the harness allocated to make message i. With cfg.steady the
+// warm-up ends early, once the live heap has reached its plateau (see
+// plateau), and the messages sent are counted in p.sent either way.
 func drive(ctx context.Context, cfg Config, w *Workload, t *tracker, p *phase,
 	publish func(i int) (int64, error), losses func() string, begin func()) error {
-	run := func(from, to int, measured bool) error {
+	var warm *plateau
+	if cfg.steady {
+		warm = newPlateau()
+	}
+	run := func(from, to int, measured bool) (sent int, err error) {
 		start := time.Now()
 		for i := from; i < to; i++ {
+			if warm != nil && !measured && warm.reached(time.Now(), readMem) {
+				return i - from, nil
+			}
 			if cfg.Rate > 0 {
 				due := start.Add(time.Duration(float64(i-from) / cfg.Rate * float64(time.Second)))
 				if err := sleepUntil(ctx, due); err != nil {
-					return err
+					return i - from, err
 				}
 			}
 			if err := t.acquire(ctx, i); err != nil {
-				return err
+				return i - from, err
 			}
 			n, err := publish(i)
 			if err != nil {
-				return fmt.Errorf("bench: publish message %d: %w", i, err)
+				return i - from, fmt.Errorf("bench: publish message %d: %w", i, err)
 			}
 			if measured {
 				p.harnessBytes += n
 			}
 		}
-		return nil
+		return to - from, nil
 	}
-	if err := run(0, w.Warmup, false); err != nil {
+	warmed, err := run(0, w.Warmup, false)
+	p.sent = warmed
+	if err != nil {
 		return err
 	}
-	if err := t.wait(ctx, w.Warmup, losses); err != nil {
+	if err := t.wait(ctx, warmed, losses); err != nil {
 		return err
+	}
+	if warm != nil {
+		p.warmup = warm.summary(warmed)
 	}
 	t.startMeasuring()
 	begin()
-	if err := run(w.Warmup, w.Total(), true); err != nil {
+	measured, err := run(w.Warmup, w.Total(), true)
+	p.sent += measured
+	if err != nil {
 		return err
 	}
-	return t.wait(ctx, w.Total(), losses)
+	return t.wait(ctx, p.sent, losses)
+}
+
+// Steady-state warm-up (Config.Steady): the gossipsub message cache of a
+// node keeps HistoryLength heartbeats of messages (6 s in nwaku's
+// parameters) and the seen-message cache their ids, so the live heap of a
+// macro run grows for the first seconds of traffic whatever the warm-up
+// count. The live heap is only known at the end of a GC cycle; a steady
+// warm-up lasts at least that history and one more heartbeat, then until
+// two consecutive GC cycles ended after the history find live heaps within
+// plateauSlack of each other, at most maxSteadyWarmup.
+const (
+	plateauSlack    = 1.05
+	maxSteadyWarmup = 60 * time.Second
+	// steadyWarmupMessages bounds the messages a steady warm-up may send:
+	// a minute at 2,000 msg/s.
+	steadyWarmupMessages = 120_000
+)
+
+// plateau watches the live heap during a steady-state warm-up.
+type plateau struct {
+	start, last time.Time
+	history     time.Duration // the gossipsub message history
+	cycles      uint64        // GC cycles at the last sample
+	lives       []uint64      // live heap at the end of each GC cycle after history
+	capped      bool
+}
+
+func newPlateau() *plateau {
+	p := relay.NwakuGossipSubParams()
+	return &plateau{start: time.Now(), history: time.Duration(p.HistoryLength) * p.HeartbeatInterval, cycles: readMem().gcCycles}
+}
+
+// reached samples the runtime's metrics with read every 50 ms and reports
+// whether the warm-up is over at now.
+func (p *plateau) reached(now time.Time, read func() memSample) bool {
+	if now.Sub(p.last) < 50*time.Millisecond {
+		return false
+	}
+	p.last = now
+	elapsed := now.Sub(p.start)
+	if m := read(); m.gcCycles != p.cycles {
+		p.cycles = m.gcCycles
+		if elapsed >= p.history {
+			p.lives = append(p.lives, m.live)
+		}
+	}
+	if elapsed >= maxSteadyWarmup {
+		p.capped = true
+		return true
+	}
+	n := len(p.lives)
+	return elapsed >= p.history+time.Second && n >= 2 && float64(p.lives[n-1]) <= plateauSlack*float64(p.lives[n-2])
+}
+
+// summary describes the warm-up that sent n messages.
+func (p *plateau) summary(n int) string {
+	how := "the live heap reached its plateau"
+	if p.capped {
+		how = fmt.Sprintf("no plateau within %v", maxSteadyWarmup)
+	}
+	live := uint64(0)
+	if len(p.lives) > 0 {
+		live = p.lives[len(p.lives)-1]
+	}
+	return fmt.Sprintf("warmed up %.1f s, %d messages: %s at %.1f MB live", time.Since(p.start).Seconds(), n, how, float64(live)/1e6)
 }
 
 // connectMesh connects a to b and waits until each sees the other on topic
@@ -284,11 +373,12 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 	err = drive(ctx, cfg, w, t, &p, publish, func() string { return "gossipsub delivered too few" }, func() { p.begin(none, none, msgIDs.Load()) })
 	p.end(none, none, msgIDs.Load())
 	stop()
+	noteWarmup(cfg, name, &p)
 	p.fill(&row, w, t)
 	row.DecodesPerMsg, row.HashesPerMsg, row.EncodesPerMsg = 0, 0, 0
 	row.RecvDecodesPerMsg, row.RecvHashesPerMsg = 0, 0
 	row.WireBytesPerMsg = float64(wireBytes) / float64(w.N)
-	row.Trace.CacheBoundBytes = cacheBound(row, 2, w.Total())
+	row.Trace.CacheBoundBytes = cacheBound(row, 2, p.sent)
 	return row, err
 }
 

@@ -22,6 +22,8 @@ type phase struct {
 	msgID1       uint64
 	harnessBytes int64 // bytes the harness allocated to make the measured input
 	cpu0, cpu1   time.Duration
+	sent         int    // messages published, warm-up included (drive)
+	warmup       string // how a steady-state warm-up ended, or ""
 }
 
 func (p *phase) begin(proc, recv message.CounterSnapshot, msgID uint64) {
