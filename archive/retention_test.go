@@ -213,7 +213,7 @@ func TestRetentionManyRows(t *testing.T) {
 		a, reopen := d.open(t, archive.Config{SegmentSize: archive.MinSegmentSize})
 		const old, young = 4200, 1500
 		for i := range old + young {
-			ts := now.Add(-2 * time.Hour).UnixNano() + int64(i)
+			ts := now.Add(-2*time.Hour).UnixNano() + int64(i)
 			if i >= old {
 				ts = now.Add(-time.Minute).UnixNano() + int64(i)
 			}
