@@ -65,9 +65,11 @@ the same measured messages follow. A line under the table says how long each
 warm-up took and the live heap it ended at. Ratios under the table
 compare seed-method rows with each other and steady rows with each other.
 
---muxer yamux|mplex restricts both nodes of macro, macro-rest and
+--muxer yamux|mplex restricts both nodes of macro, macro-copy, macro-rest and
 macro-bare to that stream muxer, so the two are measured on the same
-workload; the rows are named macro[mplex] and so on.
+workload; the rows are named macro[mplex] and so on. --muxer yamux,mplex
+runs each of those scenarios once per muxer, one after the other, so that
+both meet the same machine load.
 
 Workload: seed 42, payloads of 10/50/150 kB at 25/50/25 % shuffled by the
 seed, each starting with its message index; 1000 measured messages after
@@ -135,7 +137,7 @@ func runBench(args []string) error {
 	fs.StringVar(&cfg.ContentTopic, "content-topic", "/courier/1/bench/proto", "content topic")
 	fs.StringVar(&cfg.PubsubTopic, "pubsub-topic", "/waku/2/rs/0/0", "pubsub topic")
 	fs.BoolVar(&cfg.Sign, "sign", false, "libnet: sign the raw lane too (the legacy lane always is)")
-	fs.StringVar(&cfg.Muxer, "muxer", "", "macro, macro-rest, macro-bare: offer only this stream muxer, yamux or mplex (default: both, yamux chosen)")
+	muxers := fs.String("muxer", "", "macro, macro-copy, macro-rest, macro-bare: offer only this stream muxer, yamux or mplex; a comma list runs them once per muxer (default: both offered, yamux chosen)")
 	fs.BoolVar(&cfg.Steady, "steady", false, "also run each macro scenario with a steady-state warm-up, as a row <scenario>-steady beside it")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for temporary archives (default: the system temp dir)")
 	fs.IntVar(&cfg.StoreMessages, "store-messages", 10_000, "store: messages archived before the queries (e.g. 1000000)")
@@ -178,6 +180,9 @@ func runBench(args []string) error {
 		csvFile = f
 	}
 	cfg.Scenarios = strings.Split(*scenarios, ",")
+	if *muxers != "" {
+		cfg.Muxers = strings.Split(*muxers, ",")
+	}
 	cfg.Out, cfg.Progress = os.Stdout, os.Stderr
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)

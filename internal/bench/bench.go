@@ -57,11 +57,14 @@ type Config struct {
 	// Sign signs the libnet scenario's raw lane too; its legacy lane is
 	// always signed, as lib-net requires.
 	Sign bool
-	// Muxer restricts the nodes of macro, macro-rest and macro-bare to one
-	// stream muxer, "yamux" or "mplex", and names their rows
-	// "<scenario>[<muxer>]". Empty means the nodes' default: both offered,
-	// yamux chosen.
-	Muxer string
+	// Muxers: macro, macro-copy, macro-rest and macro-bare run once per muxer
+	// listed ("yamux", "mplex"), one after the other, with both nodes
+	// offering only that one; their rows are named "<scenario>[<muxer>]".
+	// Empty means one run with the nodes' default: both offered, yamux
+	// chosen.
+	Muxers []string
+	// muxer is the muxer of the macro run in progress, "" for the default.
+	muxer string
 	// StoreMessages is the number of messages the store scenario archives
 	// (default 10,000) and StoreQueries the number of queries it times
 	// (default 1,000).
@@ -151,6 +154,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%w: --filter-peers %d not in 0..1000", ErrConfig, f)
 		}
 	}
+	for _, m := range c.Muxers {
+		if m != node.MuxerYamux && m != node.MuxerMplex {
+			return fmt.Errorf("%w: --muxer %q: want yamux and/or mplex", ErrConfig, m)
+		}
+	}
 	switch {
 	case c.N < 0:
 		return fmt.Errorf("%w: -n %d must be positive", ErrConfig, c.N)
@@ -158,8 +166,6 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: --rate %v must not be negative", ErrConfig, c.Rate)
 	case c.Handlers < 0 || c.Handlers > 64:
 		return fmt.Errorf("%w: --handlers %d not in 1..64", ErrConfig, c.Handlers)
-	case c.Muxer != "" && c.Muxer != node.MuxerYamux && c.Muxer != node.MuxerMplex:
-		return fmt.Errorf("%w: --muxer %q: want yamux or mplex", ErrConfig, c.Muxer)
 	case c.StoreMessages < 0 || c.StoreQueries < 0:
 		return fmt.Errorf("%w: --store-messages and --store-queries must be positive", ErrConfig)
 	}
@@ -238,13 +244,13 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 		case "macro-lightpush":
 			r, err = one(runMacroLightpush(ctx, cfg, w, s))
 		case "macro":
-			r, err = one(runMacro(ctx, cfg, w, cfg.muxerName(s), viaAPI))
+			r, err = cfg.perMuxer(s, func(c Config, name string) (Row, error) { return runMacro(ctx, c, w, name, viaAPI) })
 		case "macro-copy":
-			r, err = one(runMacro(ctx, cfg, w, cfg.muxerName(s), viaCopy))
+			r, err = cfg.perMuxer(s, func(c Config, name string) (Row, error) { return runMacro(ctx, c, w, name, viaCopy) })
 		case "macro-rest":
-			r, err = one(runMacro(ctx, cfg, w, cfg.muxerName(s), viaREST))
+			r, err = cfg.perMuxer(s, func(c Config, name string) (Row, error) { return runMacro(ctx, c, w, name, viaREST) })
 		case "macro-bare":
-			r, err = one(runMacroBare(ctx, cfg, w, cfg.muxerName(s)))
+			r, err = cfg.perMuxer(s, func(c Config, name string) (Row, error) { return runMacroBare(ctx, c, w, name) })
 		case "store":
 			r, err = runStore(ctx, cfg)
 		case "libnet":
@@ -260,21 +266,32 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 
 func one(r Row, err error) ([]Row, error) { return []Row{r}, err }
 
-// muxerName names a macro row after the muxer it was restricted to.
-func (c *Config) muxerName(scenario string) string {
-	if c.Muxer == "" {
-		return scenario
+// perMuxer runs a macro scenario once per muxer of c.Muxers, or once with
+// the nodes' default.
+func (c Config) perMuxer(scenario string, run func(Config, string) (Row, error)) ([]Row, error) {
+	if len(c.Muxers) == 0 {
+		return one(run(c, scenario))
 	}
-	return scenario + "[" + c.Muxer + "]"
+	var rows []Row
+	for _, m := range c.Muxers {
+		mc := c
+		mc.muxer = m
+		r, err := run(mc, scenario+"["+m+"]")
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
 }
 
 // muxers returns the muxers of the macro scenarios' nodes, nil for the
 // nodes' default.
 func (c *Config) muxers() []string {
-	if c.Muxer == "" {
+	if c.muxer == "" {
 		return nil
 	}
-	return []string{c.Muxer}
+	return []string{c.muxer}
 }
 
 // runMicros runs a micro scenario once per number of filter subscribers.

@@ -100,7 +100,7 @@ func TestMacroMplex(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two libp2p nodes")
 	}
-	rows, err := Run(context.Background(), Config{Scenarios: []string{"macro"}, N: 100, Warmup: 10, Muxer: "mplex", Profile: "10/50/150kB@25/50/25"})
+	rows, err := Run(context.Background(), Config{Scenarios: []string{"macro"}, N: 100, Warmup: 10, Muxers: []string{"mplex"}, Profile: "10/50/150kB@25/50/25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestMacroMplex(t *testing.T) {
 	if r.Scenario != "macro[mplex]" || r.RecvDecodesPerMsg != 1 || r.RecvHashesPerMsg != 1 || r.MsgIDHashesPerMsg != 2 {
 		t.Fatalf("row %s: recv decodes %v hashes %v msg-id hashes %v, want macro[mplex] 1 1 2", r.Scenario, r.RecvDecodesPerMsg, r.RecvHashesPerMsg, r.MsgIDHashesPerMsg)
 	}
-	if _, err := Run(context.Background(), Config{Scenarios: []string{"macro"}, Muxer: "quic"}); err == nil {
+	if _, err := Run(context.Background(), Config{Scenarios: []string{"macro"}, Muxers: []string{"quic"}}); err == nil {
 		t.Fatal("--muxer quic accepted")
 	}
 }
