@@ -205,6 +205,9 @@ func TestDiscv5PeerManagerMeshes(t *testing.T) {
 	if st := n.discv5.Stats(); st.Found == 0 {
 		t.Errorf("discv5 stats %+v", st)
 	}
+	if v := metricValue(t, n, "courier_discv5_records_total", "result", "kept"); v < 1 {
+		t.Errorf("courier_discv5_records_total{result=kept} = %v", v)
+	}
 }
 
 // adminOrigins counts the connected peers of /admin/v1/peers by origin.
@@ -271,6 +274,9 @@ func TestPeerExchangeLearnsDiscv5Peers(t *testing.T) {
 	if srv.Requests == 0 || srv.PeersSent < 2 {
 		t.Errorf("server stats %+v", srv)
 	}
+	if v := metricValue(t, boot, "waku_px_peers_sent", "", ""); v < 2 {
+		t.Errorf("waku_px_peers_sent = %v", v)
+	}
 	pxHealth := func(n *Node) rest.ProtocolHealth {
 		for _, p := range n.healthReport().ProtocolsHealth {
 			if p.Protocol == HealthPeerExchange {
@@ -285,4 +291,32 @@ func TestPeerExchangeLearnsDiscv5Peers(t *testing.T) {
 	if h := pxHealth(light); h.Health != rest.NotMounted {
 		t.Errorf("light node health %+v", h)
 	}
+}
+
+// metricValue returns the value of the metric name with the label pair
+// (label "" for none) from n's registry, summed over matching series.
+func metricValue(t *testing.T, n *Node, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := n.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := label == ""
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					match = true
+				}
+			}
+			if match {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

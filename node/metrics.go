@@ -94,6 +94,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 // Go runtime and process collectors.
 func (n *Node) Registry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector{n}, storeSyncCollector{n}, lightCollector{n}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collector{n}, storeSyncCollector{n}, lightCollector{n}, discoveryCollector{n}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
 }
