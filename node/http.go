@@ -136,6 +136,20 @@ func (b restBackend) RelayPublish(ctx context.Context, topic string, msg *messag
 	return err
 }
 
+func (b restBackend) RelayPublishWith(ctx context.Context, topic string, msg *message.Message, n int, fill func([]byte) error) error {
+	if b.n.relay == nil {
+		return ErrNotRelaying
+	}
+	if !slices.Contains(b.n.relay.Topics(), topic) {
+		return fmt.Errorf("%w: %s", rest.ErrNotSubscribed, topic)
+	}
+	_, err := b.n.PublishWith(ctx, topic, msg, n, fill)
+	if errors.Is(err, relay.ErrInvalid) {
+		return fmt.Errorf("%w: %w", rest.ErrInvalidMessage, err)
+	}
+	return err
+}
+
 func (b restBackend) ContentTopicShard(ct string) (string, error) {
 	if b.n.auto == nil {
 		return "", rest.ErrAutoshardingDisabled

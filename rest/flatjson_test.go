@@ -17,8 +17,8 @@ func FuzzScanFlat(f *testing.F) {
 		if !ok {
 			return
 		}
-		fast, ferr := messageFromFields(fields)
-		slow, serr := parseGeneral(data)
+		fast, ferr := messageFromFields(fields, nil)
+		slow, serr := parseGeneral(data, nil)
 		if (ferr == nil) != (serr == nil) {
 			t.Fatalf("fast err %v, general err %v", ferr, serr)
 		}

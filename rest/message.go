@@ -65,7 +65,7 @@ func ParseMessage(data []byte) (*message.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	return checkPublishable(m)
+	return checkPublishable(m, nil)
 }
 
 // DecodeMessage decodes one REST message JSON object into a new Message
@@ -88,14 +88,33 @@ func ParseMessage(data []byte) (*message.Message, error) {
 // message as written. The Message's slices are fresh, with len == cap.
 // Errors wrap ErrInvalidBody or ErrBase64.
 func DecodeMessage(data []byte) (*message.Message, error) {
-	if fields, ok := scanFlat(data); ok {
-		return messageFromFields(fields)
+	m, _, err := decodeMessage(data, false)
+	return m, err
+}
+
+// decodeMessage is DecodeMessage; with deferPayload it leaves m.Payload nil
+// and returns the payload's base64 text, checked, for decoding straight
+// into its final place (payloadText.decodeInto).
+func decodeMessage(data []byte, deferPayload bool) (*message.Message, *payloadText, error) {
+	var text *payloadText
+	if deferPayload {
+		text = new(payloadText)
 	}
-	return parseGeneral(data)
+	var m *message.Message
+	var err error
+	if fields, ok := scanFlat(data); ok {
+		m, err = messageFromFields(fields, text)
+	} else {
+		m, err = parseGeneral(data, text)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, text, nil
 }
 
 // parseGeneral is DecodeMessage over encoding/json, for any JSON text.
-func parseGeneral(data []byte) (*message.Message, error) {
+func parseGeneral(data []byte, text *payloadText) (*message.Message, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, err
@@ -115,7 +134,7 @@ func parseGeneral(data []byte) (*message.Message, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, fmt.Errorf("%w: field `%s`: %v", ErrInvalidBody, key, err)
 		}
-		if err := setField(m, key, raw); err != nil {
+		if err := setField(m, key, raw, text); err != nil {
 			return nil, err
 		}
 	}
@@ -130,7 +149,7 @@ func parseGeneral(data []byte) (*message.Message, error) {
 
 // messageFromFields applies the members scanFlat found, as the general
 // parser does.
-func messageFromFields(fields []field) (*message.Message, error) {
+func messageFromFields(fields []field, text *payloadText) (*message.Message, error) {
 	m := new(message.Message)
 	seen := make(map[string]bool, 7)
 	for _, f := range fields {
@@ -138,7 +157,7 @@ func messageFromFields(fields []field) (*message.Message, error) {
 			return nil, fmt.Errorf("%w: Multiple `%s` fields found", ErrInvalidBody, f.key)
 		}
 		seen[f.key] = true
-		if err := setField(m, f.key, f.raw); err != nil {
+		if err := setField(m, f.key, f.raw, text); err != nil {
 			return nil, err
 		}
 	}
@@ -159,8 +178,9 @@ func checkRequired(m *message.Message, havePayload, haveTopic bool) (*message.Me
 
 // checkPublishable applies nwaku's rules for a message to publish: payload
 // and content topic not empty, the content topic not white space.
-func checkPublishable(m *message.Message) (*message.Message, error) {
-	if len(m.Payload) == 0 {
+// The payload is m.Payload, or text when it is not nil.
+func checkPublishable(m *message.Message, text *payloadText) (*message.Message, error) {
+	if n := len(m.Payload); n == 0 && (text == nil || text.n == 0) {
 		return nil, fmt.Errorf("%w: Field `payload` is missing or empty", ErrInvalidBody)
 	}
 	if strings.TrimSpace(m.ContentTopic) == "" {
@@ -192,8 +212,14 @@ func objectKey(dec *json.Decoder) (string, error) {
 	return key, nil
 }
 
-// setField parses the raw JSON value of one field into m.
-func setField(m *message.Message, key string, raw json.RawMessage) error {
+// setField parses the raw JSON value of one field into m; the payload into
+// text instead when text is not nil.
+func setField(m *message.Message, key string, raw json.RawMessage, text *payloadText) error {
+	if key == "payload" && text != nil {
+		var err error
+		*text, err = payloadTextField(key, raw)
+		return err
+	}
 	var err error
 	switch key {
 	case "payload":
@@ -257,6 +283,61 @@ func payloadField(key string, raw json.RawMessage) ([]byte, error) {
 		return nil, fmt.Errorf("%w: Field `%s`: %v", ErrBase64, key, err)
 	}
 	return out[:n:n], nil
+}
+
+// payloadText is a payload still in its base64 text (standard alphabet,
+// padded), with the length it decodes to: it is decoded once, straight into
+// its final place.
+type payloadText struct {
+	b64 []byte // aliases the request body
+	n   int    // decoded bytes
+}
+
+// payloadTextField takes the payload's base64 text without decoding it and
+// computes its decoded length; a text that does not decode fails later, in
+// decodeInto, with the same ErrBase64.
+func payloadTextField(key string, raw json.RawMessage) (payloadText, error) {
+	s, end, ok := plainString(raw, 0)
+	if !ok || end != len(raw) {
+		str, err := stringField(key, raw)
+		if err != nil {
+			return payloadText{}, err
+		}
+		s = []byte(str)
+	}
+	if len(bytes.TrimSpace(s)) == 0 {
+		return payloadText{}, nil // empty; publishing refuses it
+	}
+	n, ok := base64Len(s)
+	if !ok {
+		return payloadText{}, fmt.Errorf("%w: Field `%s`: illegal base64 data", ErrBase64, key)
+	}
+	return payloadText{b64: s, n: n}, nil
+}
+
+// base64Len returns the length s decodes to with base64.StdEncoding if it
+// decodes at all, from its length and padding alone, and false when that
+// length is not a multiple of 4. A byte outside the alphabet is found by
+// the decoder itself (decodeInto): a second pass over the text to find it
+// first would cost as much as decoding.
+func base64Len(s []byte) (int, bool) {
+	if len(s)%4 != 0 {
+		return 0, false
+	}
+	n := len(s) / 4 * 3
+	for i := len(s) - 1; i >= 0 && i >= len(s)-2 && s[i] == '='; i-- {
+		n--
+	}
+	return n, true
+}
+
+// decodeInto decodes the payload into dst, which must be p.n bytes.
+func (p payloadText) decodeInto(dst []byte) error {
+	n, err := base64.StdEncoding.Decode(dst, p.b64)
+	if err != nil || n != len(dst) {
+		return fmt.Errorf("%w: Field `payload`: decoded %d of %d bytes: %v", ErrBase64, n, len(dst), err)
+	}
+	return nil
 }
 
 func base64Field(key string, raw json.RawMessage) ([]byte, error) {

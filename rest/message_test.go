@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -199,4 +201,34 @@ func TestDecodeMessageWithoutPublishRules(t *testing.T) {
 			t.Fatalf("DecodeMessage(%s) without a required field = %v, want ErrInvalidBody", body, err)
 		}
 	}
+}
+
+// FuzzBase64Len: every text without line breaks that base64.StdEncoding
+// decodes has the length base64Len gives, and decodeInto decodes exactly the
+// texts the decoder does, to the same bytes.
+func FuzzBase64Len(f *testing.F) {
+	for _, s := range []string{"", "AQ==", "AQI=", "AQID", "A===", "AB=C", "====", "AQ", "Hello World!", "+/+/"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		if bytes.ContainsAny(s, "\r\n") {
+			return // the standard decoder skips line breaks; a JSON string cannot hold them raw
+		}
+		b, err := base64.StdEncoding.DecodeString(string(s))
+		n, ok := base64Len(s)
+		if err == nil && (!ok || n != len(b)) {
+			t.Fatalf("base64Len(%q) = %d, %v; the decoder gives %d bytes", s, n, ok, len(b))
+		}
+		if !ok {
+			return
+		}
+		dst := make([]byte, n)
+		derr := (payloadText{b64: s, n: n}).decodeInto(dst)
+		if (derr == nil) != (err == nil) || (derr == nil && !bytes.Equal(dst, b)) {
+			t.Fatalf("decodeInto(%q) = %x, %v; the decoder gives %x, %v", s, dst, derr, b, err)
+		}
+		if derr != nil && !errors.Is(derr, ErrBase64) {
+			t.Fatalf("decodeInto(%q) error %v does not wrap ErrBase64", s, derr)
+		}
+	})
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/shard"
 )
@@ -132,15 +134,15 @@ func toMessages(envs []*message.Envelope) []Message {
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
-	msg, ok := s.readMessage(w, r)
+	msg, text, ok := s.readMessage(w, r)
 	if !ok {
 		return
 	}
-	s.publish(w, r, r.PathValue("pubsubTopic"), msg)
+	s.publish(w, r, r.PathValue("pubsubTopic"), msg, text)
 }
 
 func (s *Server) postAutoMessage(w http.ResponseWriter, r *http.Request) {
-	msg, ok := s.readMessage(w, r)
+	msg, text, ok := s.readMessage(w, r)
 	if !ok {
 		return
 	}
@@ -153,27 +155,38 @@ func (s *Server) postAutoMessage(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusBadRequest, "Failed to publish. Autosharding error: "+err.Error())
 		return
 	}
-	s.publish(w, r, topic, msg)
+	s.publish(w, r, topic, msg, text)
 }
 
 // publish fills an absent or zero timestamp with the current time (nwaku
 // relay/types.nim toWakuMessage), checks the size limit and hands msg to the
 // Backend.
-func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, msg *message.Message) {
+func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, msg *message.Message, text *payloadText) {
 	if msg.Timestamp == 0 {
 		msg.Timestamp = now().UnixNano()
 		msg.Present |= message.HasTimestamp
 	}
-	if msg.Size() > message.MaxSize {
+	size := msg.Size()
+	if text != nil {
+		size += protowire.SizeBytes(text.n) - protowire.SizeBytes(0)
+	}
+	if size > message.MaxSize {
 		writeText(w, http.StatusBadRequest, fmt.Sprintf("Failed to publish: Message size exceeded maximum of %d bytes", message.MaxSize))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.PublishTimeout)
 	defer cancel()
-	err := s.b.RelayPublish(ctx, topic, msg)
+	var err error
+	if text != nil {
+		err = s.b.(PayloadPublisher).RelayPublishWith(ctx, topic, msg, text.n, text.decodeInto)
+	} else {
+		err = s.b.RelayPublish(ctx, topic, msg)
+	}
 	switch {
 	case err == nil:
 		writeOK(w)
+	case errors.Is(err, ErrBase64): // checked before; here only if the checks missed a case
+		writeText(w, http.StatusBadRequest, "Incorrect base64 string")
 	case errors.Is(err, ErrNotSubscribed):
 		writeText(w, http.StatusBadRequest, "Failed to publish: Node not subscribed to topic: "+topic)
 	case errors.Is(err, ErrInvalidMessage):
@@ -205,23 +218,30 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return body, true
 }
 
-// readMessage reads and parses a REST message body; on failure it has
-// answered 400 with nwaku's texts.
-func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (*message.Message, bool) {
+// readMessage reads and parses a REST message body to publish, with the
+// publishing rules; on failure it has answered 400 with nwaku's texts. When
+// the backend is a PayloadPublisher the payload stays in its base64 text,
+// checked (text), to be decoded once, into the encoding; otherwise text is
+// nil and msg.Payload holds it.
+func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (msg *message.Message, text *payloadText, ok bool) {
 	body, ok := s.readBody(w, r)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
-	msg, err := ParseMessage(body)
+	_, deferPayload := s.b.(PayloadPublisher)
+	msg, text, err := decodeMessage(body, deferPayload)
+	if err == nil {
+		_, err = checkPublishable(msg, text)
+	}
 	switch {
 	case errors.Is(err, ErrBase64):
 		writeText(w, http.StatusBadRequest, "Incorrect base64 string")
-		return nil, false
+		return nil, nil, false
 	case err != nil:
 		undecodable(w, err)
-		return nil, false
+		return nil, nil, false
 	}
-	return msg, true
+	return msg, text, true
 }
 
 // readTopics reads a JSON array of strings.

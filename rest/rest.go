@@ -99,6 +99,17 @@ type Backend interface {
 	Health() Health
 }
 
+// PayloadPublisher is a Backend that can publish a message whose payload
+// the caller writes straight into the encoding. With one, the publish
+// handlers decode a payload's base64 once, into its final place, instead of
+// into a buffer of its own that the encoder copies.
+type PayloadPublisher interface {
+	// RelayPublishWith is RelayPublish of msg (its Payload ignored) with a
+	// payload of payloadLen bytes that fill writes into the region it is
+	// given (relay.Relay.PublishWith). An error of fill is returned.
+	RelayPublishWith(ctx context.Context, pubsubTopic string, msg *message.Message, payloadLen int, fill func(payload []byte) error) error
+}
+
 // Config configures a Server. Zero values take the documented defaults;
 // negative values are errors.
 type Config struct {

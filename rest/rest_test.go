@@ -253,9 +253,42 @@ func TestAutoSubscriptions(t *testing.T) {
 	}
 }
 
+// payloadFake is fakeBackend as a PayloadPublisher: it has the payload
+// written into a buffer of its own, as the node has it written into the
+// encoding.
+type payloadFake struct{ *fakeBackend }
+
+func (p payloadFake) RelayPublishWith(ctx context.Context, topic string, m *message.Message, n int, fill func([]byte) error) error {
+	payload := make([]byte, n)
+	if err := fill(payload); err != nil {
+		return err
+	}
+	m.Payload = payload
+	return p.RelayPublish(ctx, topic, m)
+}
+
+// TestPublish runs the publish handler's cases against a backend that takes
+// a decoded payload and against a PayloadPublisher, which has the base64
+// decoded straight into its place: the answers and the published messages
+// are the same.
 func TestPublish(t *testing.T) {
-	f := newFake(t)
-	s := newServer(t, f, Config{})
+	for _, deferred := range []bool{false, true} {
+		t.Run(fmt.Sprintf("payload publisher %v", deferred), func(t *testing.T) {
+			f := newFake(t)
+			var b Backend = f
+			if deferred {
+				b = payloadFake{f}
+			}
+			s, err := New(b, Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			testPublish(t, f, s)
+		})
+	}
+}
+
+func testPublish(t *testing.T, f *fakeBackend, s *Server) {
 	now = func() time.Time { return time.Unix(1700000000, 5) }
 	t.Cleanup(func() { now = time.Now })
 	topic := "/waku/2/rs/0/0"
