@@ -129,14 +129,14 @@
 // # Postgres beside the embedded archive
 //
 // Measured on the project machine (2 cores shared with other work, load
-// average 12 to 20, 2026-11-30), PostgreSQL 15 from internal/pgtest on the
+// average 12 to 15, 2026-11-30), PostgreSQL 15 from internal/pgtest on the
 // same disk with its default durability:
 //
-//	COURIER_ARCHIVE_COMPARE=10000 go test -run TestMeasureDrivers -v ./archive/
+//	go test -run '^$' -bench Drivers -benchtime 10000x ./archive/
 //
 //	seed mix (mean 65 kB)        embedded      Postgres
-//	inserts acknowledged         3,660 msg/s   550 msg/s
-//	query p50 / p99              0.56 / 13 ms  7.8 / 52 ms
+//	inserts acknowledged         4,672 msg/s   883 msg/s
+//	query p50 / p99              0.54 / 14 ms  2.4 / 15 ms
 //
 // (queries: a page of 20 with data, one content topic, a time range). Each
 // 65 kB value goes through Postgres's TOAST in 2 kB chunks and is written
