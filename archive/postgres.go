@@ -29,9 +29,8 @@ const DefaultMaxConns = 50
 // transaction: an INSERT ... ON CONFLICT (hash) DO NOTHING per message,
 // all sent in one pipeline (pgx.Batch), so a batch costs one round trip
 // and one commit (group commit). One INSERT ... SELECT FROM unnest(...) of
-// the whole batch measured the same (430 msg/s at the seed mix, both, on a
-// 32 MB shared_buffers test server) and
-// needs the batch copied into arrays first.
+// the whole batch measured the same (430 msg/s at the seed mix, both, with
+// 32 MB of shared_buffers) and needs the batch copied into arrays first.
 // The done callbacks run after the commit returns, and PostgreSQL's commit
 // is durable (synchronous_commit on, its default), so an acknowledged
 // message survives the kill of the node and of the database server.
