@@ -12,8 +12,9 @@ import (
 	"github.com/ethereum/go-ethereum/p2p/dnsdisc"
 )
 
-// DefaultNameServers are nwaku's --dns-addrs-name-server defaults.
-var DefaultNameServers = []string{"1.1.1.1", "1.0.0.1"}
+// DefaultNameServers returns nwaku's --dns-addrs-name-server defaults, in a
+// new slice.
+func DefaultNameServers() []string { return []string{"1.1.1.1", "1.0.0.1"} }
 
 // ErrDNS is wrapped by every error of ResolveTree.
 var ErrDNS = errors.New("discovery: DNS discovery failed")
@@ -44,7 +45,7 @@ func ResolveTree(url string, cfg DNSConfig) (peers []Peer, malformed int, err er
 	}
 	servers := cfg.NameServers
 	if len(servers) == 0 {
-		servers = DefaultNameServers
+		servers = DefaultNameServers()
 	}
 	var errs []error
 	for _, ns := range servers {

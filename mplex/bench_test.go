@@ -20,7 +20,7 @@ func BenchmarkStream(b *testing.B) {
 	for _, mux := range []struct {
 		name string
 		tr   network.Multiplexer
-	}{{"mplex", DefaultTransport}, {"yamux", yamux.DefaultTransport}} {
+	}{{"mplex", DefaultTransport()}, {"yamux", yamux.DefaultTransport}} {
 		for _, size := range []int{1 << 10, 64 << 10, 150 << 10} {
 			b.Run(fmt.Sprintf("%s/%dkB", mux.name, size>>10), func(b *testing.B) {
 				benchStream(b, mux.tr, size)

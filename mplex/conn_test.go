@@ -27,7 +27,7 @@ func TestTransportSuite(t *testing.T) {
 		if strings.HasSuffix(name, ".SubtestStreamReset") {
 			continue
 		}
-		t.Run(name, func(t *testing.T) { test(t, DefaultTransport) })
+		t.Run(name, func(t *testing.T) { test(t, DefaultTransport()) })
 	}
 }
 
@@ -407,7 +407,7 @@ func (sp *span) Done() {
 func TestResourceScope(t *testing.T) {
 	scope := &spanScope{limit: 2 << 20}
 	a, b := net.Pipe()
-	mc, err := DefaultTransport.NewConn(a, false, scope)
+	mc, err := DefaultTransport().NewConn(a, false, scope)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,8 +445,8 @@ func TestResourceScope(t *testing.T) {
 func TestNoGoroutinesLeft(t *testing.T) {
 	before := runtime.NumGoroutine()
 	a, b := net.Pipe()
-	ca, _ := DefaultTransport.NewConn(a, false, nil)
-	cb, _ := DefaultTransport.NewConn(b, true, nil)
+	ca, _ := DefaultTransport().NewConn(a, false, nil)
+	cb, _ := DefaultTransport().NewConn(b, true, nil)
 	for range 50 {
 		s, err := ca.OpenStream(context.Background())
 		if err != nil {
@@ -479,7 +479,7 @@ func TestNoGoroutinesLeft(t *testing.T) {
 // ends the wait, and so does cancelling OpenStream's context.
 func TestWriteWaitsForQueue(t *testing.T) {
 	a, b := net.Pipe() // b is never read: writes to a block
-	mc, err := DefaultTransport.NewConn(a, false, nil)
+	mc, err := DefaultTransport().NewConn(a, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,8 +63,8 @@ type Transport struct {
 	MaxConnBuffer int
 }
 
-// DefaultTransport is a Transport with the default limits.
-var DefaultTransport = &Transport{}
+// DefaultTransport returns a Transport with the default limits.
+func DefaultTransport() *Transport { return &Transport{} }
 
 var _ network.Multiplexer = (*Transport)(nil)
 

@@ -35,8 +35,8 @@ func TestMuxerChoice(t *testing.T) {
 		opts  []libp2p.Option
 		muxer protocol.ID
 	}{
-		{"both", []libp2p.Option{libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.Muxer(mplex.ID, mplex.DefaultTransport)}, yamux.ID},
-		{"mplex only", []libp2p.Option{libp2p.Muxer(mplex.ID, mplex.DefaultTransport)}, mplex.ID},
+		{"both", []libp2p.Option{libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.Muxer(mplex.ID, mplex.DefaultTransport())}, yamux.ID},
+		{"mplex only", []libp2p.Option{libp2p.Muxer(mplex.ID, mplex.DefaultTransport())}, mplex.ID},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h, md := newClient(t, tt.opts...)
@@ -96,7 +96,7 @@ func TestMuxersConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer n.Stop(ctx)
-			h, _ := newClient(t, libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.Muxer(mplex.ID, mplex.DefaultTransport))
+			h, _ := newClient(t, libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.Muxer(mplex.ID, mplex.DefaultTransport()))
 			if err := h.Connect(ctx, peer.AddrInfo{ID: n.Host().ID(), Addrs: n.Host().Addrs()}); err != nil {
 				t.Fatal(err)
 			}

@@ -183,7 +183,7 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	// which speak nothing else; nwaku offers both.
 	for _, m := range n.cfg.Muxers {
 		if m == MuxerMplex {
-			opts = append(opts, libp2p.Muxer(mplex.ID, mplex.DefaultTransport))
+			opts = append(opts, libp2p.Muxer(mplex.ID, mplex.DefaultTransport()))
 		} else {
 			opts = append(opts, libp2p.Muxer(yamux.ID, yamux.DefaultTransport))
 		}

@@ -57,7 +57,7 @@ func TestMplexStalledReader(t *testing.T) {
 	})
 	defer func() { close(release); handlers.Wait() }()
 
-	h, _ := newClient(t, libp2p.Muxer(mplex.ID, mplex.DefaultTransport))
+	h, _ := newClient(t, libp2p.Muxer(mplex.ID, mplex.DefaultTransport()))
 	if err := h.Connect(ctx, peer.AddrInfo{ID: n.Host().ID(), Addrs: n.Host().Addrs()}); err != nil {
 		t.Fatal(err)
 	}

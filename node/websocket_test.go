@@ -66,7 +66,7 @@ func TestWebSocket(t *testing.T) {
 				t.Fatalf("listen addresses %q: want TCP and one /%s", info.ListenAddresses, tt.name)
 			}
 
-			h, _ := newClient(t, libp2p.Muxer(mplex.ID, mplex.DefaultTransport),
+			h, _ := newClient(t, libp2p.Muxer(mplex.ID, mplex.DefaultTransport()),
 				libp2p.Transport(websocket.New, websocket.WithTLSClientConfig(&cryptotls.Config{InsecureSkipVerify: true})))
 			pi, err := peer.AddrInfoFromP2pAddr(wsAddr)
 			if err != nil {

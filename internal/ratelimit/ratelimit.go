@@ -49,9 +49,9 @@ const (
 	Filter       Protocol = "filter"
 )
 
-// FilterDefault is the filter service's limit when no flag sets one
+// FilterDefault returns the filter service's limit when no flag sets one
 // (nwaku FilterDefaultPerPeerRateLimit): 30 requests a minute.
-var FilterDefault = Setting{Volume: 30, Period: time.Minute}
+func FilterDefault() Setting { return Setting{Volume: 30, Period: time.Minute} }
 
 // Settings maps each service to its limit.
 type Settings map[Protocol]Setting
@@ -103,7 +103,7 @@ func Parse(values []string) (Settings, error) {
 		out[Global] = Setting{}
 	}
 	if _, ok := out[Filter]; !ok {
-		out[Filter] = FilterDefault
+		out[Filter] = FilterDefault()
 	}
 	return out, nil
 }

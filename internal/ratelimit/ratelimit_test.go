@@ -12,13 +12,13 @@ func TestParse(t *testing.T) {
 		in   []string
 		want Settings
 	}{
-		{nil, Settings{Global: {}, Filter: FilterDefault}},
-		{[]string{"100/1s"}, Settings{Global: {100, time.Second}, Filter: FilterDefault}},
-		{[]string{"store:10/1m"}, Settings{Global: {}, StoreV3: {10, time.Minute}, Filter: FilterDefault}},
-		{[]string{" STORE : 10 / 500ms "}, Settings{Global: {}, StoreV3: {10, 500 * time.Millisecond}, Filter: FilterDefault}},
+		{nil, Settings{Global: {}, Filter: FilterDefault()}},
+		{[]string{"100/1s"}, Settings{Global: {100, time.Second}, Filter: FilterDefault()}},
+		{[]string{"store:10/1m"}, Settings{Global: {}, StoreV3: {10, time.Minute}, Filter: FilterDefault()}},
+		{[]string{" STORE : 10 / 500ms "}, Settings{Global: {}, StoreV3: {10, 500 * time.Millisecond}, Filter: FilterDefault()}},
 		// "store" does not override "storev3", in either order.
-		{[]string{"storev3:5/1h", "store:10/1m"}, Settings{Global: {}, StoreV3: {5, time.Hour}, Filter: FilterDefault}},
-		{[]string{"store:10/1m", "storev3:5/1h"}, Settings{Global: {}, StoreV3: {5, time.Hour}, Filter: FilterDefault}},
+		{[]string{"storev3:5/1h", "store:10/1m"}, Settings{Global: {}, StoreV3: {5, time.Hour}, Filter: FilterDefault()}},
+		{[]string{"store:10/1m", "storev3:5/1h"}, Settings{Global: {}, StoreV3: {5, time.Hour}, Filter: FilterDefault()}},
 		{[]string{"lightpush:1/1s", "lightpush:2/1s", "px:3/1m", "filter:4/1h"},
 			Settings{Global: {}, Lightpush: {2, time.Second}, PeerExchange: {3, time.Minute}, Filter: {4, time.Hour}}},
 	} {
@@ -33,7 +33,7 @@ func TestParse(t *testing.T) {
 		}
 	}
 	s, _ := Parse([]string{"7/1s"})
-	if s.Get(StoreV3) != (Setting{7, time.Second}) || s.Get(Filter) != FilterDefault {
+	if s.Get(StoreV3) != (Setting{7, time.Second}) || s.Get(Filter) != FilterDefault() {
 		t.Errorf("Get falls back to %v / %v", s.Get(StoreV3), s.Get(Filter))
 	}
 }
