@@ -17,10 +17,8 @@ type collector struct{ n *Node }
 var (
 	descNodeMessages = prometheus.NewDesc("waku_node_messages_total", "Relayed messages dispatched, by type.", []string{"type"}, nil)
 	descArchive      = prometheus.NewDesc("waku_archive_messages", "Messages in the archive (type stored), and messages acknowledged without storing since start (duplicate, ephemeral).", []string{"type"}, nil)
-	descArchiveLat   = prometheus.NewDesc("waku_archive_insert_duration_seconds_total", "Total time of archive batch commits.", nil, nil)
 	descArchiveBat   = prometheus.NewDesc("waku_archive_batches_total", "Archive batch commits.", nil, nil)
 	descArchiveQueue = prometheus.NewDesc("courier_archive_queue_bytes", "Bytes queued for the archive writer.", nil, nil)
-	descPeers        = prometheus.NewDesc("waku_connected_peers", "Connected libp2p peers.", nil, nil)
 	descCodec        = prometheus.NewDesc("courier_codec_operations_total", "WakuMessage decodes, encodes and deterministic hashes.", []string{"op"}, nil)
 	descCodecBytes   = prometheus.NewDesc("courier_codec_bytes_total", "Bytes decoded, encoded and hashed.", []string{"op"}, nil)
 	descMsgID        = prometheus.NewDesc("courier_relay_msgid_hashes_total", "gossipsub message-id SHA-256 passes.", nil, nil)
@@ -34,8 +32,8 @@ var (
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descNodeMessages, descArchive, descArchiveLat, descArchiveBat, descArchiveQueue,
-		descPeers, descCodec, descCodecBytes, descMsgID, descDrops, descTopicMsgs, descTopicBytes,
+	for _, d := range []*prometheus.Desc{descNodeMessages, descArchive, descArchiveBat, descArchiveQueue,
+		descCodec, descCodecBytes, descMsgID, descDrops, descTopicMsgs, descTopicBytes,
 		descStoreQueries, descStoreErrors, descService} {
 		ch <- d
 	}
@@ -56,7 +54,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descCodecBytes, float64(s.DecodedBytes), "decode")
 	counter(descCodecBytes, float64(s.EncodedBytes), "encode")
 	counter(descCodecBytes, float64(s.HashedBytes), "hash")
-	gauge(descPeers, float64(len(n.host.Network().Peers())))
 	if n.relay != nil {
 		rs := n.relay.Stats()
 		counter(descNodeMessages, float64(rs.Delivered), "relay")
@@ -84,16 +81,22 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descArchive, float64(as.Messages), "stored")
 		gauge(descArchive, float64(as.Duplicates), "duplicate")
 		gauge(descArchive, float64(as.Ephemeral), "ephemeral")
-		counter(descArchiveLat, as.CommitTime.Seconds())
 		counter(descArchiveBat, float64(as.Batches))
 		gauge(descArchiveQueue, float64(as.QueuedBytes))
 	}
 }
 
-// Registry returns a Prometheus registry with the node's metrics and the
-// Go runtime and process collectors.
-func (n *Node) Registry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector{n}, storeSyncCollector{n}, lightCollector{n}, discoveryCollector{n}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
+// Registry returns the node's Prometheus registry: the node's metrics,
+// nwaku's (nwakumetrics.go), go-libp2p's own, and the Go runtime and
+// process collectors. It is the registry /metrics serves.
+func (n *Node) Registry() *prometheus.Registry { return n.reg }
+
+// newRegistry makes the node's registry before the host, so that go-libp2p
+// registers its metrics there (libp2p.PrometheusRegisterer).
+func (n *Node) newRegistry() {
+	n.reg = prometheus.NewRegistry()
+	n.nodeErrors = newNodeErrors()
+	n.insertHist = newInsertHistogram()
+	n.reg.MustRegister(collector{n}, nwakuCollector{n}, storeSyncCollector{n}, lightCollector{n}, discoveryCollector{n}, n.nodeErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/discovery"
@@ -80,6 +81,10 @@ type Node struct {
 
 	health health
 
+	reg        *prometheus.Registry
+	nodeErrors *prometheus.CounterVec
+	insertHist *insertHistogram
+
 	stopOnce sync.Once
 
 	mu      sync.Mutex
@@ -96,6 +101,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, state: "INITIALIZING"}
+	n.newRegistry()
 	if cfg.NumShardsInNetwork > 0 {
 		auto, err := shard.NewAutosharding(cfg.ClusterID, cfg.NumShardsInNetwork)
 		if err != nil {
@@ -209,6 +215,7 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 		}
 		opts = append(opts, libp2p.ListenAddrStrings(addrs...))
 	}
+	opts = append(opts, libp2p.PrometheusRegisterer(n.reg))
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
@@ -509,7 +516,11 @@ func (n *Node) Publish(ctx context.Context, pubsubTopic string, msg *message.Mes
 	if msg.Timestamp == 0 {
 		msg.Timestamp = time.Now().UnixNano()
 	}
-	return n.relay.Publish(ctx, pubsubTopic, msg)
+	env, err := n.relay.Publish(ctx, pubsubTopic, msg)
+	if err != nil {
+		n.nodeErrors.WithLabelValues("publish_failure").Inc()
+	}
+	return env, err
 }
 
 // PublishWith relays on pubsubTopic a message of msg's fields with a

@@ -113,18 +113,42 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 	}
 }
 
-// logMetrics logs the waku_ and libp2p_ lines of n's /metrics.
+// logMetrics logs the waku_ and libp2p_peers lines of n's /metrics and
+// checks that nwaku v0.38.1's names, types and labels are there
+// (waku/node/peer_manager/peer_manager.nim, waku/node/waku_node.nim,
+// waku/waku_archive/archive_metrics.nim, waku/waku_relay/protocol.nim) with
+// go-libp2p's own metrics on the same registry.
 func logMetrics(t *testing.T, n *nodeProc) {
 	t.Helper()
-	body := mustHTTP(t, http.MethodGet, n.metrics+"/metrics", nil)
+	body := string(mustHTTP(t, http.MethodGet, n.metrics+"/metrics", nil))
 	var lines []string
-	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc := bufio.NewScanner(strings.NewReader(body))
 	for sc.Scan() {
-		if l := sc.Text(); strings.Contains(l, "waku_") || strings.HasPrefix(l, "libp2p_peers") {
+		if l := sc.Text(); strings.Contains(l, "waku_") || strings.Contains(l, "libp2p_peers") {
 			lines = append(lines, l)
 		}
 	}
 	t.Logf("GET %s/metrics (waku_ and libp2p_peers lines):\n%s", n.name, strings.Join(lines, "\n"))
+	for _, want := range []string{
+		"# TYPE waku_connected_peers gauge",
+		`waku_connected_peers{direction="Out",protocol="/vac/waku/relay/2.0.0"} 1`,
+		"# TYPE waku_archive_insert_duration_seconds histogram",
+		`waku_archive_insert_duration_seconds_bucket{le="+Inf"}`,
+		`waku_version{version="`,
+		"# TYPE waku_node_errors_total counter",
+		`waku_node_errors_total{type="publish_failure"} 0`,
+		"# TYPE waku_peer_store_size gauge",
+		"# TYPE waku_relay_network_bytes_total counter",
+		`waku_relay_network_bytes_total{direction="in",topic="/waku/2/rs/0/0",type="net"}`,
+		`waku_relay_total_msg_bytes_per_shard{shard="/waku/2/rs/0/0"}`,
+		`waku_relay_avg_msg_bytes_per_shard{shard="/waku/2/rs/0/0"}`,
+		"libp2p_peers 1",
+		"# TYPE libp2p_identify_",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("GET %s/metrics: no %q", n.name, want)
+		}
+	}
 }
 
 func spew(v any) string {

@@ -844,7 +844,7 @@ func checkObservability(t *testing.T, c *nodeProc, stored, ephemeral int) {
 		sc := bufio.NewScanner(bytes.NewReader(body))
 		for sc.Scan() {
 			line := sc.Text()
-			if strings.HasPrefix(line, "waku_") || strings.HasPrefix(line, "courier_") {
+			if strings.HasPrefix(line, "waku_") || strings.HasPrefix(line, "courier_") || strings.HasPrefix(line, "libp2p_peers ") {
 				excerpt = append(excerpt, line)
 				if k, v, ok := strings.Cut(line, " "); ok {
 					vals[k], _ = strconv.ParseFloat(v, 64)
@@ -852,7 +852,7 @@ func checkObservability(t *testing.T, c *nodeProc, stored, ephemeral int) {
 			}
 		}
 		// >=: a probe that missed the mesh may still arrive by gossip.
-		ok := vals[`waku_connected_peers`] == 1 &&
+		ok := vals[`libp2p_peers`] == 1 &&
 			vals[`waku_archive_messages{type="stored"}`] >= float64(stored) &&
 			vals[`waku_archive_messages{type="ephemeral"}`] == float64(ephemeral) &&
 			vals[`waku_archive_messages{type="duplicate"}`] == 0 &&
