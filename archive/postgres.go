@@ -138,7 +138,7 @@ func (p *Postgres) writeLoop() {
 // failed for want of the server (connection refused or lost, the server
 // shutting down): a restart of PostgreSQL stalls the archive, and Append
 // pushes back, instead of failing messages. Close stops the retries.
-var pgRetryFor = 30 * time.Second
+const pgRetryFor = 30 * time.Second
 
 // commitRetrying commits batch, trying again with backoff (50 ms doubling
 // to 2 s) while the error is the connection's and pgRetryFor has not
