@@ -2,7 +2,13 @@ package rest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // Info is the body of GET /info and /debug/v1/info (nwaku debug/types.nim):
@@ -134,7 +140,49 @@ func (s *Server) getVersion(w http.ResponseWriter, _ *http.Request) {
 	writeText(w, http.StatusOK, s.b.Version())
 }
 
-func (s *Server) getPeers(w http.ResponseWriter, _ *http.Request) {
+// getPeer answers GET /admin/v1/peer/{peerId} as nwaku
+// (waku/rest_api/endpoint/admin/handlers.nim): 400 for a peer id that does
+// not parse, 404 "Peer with ID <id> not found" for one the node does not
+// know.
+func (s *Server) getPeer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("peerId")
+	if _, err := peer.Decode(id); err != nil {
+		writeText(w, http.StatusBadRequest, "Invalid argument:peerid: incorrect PeerId string")
+		return
+	}
+	for _, p := range s.adminPeers() {
+		if strings.HasSuffix(p.Multiaddr, "/p2p/"+id) {
+			writeJSON(w, p)
+			return
+		}
+	}
+	writeText(w, http.StatusNotFound, fmt.Sprintf("Peer with ID %s not found", id))
+}
+
+// getConnectedPeers answers GET /admin/v1/peers/connected and its
+// /on/{shardId} form: the peers whose connectedness is Connected (and
+// whose metadata lists the shard).
+func (s *Server) getConnectedPeers(w http.ResponseWriter, r *http.Request) {
+	onShard := -1
+	if v := r.PathValue("shardId"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 16)
+		if err != nil {
+			writeText(w, http.StatusBadRequest, "Invalid shardId: "+err.Error())
+			return
+		}
+		onShard = int(n)
+	}
+	out := []Peer{}
+	for _, p := range s.adminPeers() {
+		if p.Connected == Connected && (onShard < 0 || slices.Contains(p.Shards, uint16(onShard))) {
+			out = append(out, p)
+		}
+	}
+	writeJSON(w, out)
+}
+
+// adminPeers returns the Backend's peers with empty lists, not null.
+func (s *Server) adminPeers() []Peer {
 	peers := s.b.Peers()
 	out := make([]Peer, len(peers))
 	for i, p := range peers {
@@ -146,5 +194,7 @@ func (s *Server) getPeers(w http.ResponseWriter, _ *http.Request) {
 		}
 		out[i] = p
 	}
-	writeJSON(w, out)
+	return out
 }
+
+func (s *Server) getPeers(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.adminPeers()) }

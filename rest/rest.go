@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,6 +123,9 @@ type Config struct {
 	// PublishTimeout bounds one RelayPublish call; when it passes the answer
 	// is 500 "Failed to publish: timedout". Default 5 s (nwaku futTimeout).
 	PublishTimeout time.Duration
+	// NoRelay: the node does not run relay (nwaku --relay=false), so the
+	// /relay routes answer 404 with nwaku's text.
+	NoRelay bool
 	// Admin serves the /admin/v1 routes (nwaku --rest-admin). Off by
 	// default, when they answer 404 with nwaku's text.
 	Admin bool
@@ -193,15 +197,42 @@ func New(b Backend, cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// Answers of paths not served, by their first segment, as nwaku's REST
+// server gives them (waku/rest_api/endpoint/builder.nim,
+// restServerNotInstalledTab and requestErrorHandler).
+const (
+	textRelayOff    = "/relay endpoints are not available. Please check your configuration: --relay"
+	textAdminOff    = "/admin endpoints are not available. Please check your configuration: --rest-admin=true"
+	textInvalidPath = "Bad request initiated. Invalid path or method used."
+)
+
+// notServed answers a request no route matched: 404 with nwaku's text for
+// the API groups switched off, else 400 "Bad request initiated. Invalid
+// path or method used.", as nwaku does for an unknown path or method.
+func (s *Server) notServed(w http.ResponseWriter, r *http.Request) {
+	root, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	switch {
+	case root == "relay" && s.cfg.NoRelay:
+		writeText(w, http.StatusNotFound, textRelayOff)
+	case root == "admin" && !s.cfg.Admin:
+		writeText(w, http.StatusNotFound, textAdminOff)
+	default:
+		writeText(w, http.StatusBadRequest, textInvalidPath)
+	}
+}
+
 func (s *Server) routes() {
-	s.mux.HandleFunc("POST /relay/v1/subscriptions", s.postSubscriptions)
-	s.mux.HandleFunc("DELETE /relay/v1/subscriptions", s.deleteSubscriptions)
-	s.mux.HandleFunc("GET /relay/v1/messages/{pubsubTopic}", s.getMessages)
-	s.mux.HandleFunc("POST /relay/v1/messages/{pubsubTopic}", s.postMessage)
-	s.mux.HandleFunc("POST /relay/v1/auto/subscriptions", s.postAutoSubscriptions)
-	s.mux.HandleFunc("DELETE /relay/v1/auto/subscriptions", s.deleteAutoSubscriptions)
-	s.mux.HandleFunc("GET /relay/v1/auto/messages/{contentTopic}", s.getAutoMessages)
-	s.mux.HandleFunc("POST /relay/v1/auto/messages", s.postAutoMessage)
+	s.mux.HandleFunc("/", s.notServed)
+	if !s.cfg.NoRelay {
+		s.mux.HandleFunc("POST /relay/v1/subscriptions", s.postSubscriptions)
+		s.mux.HandleFunc("DELETE /relay/v1/subscriptions", s.deleteSubscriptions)
+		s.mux.HandleFunc("GET /relay/v1/messages/{pubsubTopic}", s.getMessages)
+		s.mux.HandleFunc("POST /relay/v1/messages/{pubsubTopic}", s.postMessage)
+		s.mux.HandleFunc("POST /relay/v1/auto/subscriptions", s.postAutoSubscriptions)
+		s.mux.HandleFunc("DELETE /relay/v1/auto/subscriptions", s.deleteAutoSubscriptions)
+		s.mux.HandleFunc("GET /relay/v1/auto/messages/{contentTopic}", s.getAutoMessages)
+		s.mux.HandleFunc("POST /relay/v1/auto/messages", s.postAutoMessage)
+	}
 	s.mux.HandleFunc("GET /store/v3/messages", s.getStoreMessages)
 	s.mux.HandleFunc("GET /health", s.getHealth)
 	s.mux.HandleFunc("GET /info", s.getInfo)
@@ -212,10 +243,9 @@ func (s *Server) routes() {
 	if s.cfg.Admin {
 		s.mux.HandleFunc("GET /admin/v1/filter/subscriptions", s.getFilterAdmin)
 		s.mux.HandleFunc("GET /admin/v1/peers", s.getPeers)
-	} else {
-		s.mux.HandleFunc("/admin/", func(w http.ResponseWriter, _ *http.Request) {
-			writeText(w, http.StatusNotFound, "/admin endpoints are not available. Please check your configuration: --rest-admin=true")
-		})
+		s.mux.HandleFunc("GET /admin/v1/peer/{peerId}", s.getPeer)
+		s.mux.HandleFunc("GET /admin/v1/peers/connected", s.getConnectedPeers)
+		s.mux.HandleFunc("GET /admin/v1/peers/connected/on/{shardId}", s.getConnectedPeers)
 	}
 }
 

@@ -217,7 +217,9 @@ func TestSubscriptionErrors(t *testing.T) {
 	expect(t, s, "POST", "/relay/v1/subscriptions", `[]`, 200, "OK")
 	expect(t, s, "POST", "/relay/v1/auto/subscriptions", `["/toychat/2/huilong/proto","invalid","/1/a/b/c/d"]`,
 		400, `Invalid content topic(s): @["invalid", "/1/a/b/c/d"]`)
-	expect(t, s, "GET", "/relay/v1/subscriptions", ``, 405, "Method Not Allowed\n")
+	// A method not served answers as an unknown path in nwaku
+	// (waku/rest_api/endpoint/builder.nim requestErrorHandler).
+	expect(t, s, "GET", "/relay/v1/subscriptions", ``, 400, "Bad request initiated. Invalid path or method used.")
 }
 
 func TestAutoSubscriptions(t *testing.T) {
@@ -368,12 +370,42 @@ func TestNodeEndpoints(t *testing.T) {
 	}
 }
 
-// TestAdminOff checks the answer of the admin routes without --rest-admin:
-// nwaku waku/rest_api/endpoint/builder.nim, restServerNotInstalledTab.
-func TestAdminOff(t *testing.T) {
+// TestNotServed checks the answers of paths and route groups not served,
+// with nwaku's texts (waku/rest_api/endpoint/builder.nim:
+// restServerNotInstalledTab and requestErrorHandler).
+func TestNotServed(t *testing.T) {
 	s := newServer(t, newFake(t), Config{})
 	expect(t, s, "GET", "/admin/v1/peers", "", 404,
 		"/admin endpoints are not available. Please check your configuration: --rest-admin=true")
+	expect(t, s, "POST", "/admin/v1/peers", `[]`, 404,
+		"/admin endpoints are not available. Please check your configuration: --rest-admin=true")
+	expect(t, s, "GET", "/no/such/path", "", 400, "Bad request initiated. Invalid path or method used.")
+	expect(t, s, "GET", "/", "", 400, "Bad request initiated. Invalid path or method used.")
+	expect(t, s, "PUT", "/health", "", 400, "Bad request initiated. Invalid path or method used.")
+	off := newServer(t, newFake(t), Config{NoRelay: true})
+	for _, path := range []string{"/relay/v1/messages/%2Fwaku%2F2%2Frs%2F0%2F0", "/relay/v1/auto/messages/%2Fa%2F1%2Fb%2Fc"} {
+		expect(t, off, "GET", path, "", 404, "/relay endpoints are not available. Please check your configuration: --relay")
+	}
+	expect(t, off, "POST", "/relay/v1/subscriptions", `["/waku/2/rs/0/0"]`, 404, "/relay endpoints are not available. Please check your configuration: --relay")
+}
+
+// TestAdminPeer checks GET /admin/v1/peer/{peerId} and
+// /admin/v1/peers/connected with nwaku's answers
+// (waku/rest_api/endpoint/admin/handlers.nim; the invalid peer id text from
+// tests/wakunode_rest/test_rest_admin.nim "get peers by id").
+func TestAdminPeer(t *testing.T) {
+	s := newServer(t, newFake(t), Config{Admin: true})
+	const known = "16Uiu2HAm4v86W3bmT1BiH6oSPzcsSr24iDQpSN5Qa992BCjjwgrD"
+	const unknown = "16Uiu2HAmVFXtAfSj4EiR7mL2KvL4EE2wztuQgUSBoj2Jx2KeXFLM"
+	expect(t, s, "GET", "/admin/v1/peer/"+known, "", 200,
+		`{"multiaddr":"/ip4/127.0.0.1/tcp/60001/p2p/`+known+`","protocols":["/vac/waku/relay/2.0.0","/vac/waku/metadata/1.0.0"],"shards":[0,3],"connected":"Connected","agent":"nwaku","origin":"Static","score":1.5}`)
+	expect(t, s, "GET", "/admin/v1/peer/"+unknown, "", 404, "Peer with ID "+unknown+" not found")
+	expect(t, s, "GET", "/admin/v1/peer/incorrect", "", 400, "Invalid argument:peerid: incorrect PeerId string")
+	expect(t, s, "GET", "/admin/v1/peers/connected", "", 200,
+		`[{"multiaddr":"/ip4/127.0.0.1/tcp/60001/p2p/`+known+`","protocols":["/vac/waku/relay/2.0.0","/vac/waku/metadata/1.0.0"],"shards":[0,3],"connected":"Connected","agent":"nwaku","origin":"Static","score":1.5}]`)
+	expect(t, s, "GET", "/admin/v1/peers/connected/on/3", "", 200,
+		`[{"multiaddr":"/ip4/127.0.0.1/tcp/60001/p2p/`+known+`","protocols":["/vac/waku/relay/2.0.0","/vac/waku/metadata/1.0.0"],"shards":[0,3],"connected":"Connected","agent":"nwaku","origin":"Static","score":1.5}]`)
+	expect(t, s, "GET", "/admin/v1/peers/connected/on/5", "", 200, `[]`)
 }
 
 func TestConfig(t *testing.T) {
