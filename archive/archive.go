@@ -319,4 +319,9 @@ type Stats struct {
 	RetentionRuns         uint64        // retention runs finished, successful or not
 	RetentionErrors       uint64        // retention runs that failed
 	Retries               uint64        // Postgres: batches tried again after losing the server
+	// WriterCPU is the user+system CPU time the embedded archive's writer
+	// spent committing batches (index transaction, segment pwritev,
+	// kernel time included); zero outside Linux and for Postgres. The
+	// CRC-32C runs in Append, on the caller's goroutine, and is not in it.
+	WriterCPU time.Duration
 }

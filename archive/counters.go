@@ -12,6 +12,7 @@ type counters struct {
 	deleted, retentionRuns, retentionErrors    atomic.Uint64
 	retries                                    atomic.Uint64
 	commitNs, maxCommitNs, syncNs, ckptNs      atomic.Int64
+	writerCPUNs                                atomic.Int64
 }
 
 func (c *counters) commitTook(d time.Duration) {
@@ -34,6 +35,6 @@ func (c *counters) snapshot() Stats {
 		Checkpoints: c.ckpts.Load(), CheckpointTime: time.Duration(c.ckptNs.Load()),
 		Queries: c.queries.Load(), Deleted: c.deleted.Load(),
 		RetentionRuns: c.retentionRuns.Load(), RetentionErrors: c.retentionErrors.Load(),
-		Retries: c.retries.Load(),
+		Retries: c.retries.Load(), WriterCPU: time.Duration(c.writerCPUNs.Load()),
 	}
 }

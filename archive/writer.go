@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"runtime"
 	"time"
 
 	"github.com/couriernet/courier/message"
@@ -27,13 +28,19 @@ func (a *Embedded) Append(ctx context.Context, env *message.Envelope, done func(
 
 func (a *Embedded) writeLoop() {
 	defer close(a.writerDone)
+	// The writer keeps one OS thread, so that the thread's CPU time is
+	// the writer's (Stats.WriterCPU).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var batch []item
 	for {
 		var ok bool
 		if batch, ok = a.q.take(batch, a.cfg.MaxBatch, a.ckpt); !ok {
 			return
 		}
+		cpu := threadCPU()
 		err := a.commit(batch)
+		a.st.writerCPUNs.Add(int64(threadCPU() - cpu))
 		a.q.release(batch)
 		finish(batch, err, &a.st)
 		clear(batch)

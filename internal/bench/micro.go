@@ -111,9 +111,13 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string, stalled
 	if err == nil && produceErr == nil {
 		t.startMeasuring()
 		p.begin(ctr.Snapshot(), ctr.Snapshot(), n.Relay().Stats().MsgIDHashes)
+		archiveCPU := n.Archive().Stats().WriterCPU
 		produce(w.Warmup, w.Total(), true)
 		err = t.wait(ctx, w.Total(), func() string { return dropSummary(n.Relay(), &fails) })
 		p.end(ctr.Snapshot(), ctr.Snapshot(), n.Relay().Stats().MsgIDHashes)
+		if d := n.Archive().Stats().WriterCPU - archiveCPU; d > 0 {
+			row.ArchiveCPUNsPerMsg = float64(d) / float64(w.N)
+		}
 	}
 	stop()
 	if err == nil {

@@ -52,6 +52,10 @@ type Row struct {
 	// notes under the table print it, because on a shared machine it is
 	// steadier than wall time.
 	CPUNsPerMsg float64
+	// ArchiveCPUNsPerMsg is the archive writer's CPU time per measured
+	// message (archive.Stats.WriterCPU; micro on Linux, else NaN), printed
+	// in the notes like CPUNsPerMsg.
+	ArchiveCPUNsPerMsg float64
 
 	// Trace holds the run's series for plots (WritePlots); nil for the
 	// scenarios that do not record them (libnet, store).
@@ -89,7 +93,7 @@ func NewRow(scenario, profile string, msgs int) Row {
 		AllocBytesPerMsg: na, AllocsPerMsg: na, PayloadCopiesPerMsg: na,
 		EncodesPerMsg: na, MsgIDHashesPerMsg: na, RecvDecodesPerMsg: na, RecvHashesPerMsg: na,
 		InterarrivalP50Ns: na, InterarrivalP99Ns: na, WireBytesPerMsg: na,
-		Base64OpsPerMsg: na, JSONOpsPerMsg: na, CPUNsPerMsg: na, FilterPeers: na,
+		Base64OpsPerMsg: na, JSONOpsPerMsg: na, CPUNsPerMsg: na, ArchiveCPUNsPerMsg: na, FilterPeers: na,
 	}
 }
 
