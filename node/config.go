@@ -146,6 +146,10 @@ type Config struct {
 	// RESTAdmin serves the /admin/v1 routes (--rest-admin). Off by default,
 	// as nwaku.
 	RESTAdmin bool
+	// RESTAllowOrigin lists the browser origins allowed to call the REST
+	// API (--rest-allow-origin; "*" for any, * and ? wildcards). Empty: no
+	// origin check and no CORS headers, as nwaku.
+	RESTAllowOrigin []string
 	// RESTCacheCapacity is the number of messages the REST relay cache
 	// keeps per topic (--rest-relay-cache-capacity). Default 50.
 	RESTCacheCapacity int

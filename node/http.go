@@ -27,7 +27,7 @@ const Version = "courier v0.1.0"
 // listeners are bound before it returns, so a port in use is an error here.
 func (n *Node) startHTTP() error {
 	if n.cfg.REST {
-		srv, err := rest.New(restBackend{n}, rest.Config{CacheSize: n.cfg.RESTCacheCapacity, Admin: n.cfg.RESTAdmin, NoRelay: n.relay == nil, Logger: n.cfg.Logger})
+		srv, err := rest.New(restBackend{n}, rest.Config{CacheSize: n.cfg.RESTCacheCapacity, Admin: n.cfg.RESTAdmin, NoRelay: n.relay == nil, AllowOrigin: n.cfg.RESTAllowOrigin, Logger: n.cfg.Logger})
 		if err != nil {
 			return err
 		}

@@ -123,6 +123,11 @@ type Config struct {
 	// PublishTimeout bounds one RelayPublish call; when it passes the answer
 	// is 500 "Failed to publish: timedout". Default 5 s (nwaku futTimeout).
 	PublishTimeout time.Duration
+	// AllowOrigin lists the origins allowed to call the API from a browser
+	// (nwaku --rest-allow-origin): "*" for any, or patterns with * and ?
+	// wildcards (see originMatcher). Empty means no origin check and no
+	// CORS headers, as nwaku.
+	AllowOrigin []string
 	// NoRelay: the node does not run relay (nwaku --relay=false), so the
 	// /relay routes answer 404 with nwaku's text.
 	NoRelay bool
@@ -181,6 +186,7 @@ type Server struct {
 	cache cache
 	// filterCache keeps what the node's filter client is pushed.
 	filterCache cache
+	origins     originMatcher
 }
 
 // New returns a Server over b. Errors wrap ErrConfig.
@@ -192,7 +198,11 @@ func New(b Backend, cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), cache: newCache(cfg.CacheSize), filterCache: newCache(cfg.CacheSize)}
+	origins, err := newOriginMatcher(cfg.AllowOrigin)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), cache: newCache(cfg.CacheSize), filterCache: newCache(cfg.CacheSize), origins: origins}
 	s.routes()
 	return s, nil
 }
@@ -232,6 +242,12 @@ func (s *Server) routes() {
 		s.mux.HandleFunc("DELETE /relay/v1/auto/subscriptions", s.deleteAutoSubscriptions)
 		s.mux.HandleFunc("GET /relay/v1/auto/messages/{contentTopic}", s.getAutoMessages)
 		s.mux.HandleFunc("POST /relay/v1/auto/messages", s.postAutoMessage)
+		// nwaku answers OPTIONS on each relay route with 200 "OK"
+		// (waku/rest_api/endpoint/relay/handlers.nim), for CORS preflights.
+		for _, p := range []string{"/relay/v1/subscriptions", "/relay/v1/messages/{pubsubTopic}", "/relay/v1/auto/subscriptions",
+			"/relay/v1/auto/messages/{contentTopic}", "/relay/v1/auto/messages"} {
+			s.mux.HandleFunc("OPTIONS "+p, func(w http.ResponseWriter, _ *http.Request) { writeOK(w) })
+		}
 	}
 	s.mux.HandleFunc("GET /store/v3/messages", s.getStoreMessages)
 	s.mux.HandleFunc("GET /health", s.getHealth)
@@ -250,7 +266,11 @@ func (s *Server) routes() {
 }
 
 // ServeHTTP serves the routes listed in the package documentation.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.origins.check(w, r) {
+		s.mux.ServeHTTP(w, r)
+	}
+}
 
 // Deliver offers one relayed message to the caches: it is kept if its
 // pubsub topic or its content topic is subscribed through this API. Deliver

@@ -408,6 +408,51 @@ func TestAdminPeer(t *testing.T) {
 	expect(t, s, "GET", "/admin/v1/peers/connected/on/5", "", 200, `[]`)
 }
 
+// TestCORS runs nwaku's origin cases (tests/wakunode_rest/test_rest_cors.nim)
+// through the server: the same allowed origins, the same requests on
+// /debug/v1/info, the same answers.
+func TestCORS(t *testing.T) {
+	s := newServer(t, newFake(t), Config{AllowOrigin: []string{"test.net:1234,https://localhost:*,http://127.0.0.1:?8,?waku*.net:*80*"}})
+	for _, origin := range []string{"http://test.net:1234", "https://test.net:1234", "https://localhost:8080", "https://localhost:80",
+		"http://127.0.0.1:78", "http://wakuTHE.net:8078", "http://nwaku.main.net:1980", "http://nwaku.main.net:80"} {
+		rec := originRequest(s, origin)
+		if rec.Code != 200 || rec.Header().Get("Access-Control-Allow-Origin") != origin ||
+			rec.Header().Get("Access-Control-Allow-Headers") != "Content-Type" || rec.Header().Get("Vary") != "Origin" {
+			t.Errorf("Origin %s: %d %v", origin, rec.Code, rec.Header())
+		}
+	}
+	for _, origin := range []string{"http://test.net:12334", "http://test.net:12345", "xhttp://test.net:1234", "https://xtest.net:1234",
+		"http://localhost:8080", "https://127.0.0.1:78", "http://127.0.0.1:89", "http://the.waku.net:8078", "http://nwaku.main.net:1900"} {
+		rec := originRequest(s, origin)
+		if rec.Code != 403 || rec.Body.String() != "Origin not allowed" || rec.Header().Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("Origin %s: %d %q %v, want 403", origin, rec.Code, rec.Body, rec.Header())
+		}
+	}
+	if rec := originRequest(s, ""); rec.Code != 200 || rec.Header().Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("no Origin: %d %v", rec.Code, rec.Header())
+	}
+	all := newServer(t, newFake(t), Config{AllowOrigin: []string{"*"}})
+	for _, origin := range []string{"http://test.net:1234", "https://localhost:8080", "xhttp://anything"} {
+		if rec := originRequest(all, origin); rec.Code != 200 || rec.Header().Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("*: Origin %s: %d %v", origin, rec.Code, rec.Header())
+		}
+	}
+	// OPTIONS on the relay routes answers 200 "OK" (relay/handlers.nim).
+	expect(t, s, "OPTIONS", "/relay/v1/subscriptions", "", 200, "OK")
+	expect(t, s, "OPTIONS", "/relay/v1/messages/%2Fwaku%2F2%2Frs%2F0%2F0", "", 200, "OK")
+	expect(t, s, "OPTIONS", "/relay/v1/auto/messages", "", 200, "OK")
+}
+
+func originRequest(h http.Handler, origin string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", "/debug/v1/info", nil)
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
 func TestConfig(t *testing.T) {
 	for _, c := range []Config{{MaxBodyBytes: -1}, {CacheSize: -1}, {PublishTimeout: -1}} {
 		if _, err := New(newFake(t), c); !errors.Is(err, ErrConfig) {
@@ -419,7 +464,7 @@ func TestConfig(t *testing.T) {
 	}
 	c := Config{}
 	c.setDefaults()
-	if err := c.validate(); err != nil || c != (Config{MaxBodyBytes: 1 << 20, CacheSize: 50, PublishTimeout: 5 * time.Second, Logger: slog.Default()}) {
+	if err := c.validate(); err != nil || !reflect.DeepEqual(c, Config{MaxBodyBytes: 1 << 20, CacheSize: 50, PublishTimeout: 5 * time.Second, Logger: slog.Default()}) {
 		t.Fatalf("defaults %+v, %v", c, err)
 	}
 }

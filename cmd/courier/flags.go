@@ -273,7 +273,7 @@ var nodeFlags = []flagDef{
 	{name: "rest-admin", kind: kindBool, nwaku: "false", usage: "serve the /admin/v1 routes",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTAdmin = v.bool(); return nil }},
 	{name: "rest-allow-origin", kind: kindList, usage: "origin allowed by CORS (repeatable; * and ? wildcards)",
-		refuse: "CORS origins are not supported by this node yet", quiet: whenEmpty},
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTAllowOrigin = v.vals; return nil }},
 	{name: "metrics-server", kind: kindBool, nwaku: "false", usage: "serve Prometheus metrics on /metrics",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MetricsServer = v.bool(); return nil }},
 	{name: "metrics-server-address", nwaku: "127.0.0.1", usage: "metrics listen address",

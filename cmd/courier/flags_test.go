@@ -228,6 +228,10 @@ func TestNodeFlagsForms(t *testing.T) {
 			}},
 		{"db-url alias", []string{"--db-url=sqlite:///var/lib/courier/store.sqlite3"}, nil,
 			func(o *nodeOptions) bool { return o.cfg.DBURL == "sqlite:///var/lib/courier/store.sqlite3" }},
+		{"allow origin", []string{"--rest-allow-origin=localhost:*", "--rest-allow-origin", "https://app.example"}, nil,
+			func(o *nodeOptions) bool {
+				return slices.Equal(o.cfg.RESTAllowOrigin, []string{"localhost:*", "https://app.example"})
+			}},
 		{"admin and cache", []string{"--rest-admin=true", "--rest-relay-cache-capacity=7"}, nil,
 			func(o *nodeOptions) bool { return o.cfg.RESTAdmin && o.cfg.RESTCacheCapacity == 7 }},
 		{"archive defaults", nil, nil,
