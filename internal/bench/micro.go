@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -106,11 +107,12 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string, stalled
 			}
 		}
 	}
+	runtime.GC() // the live heap metric and GC pacing start from this scenario's heap
 	produce(0, w.Warmup, false)
 	err = t.wait(ctx, w.Warmup, func() string { return dropSummary(n.Relay(), &fails) })
 	if err == nil && produceErr == nil {
-		t.startMeasuring()
 		p.begin(ctr.Snapshot(), ctr.Snapshot(), n.Relay().Stats().MsgIDHashes)
+		t.startMeasuring() // after begin's GC: the live heap metric is current
 		archiveCPU := n.Archive().Stats().WriterCPU
 		produce(w.Warmup, w.Total(), true)
 		err = t.wait(ctx, w.Total(), func() string { return dropSummary(n.Relay(), &fails) })
