@@ -175,6 +175,9 @@ type Config struct {
 	StaticRedialMin, StaticRedialMax time.Duration
 	// Discovery configures the node's ENR and how it finds peers.
 	Discovery DiscoveryConfig
+	// LogLevel, when set, is the level of Logger's handler, changed by
+	// POST /admin/v1/log-level/{level}. Nil: the level cannot be changed.
+	LogLevel *slog.LevelVar
 	// Logger receives the node's logs. Nil means slog.Default().
 	Logger *slog.Logger
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/couriernet/courier/message"
@@ -201,4 +204,45 @@ func (b restBackend) peer(id peer.ID) rest.Peer {
 	}
 	p.Origin = b.n.peerOrigin(id)
 	return p
+}
+
+// ParsePeer implements rest.AdminBackend.
+func (b restBackend) ParsePeer(addr string) error {
+	_, err := parsePeerAddr(addr)
+	return err
+}
+
+func parsePeerAddr(addr string) (*peer.AddrInfo, error) {
+	m, err := ma.NewMultiaddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	return peer.AddrInfoFromP2pAddr(m)
+}
+
+// ConnectPeer implements rest.AdminBackend: the peer's addresses are kept
+// and the peer dialled.
+func (b restBackend) ConnectPeer(ctx context.Context, addr string) error {
+	pi, err := parsePeerAddr(addr)
+	if err != nil {
+		return err
+	}
+	b.n.host.Peerstore().AddAddrs(pi.ID, pi.Addrs, peerstore.PermanentAddrTTL)
+	return b.n.host.Connect(ctx, *pi)
+}
+
+// SetLogLevel implements rest.AdminBackend with nwaku's level names.
+func (b restBackend) SetLogLevel(level string) error {
+	if b.n.cfg.LogLevel == nil {
+		return errors.New("the log level of this node is fixed")
+	}
+	l, ok := map[string]slog.Level{
+		"TRACE": slog.LevelDebug - 4, "DEBUG": slog.LevelDebug, "INFO": slog.LevelInfo, "NOTICE": slog.LevelInfo + 2,
+		"WARN": slog.LevelWarn, "ERROR": slog.LevelError, "FATAL": slog.LevelError + 4,
+	}[level]
+	if !ok {
+		return fmt.Errorf("unknown log level %q", level)
+	}
+	b.n.cfg.LogLevel.Set(l)
+	return nil
 }

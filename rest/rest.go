@@ -262,6 +262,8 @@ func (s *Server) routes() {
 		s.mux.HandleFunc("GET /admin/v1/peer/{peerId}", s.getPeer)
 		s.mux.HandleFunc("GET /admin/v1/peers/connected", s.getConnectedPeers)
 		s.mux.HandleFunc("GET /admin/v1/peers/connected/on/{shardId}", s.getConnectedPeers)
+		s.mux.HandleFunc("POST /admin/v1/peers", s.postPeers)
+		s.mux.HandleFunc("POST /admin/v1/log-level/{logLevel}", s.postLogLevel)
 	}
 }
 

@@ -95,6 +95,18 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 	}
 	logMetrics(t, b)
 
+	// The admin API changes the running node (nwaku
+	// waku/rest_api/endpoint/admin/handlers.nim).
+	if got := string(mustHTTP(t, http.MethodPost, b.rest+"/admin/v1/log-level/DEBUG", nil)); got != "OK" {
+		t.Errorf("POST /admin/v1/log-level/DEBUG: %q", got)
+	}
+	if got := string(mustHTTP(t, http.MethodPost, b.rest+"/admin/v1/peers", []string{a.addr})); got != "OK" {
+		t.Errorf("POST /admin/v1/peers: %q", got)
+	}
+	if code, body, err := httpDo(http.MethodGet, b.rest+"/admin/v1/peer/"+a.id, nil); err != nil || code != http.StatusOK || !strings.Contains(string(body), `"connected":"Connected"`) {
+		t.Errorf("GET /admin/v1/peer/%s: %d %s %v", a.id, code, body, err)
+	}
+
 	for _, c := range []struct {
 		args []string
 		want string

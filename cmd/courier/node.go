@@ -64,8 +64,10 @@ func runNode(args []string) error {
 		}
 		return err
 	}
-	logger := newLogger(o.logLevel, o.logJSON)
-	o.cfg.Logger = logger
+	level := new(slog.LevelVar)
+	level.Set(o.logLevel)
+	logger := newLogger(level, o.logJSON)
+	o.cfg.Logger, o.cfg.LogLevel = logger, level
 	for _, n := range o.notes {
 		logger.Info(n)
 	}
@@ -124,8 +126,9 @@ func printNodeHelp() {
 	p.fs.PrintDefaults()
 }
 
-// newLogger returns a text or JSON logger on stderr at level.
-func newLogger(level slog.Level, json bool) *slog.Logger {
+// newLogger returns a text or JSON logger on stderr at level, which POST
+// /admin/v1/log-level may change.
+func newLogger(level *slog.LevelVar, json bool) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: levelNames}
 	if json {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
