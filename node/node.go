@@ -176,7 +176,9 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	}
 	opts := []libp2p.Option{
 		libp2p.Identity(key),
-		libp2p.Transport(tcp.NewTCPTransport),
+		// Without SO_REUSEPORT, so that a second process cannot listen on a
+		// port a node already holds and take half of its inbound dials.
+		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
 		// TLS 1.3 first, then Noise: go-libp2p's defaults, which go-waku uses.
 		// nwaku speaks Noise only, and multistream-select settles on it.
 		libp2p.Security(tls.ID, tls.New),

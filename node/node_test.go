@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/pgtest"
@@ -212,5 +214,26 @@ func TestNodeKeyFileError(t *testing.T) {
 	_, err := loadKey("", dir)
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), filepath.Join(dir, "nodekey")) {
 		t.Fatalf("loadKey = %v; want ErrConfig naming the file", err)
+	}
+}
+
+// TestTCPPortInUse: a second node on a TCP port a node already listens on
+// fails to start, instead of sharing the port through SO_REUSEPORT.
+func TestTCPPortInUse(t *testing.T) {
+	a, err := New(Config{ListenAddress: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop(context.Background())
+	addr := a.Host().Addrs()[0]
+	port, err := addr.ValueForProtocol(multiaddr.P_TCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	b, err := New(Config{ListenAddress: "127.0.0.1", TCPPort: p})
+	if err == nil {
+		b.Stop(context.Background())
+		t.Fatalf("a second node started on TCP port %d", p)
 	}
 }
