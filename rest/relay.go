@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -202,9 +203,29 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, m
 	}
 }
 
+// contentTypeOK answers 400 "Wrong Content-Type, expected application/json
+// or text/plain" for a body of another media type, as nwaku
+// (waku/rest_api/endpoint/rest_serdes.nim decodeRequestBody). A request
+// without Content-Type is read as JSON, where nwaku refuses it.
+func contentTypeOK(w http.ResponseWriter, r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || mt == "text/plain") {
+		return true
+	}
+	writeText(w, http.StatusBadRequest, "Wrong Content-Type, expected application/json or text/plain")
+	return false
+}
+
 // readBody reads the whole request body within Config.MaxBodyBytes. On
 // failure it has answered: 413 over the limit, 400 when empty or unreadable.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if !contentTypeOK(w, r) {
+		return nil, false
+	}
 	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), r.ContentLength, s.cfg.MaxBodyBytes)
 	var tooLarge *http.MaxBytesError
 	switch {
@@ -261,6 +282,9 @@ var bodyPool sync.Pool
 // gives a Content-Length within Config.MaxBodyBytes; release returns the
 // buffer, after which nothing may use the body.
 func (s *Server) readPooledBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
+	if !contentTypeOK(w, r) {
+		return nil, func() {}, false
+	}
 	n := r.ContentLength
 	if n <= 0 || n > s.cfg.MaxBodyBytes {
 		body, ok := s.readBody(w, r)

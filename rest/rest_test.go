@@ -443,6 +443,22 @@ func TestCORS(t *testing.T) {
 	expect(t, s, "OPTIONS", "/relay/v1/auto/messages", "", 200, "OK")
 }
 
+// TestContentType checks nwaku's Content-Type rule for request bodies
+// (waku/rest_api/endpoint/rest_serdes.nim decodeRequestBody).
+func TestContentType(t *testing.T) {
+	s := newServer(t, newFake(t), Config{})
+	for ct, want := range map[string]int{"application/json": 200, "application/json; charset=utf-8": 200, "text/plain": 200,
+		"application/x-www-form-urlencoded": 400, "application/octet-stream": 400} {
+		req := httptest.NewRequest("POST", "/relay/v1/subscriptions", strings.NewReader(`["/waku/2/rs/0/0"]`))
+		req.Header.Set("Content-Type", ct)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code != want || (want == 400 && rec.Body.String() != "Wrong Content-Type, expected application/json or text/plain") {
+			t.Errorf("Content-Type %s: %d %q, want %d", ct, rec.Code, rec.Body, want)
+		}
+	}
+}
+
 func originRequest(h http.Handler, origin string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest("GET", "/debug/v1/info", nil)
 	if origin != "" {
