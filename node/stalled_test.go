@@ -40,22 +40,46 @@ func TestMplexStalledReader(t *testing.T) {
 	}
 	defer n.Stop(ctx)
 	release := make(chan struct{})
+	// handlers counts running handlers; enter refuses new ones once the
+	// test's cleanup has begun, so Add never races with Wait.
 	var handlers sync.WaitGroup
-	n.Host().SetStreamHandler(stallProto, func(s network.Stream) {
+	var mu sync.Mutex
+	stopping := false
+	enter := func(s network.Stream) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopping {
+			s.Reset()
+			return false
+		}
 		handlers.Add(1)
+		return true
+	}
+	n.Host().SetStreamHandler(stallProto, func(s network.Stream) {
+		if !enter(s) {
+			return
+		}
 		defer handlers.Done()
 		<-release // never reads
 		s.Reset()
 	})
 	received := make(chan int64, streams)
 	n.Host().SetStreamHandler(flowProto, func(s network.Stream) {
-		handlers.Add(1)
+		if !enter(s) {
+			return
+		}
 		defer handlers.Done()
 		got, _ := io.Copy(io.Discard, s)
 		s.Close()
 		received <- got
 	})
-	defer func() { close(release); handlers.Wait() }()
+	defer func() {
+		mu.Lock()
+		stopping = true
+		mu.Unlock()
+		close(release)
+		handlers.Wait()
+	}()
 
 	h, _ := newClient(t, libp2p.Muxer(mplex.ID, mplex.DefaultTransport()))
 	if err := h.Connect(ctx, peer.AddrInfo{ID: n.Host().ID(), Addrs: n.Host().Addrs()}); err != nil {
