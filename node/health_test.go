@@ -140,3 +140,18 @@ func TestConnectionStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestInfoAnnouncedAddresses checks that a node listening on 0.0.0.0 lists
+// one address per transport in /debug/v1/info, not one per interface.
+func TestInfoAnnouncedAddresses(t *testing.T) {
+	n, err := New(Config{ListenAddress: "0.0.0.0", Relay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop(context.Background())
+	info := restBackend{n}.Info()
+	if len(info.ListenAddresses) != 1 || strings.Contains(info.ListenAddresses[0], "/0.0.0.0/") ||
+		!strings.HasSuffix(info.ListenAddresses[0], "/p2p/"+n.Host().ID().String()) {
+		t.Errorf("listenAddresses %q, want one announced TCP address", info.ListenAddresses)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -161,7 +162,7 @@ func (b restBackend) ContentTopicShard(ct string) (string, error) {
 }
 
 func (b restBackend) Info() rest.Info {
-	return rest.Info{ListenAddresses: b.n.ListenAddresses(), ENRURI: b.n.ENR()}
+	return rest.Info{ListenAddresses: b.n.announcedAddresses(), ENRURI: b.n.ENR()}
 }
 
 func (b restBackend) Version() string { return Version }
@@ -245,4 +246,25 @@ func (b restBackend) SetLogLevel(level string) error {
 	}
 	b.n.cfg.LogLevel.Set(l)
 	return nil
+}
+
+// announcedAddresses are the addresses /debug/v1/info lists: the listen
+// addresses, where a listen address of 0.0.0.0 is given once with the
+// address of the interface that routes outward (listenIP), not once per
+// interface, as nwaku announces one address per transport.
+func (n *Node) announcedAddresses() []string {
+	if ip := net.ParseIP(n.cfg.ListenAddress); ip == nil || !ip.IsUnspecified() {
+		return n.ListenAddresses()
+	}
+	host := "/ip4/" + n.listenIP().String() + "/"
+	var out []string
+	for _, a := range n.host.Network().ListenAddresses() {
+		if !strings.HasPrefix(a.String(), "/ip4/") {
+			continue // /p2p-circuit and the like: nothing to dial directly
+		}
+		s := strings.Replace(a.String(), "/ip4/0.0.0.0/", host, 1)
+		s = strings.Replace(s, "/tls/ws", "/wss", 1)
+		out = append(out, s+"/p2p/"+n.host.ID().String())
+	}
+	return out
 }
