@@ -199,6 +199,8 @@ func TestNodeFlagsForms(t *testing.T) {
 			"--nat=none", "--max-msg-size=150KiB", "--rln-relay-eth-client-address=http://x:1/", "--store-sync-interval=60",
 			"--discv5-discovery=false", "--filter=false", "--lightpush=false", "--mode=noMode", "--metrics-logging=false"}, nil,
 			func(o *nodeOptions) bool { return true }},
+		{"no shard note without relay", []string{"--relay=false"}, nil,
+			func(o *nodeOptions) bool { return !strings.Contains(strings.Join(o.notes, "\n"), "relaying shard") }},
 		{"content topics", []string{"--content-topic=/app/1/a/proto", "--content-topic=/app/1/b/proto"}, nil,
 			func(o *nodeOptions) bool { return len(o.cfg.ContentTopics) == 2 }},
 		{"store sync", []string{"--store=true", "--store-sync=true", "--store-sync-interval=60", "--store-sync-range=600", "--store-sync-relay-jitter=5"}, nil,

@@ -111,7 +111,7 @@ func (o *nodeOptions) finish(p *parsedFlags) {
 			}
 		}
 	}
-	if len(c.Shards) == 0 && len(c.PubsubTopics) == 0 && c.NumShardsInNetwork == 0 {
+	if c.Relay && len(c.Shards) == 0 && len(c.PubsubTopics) == 0 && c.NumShardsInNetwork == 0 {
 		o.notes = append(o.notes, fmt.Sprintf("no --shard given: relaying shard 0 of cluster %d (nwaku v0.38.1 would relay none)", c.ClusterID))
 	}
 	if !p.values["nat"].val.given {
