@@ -101,7 +101,8 @@ func publishLightpush(addr, pubsubTopic string, clusterID int, msg *message.Mess
 
 // subscribeFilter subscribes at the filter node at addr and prints every
 // pushed message as one JSON line (the REST API's message shape), pinging
-// every minute so that the subscription does not expire, until count
+// every minute so that the subscription does not expire (a failed ping,
+// as after the filter node restarts, subscribes again), until count
 // messages are printed or ctx ends; it unsubscribes on the way out.
 func subscribeFilter(ctx context.Context, addr, pubsubTopic, contentTopic string, clusterID, count int) error {
 	l, err := dialService(ctx, "filter", addr, clusterID, 15*time.Second)
@@ -134,7 +135,12 @@ func subscribeFilter(ctx context.Context, addr, pubsubTopic, contentTopic string
 			return nil
 		case <-ping.C:
 			if err := c.Ping(ctx, l.peer); err != nil {
-				return fmt.Errorf("filter ping: %w", err)
+				// The filter node restarted or dropped the subscription:
+				// subscribe again, and say that pushes may have been missed.
+				fmt.Fprintf(os.Stderr, "filter ping: %v; subscribing again (messages pushed meanwhile are missed)\n", err)
+				if serr := c.Subscribe(ctx, l.peer, pubsubTopic, contentTopic); serr != nil {
+					return fmt.Errorf("filter ping: %w; subscribing again: %w", err, serr)
+				}
 			}
 		case env := <-got:
 			line, err := json.Marshal(rest.NewMessage(env.Message()))
