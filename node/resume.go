@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/message"
@@ -51,8 +48,8 @@ func (n *Node) resume(ctx context.Context) {
 
 // resumeOnce returns how many messages it handed to the archive.
 func (n *Node) resumeOnce(ctx context.Context) (int, error) {
-	p, ok := n.storePeer()
-	if !ok {
+	p := n.connectedStorePeer()
+	if p == "" {
 		return 0, errNoStorePeer
 	}
 	now := time.Now()
@@ -106,18 +103,4 @@ func (n *Node) newestArchived(ctx context.Context) int64 {
 		return 0
 	}
 	return res.Messages[len(res.Messages)-1].Timestamp
-}
-
-// storePeer picks a connected peer that announced store v3.
-func (n *Node) storePeer() (peer.ID, bool) {
-	var ps []peer.ID
-	for _, p := range n.host.Network().Peers() {
-		if got, err := n.host.Peerstore().SupportsProtocols(p, store.ProtocolID); err == nil && len(got) > 0 {
-			ps = append(ps, p)
-		}
-	}
-	if len(ps) == 0 {
-		return "", false
-	}
-	return ps[rand.IntN(len(ps))], true
 }
