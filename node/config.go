@@ -151,7 +151,7 @@ type Config struct {
 	// origin check and no CORS headers, as nwaku.
 	RESTAllowOrigin []string
 	// RESTCacheCapacity is the number of messages the REST relay cache
-	// keeps per topic (--rest-relay-cache-capacity). Default 50.
+	// keeps, all topics together (--rest-relay-cache-capacity). Default 50.
 	RESTCacheCapacity int
 	// MetricsServer serves Prometheus metrics on /metrics at
 	// MetricsAddress:MetricsPort (--metrics-server, --metrics-server-address,

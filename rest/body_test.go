@@ -44,6 +44,7 @@ func TestPublishBodyReuse(t *testing.T) {
 			// A body shorter than its Content-Length is refused.
 			req := httptest.NewRequest("POST", msgsPath(topic), strings.NewReader(`{"payload":"AQ=="`))
 			req.ContentLength = 100
+			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
 			s.ServeHTTP(rec, req)
 			if rec.Code != http.StatusBadRequest || !strings.HasPrefix(rec.Body.String(), "Failed to read request body") {

@@ -1,185 +1,262 @@
 package rest
 
 import (
+	"container/heap"
+	"container/list"
 	"sync"
 	"sync/atomic"
 
 	"github.com/couriernet/courier/message"
 )
 
-// DropCacheFull names the only reason the cache drops a message: a
-// subscribed topic's cache was full and its oldest message gave way.
+// DropCacheFull names the only reason the cache drops a message: the cache
+// was full and the message with the oldest timestamp gave way.
 const DropCacheFull = "rest_cache_full"
 
 // Stats counts the work of the message cache.
 type Stats struct {
-	Cached        uint64 // messages put into a topic's cache (a message cached for both its pubsub and content topic counts twice)
+	Cached        uint64 // messages put into the cache (each once, however many topics read it)
 	DroppedOldest uint64 // messages dropped, reason DropCacheFull
 	Drained       uint64 // messages returned by GET requests
 }
 
-// ring keeps the newest len(buf) envelopes of one topic, oldest first.
-type ring struct {
-	buf  []*message.Envelope
-	head int // index of the oldest
-	n    int
+// entry is one cached message. viaPubsub and viaContent say whether its
+// pubsub topic and its content topic still read it; an entry neither reads
+// is removed.
+type entry struct {
+	env                   *message.Envelope
+	viaPubsub, viaContent bool
+	order                 *list.Element // in cache.order
+	heapIndex             int           // in cache.oldest
+	seq                   uint64        // arrival number, breaks timestamp ties
 }
 
-// push appends e and reports whether the oldest envelope was dropped.
-func (r *ring) push(e *message.Envelope) bool {
-	if r.n < len(r.buf) {
-		r.buf[(r.head+r.n)%len(r.buf)] = e
-		r.n++
-		return false
-	}
-	r.buf[r.head] = e
-	r.head = (r.head + 1) % len(r.buf)
-	return true
+// byAge orders entries by message timestamp, then arrival: its root is
+// the entry a full cache drops (nwaku message_cache.nim addMessage drops
+// the message with the smallest timestamp).
+type byAge []*entry
+
+func (h byAge) Len() int { return len(h) }
+func (h byAge) Less(i, j int) bool {
+	ti, tj := h[i].env.Message().Timestamp, h[j].env.Message().Timestamp
+	return ti < tj || ti == tj && h[i].seq < h[j].seq
+}
+func (h byAge) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIndex, h[j].heapIndex = i, j
+}
+func (h *byAge) Push(x any) {
+	e := x.(*entry)
+	e.heapIndex = len(*h)
+	*h = append(*h, e)
+}
+func (h *byAge) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
 }
 
-// drain returns the envelopes oldest first and empties the ring.
-func (r *ring) drain() []*message.Envelope {
-	out := make([]*message.Envelope, r.n)
-	for i := range out {
-		j := (r.head + i) % len(r.buf)
-		out[i], r.buf[j] = r.buf[j], nil
-	}
-	r.head, r.n = 0, 0
-	return out
-}
-
-// contentSub is the cache of one content topic and the pubsub topic
-// (shard) it was subscribed on.
-type contentSub struct {
-	ring
-	pubsubTopic string
-}
-
-// cache holds the rings of the topics subscribed through the API.
+// cache is nwaku's REST message cache (waku/rest_api/message_cache.nim):
+// one store of at most capacity messages, shared by every topic, each
+// message kept once.
+//
+// A message is cached when its pubsub topic or its content topic is
+// readable, and it is then read through both: a message relayed on a
+// subscribed shard is also answered by GET /relay/v1/auto/messages/{its
+// content topic}, whose content topic becomes readable from then on, as in
+// nwaku (tests/test_message_cache.nim "get messages on pubsub via content
+// topics"). A GET drains what it returns from the whole cache. A message is
+// de-duplicated by its message hash (nwaku compares whole messages, so a
+// message seen on two pubsub topics is kept once there and twice here).
+//
+// Subscriptions made through the API (subs, contentShard) are tracked
+// apart from the readable topics: only they keep the relay on a shard.
 type cache struct {
-	size int
+	capacity int
 
-	mu      sync.Mutex
-	pubsub  map[string]*ring
-	content map[string]*contentSub
+	mu sync.Mutex
+	// Readable topics: subscribed through the API, or reached by a cached
+	// message's other topic.
+	readPubsub, readContent map[string]bool
+	// Subscriptions made through the API: pubsub topics, and content
+	// topics with the shard each was subscribed on.
+	subs         map[string]bool
+	contentShard map[string]string
+
+	byHash map[message.Hash]*entry
+	order  list.List // of *entry, oldest arrival first
+	oldest byAge
+	seq    uint64
 
 	cached, dropped, drained atomic.Uint64
 }
 
-func newCache(size int) cache {
-	return cache{size: size, pubsub: make(map[string]*ring), content: make(map[string]*contentSub)}
+func newCache(capacity int) *cache {
+	c := &cache{capacity: capacity}
+	c.resetLocked()
+	return c
 }
 
+func (c *cache) resetLocked() {
+	c.readPubsub, c.readContent = map[string]bool{}, map[string]bool{}
+	c.subs, c.contentShard = map[string]bool{}, map[string]string{}
+	c.byHash = map[message.Hash]*entry{}
+	c.order.Init()
+	c.oldest = nil
+}
+
+// deliver caches env if one of its topics is readable and it is not cached
+// already; a full cache first drops its oldest message.
 func (c *cache) deliver(env *message.Envelope) {
+	pt, ct := env.PubsubTopic(), env.Message().ContentTopic
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r := c.pubsub[env.PubsubTopic()]; r != nil {
-		c.push(r, env)
+	if !c.readPubsub[pt] && !c.readContent[ct] {
+		return
 	}
-	if cs := c.content[env.Message().ContentTopic]; cs != nil {
-		c.push(&cs.ring, env)
+	h := env.Hash()
+	if c.byHash[h] != nil {
+		return
 	}
-}
-
-func (c *cache) push(r *ring, env *message.Envelope) {
-	c.cached.Add(1)
-	if r.push(env) {
+	c.readPubsub[pt], c.readContent[ct] = true, true
+	if len(c.byHash) >= c.capacity {
+		c.removeLocked(c.oldest[0])
 		c.dropped.Add(1)
 	}
+	c.seq++
+	e := &entry{env: env, viaPubsub: true, viaContent: true, seq: c.seq}
+	e.order = c.order.PushBack(e)
+	heap.Push(&c.oldest, e)
+	c.byHash[h] = e
+	c.cached.Add(1)
+}
+
+func (c *cache) removeLocked(e *entry) {
+	c.order.Remove(e.order)
+	heap.Remove(&c.oldest, e.heapIndex)
+	delete(c.byHash, e.env.Hash())
 }
 
 func (c *cache) stats() Stats {
 	return Stats{Cached: c.cached.Load(), DroppedOldest: c.dropped.Load(), Drained: c.drained.Load()}
 }
 
-// drainPubsub empties the cache of a subscribed pubsub topic; ok is false
-// if the topic is not subscribed.
+// drainPubsub removes and returns the messages read through a pubsub
+// topic, in arrival order; ok is false if the topic is not readable.
 func (c *cache) drainPubsub(topic string) (envs []*message.Envelope, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r := c.pubsub[topic]
-	if r == nil {
-		return nil, false
-	}
-	envs = r.drain()
-	c.drained.Add(uint64(len(envs)))
-	return envs, true
+	return c.drain(c.readPubsub, topic, func(e *entry) bool { return e.viaPubsub && e.env.PubsubTopic() == topic })
 }
 
-// drainContent empties the cache of a subscribed content topic.
+// drainContent removes and returns the messages read through a content
+// topic, in arrival order; ok is false if the topic is not readable.
 func (c *cache) drainContent(topic string) (envs []*message.Envelope, ok bool) {
+	return c.drain(c.readContent, topic, func(e *entry) bool { return e.viaContent && e.env.Message().ContentTopic == topic })
+}
+
+func (c *cache) drain(readable map[string]bool, topic string, reads func(*entry) bool) ([]*message.Envelope, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cs := c.content[topic]
-	if cs == nil {
+	if !readable[topic] {
 		return nil, false
 	}
-	envs = cs.drain()
+	envs := []*message.Envelope{}
+	for el := c.order.Front(); el != nil; {
+		e, next := el.Value.(*entry), el.Next()
+		if reads(e) {
+			envs = append(envs, e.env)
+			c.removeLocked(e)
+		}
+		el = next
+	}
 	c.drained.Add(uint64(len(envs)))
 	return envs, true
 }
 
-func (c *cache) newRing() ring { return ring{buf: make([]*message.Envelope, c.size)} }
-
-// reset stops caching every topic.
+// reset forgets every topic and message.
 func (c *cache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	clear(c.pubsub)
-	clear(c.content)
+	c.resetLocked()
 }
 
-// addPubsub starts caching the topics not cached yet.
+// addPubsub makes the pubsub topics subscribed through the API.
 func (c *cache) addPubsub(topics []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, t := range topics {
-		if c.pubsub[t] == nil {
-			r := c.newRing()
-			c.pubsub[t] = &r
-		}
+		c.subs[t], c.readPubsub[t] = true, true
 	}
 }
 
-// addContent starts caching content topics; shards[i] is the pubsub topic
-// of contentTopics[i].
+// addContent makes content topics subscribed through the API; shards[i]
+// is the pubsub topic of contentTopics[i].
 func (c *cache) addContent(contentTopics, shards []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, t := range contentTopics {
-		if c.content[t] == nil {
-			c.content[t] = &contentSub{ring: c.newRing(), pubsubTopic: shards[i]}
+		if _, ok := c.contentShard[t]; !ok {
+			c.contentShard[t] = shards[i]
 		}
+		c.readContent[t] = true
 	}
 }
 
-// removePubsub stops caching topics and returns those no content topic
-// subscription still needs, which the relay may leave.
+// removePubsub stops reading the pubsub topics, drops the messages no
+// content topic still reads, and returns the topics no subscription of
+// this API still needs, which the relay may leave.
 func (c *cache) removePubsub(topics []string) (unneeded []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, t := range topics {
-		delete(c.pubsub, t)
+		delete(c.subs, t)
+		delete(c.readPubsub, t)
+		c.unreadLocked(func(e *entry) bool {
+			if e.env.PubsubTopic() == t {
+				e.viaPubsub = false
+			}
+			return e.viaPubsub || e.viaContent
+		})
 	}
 	return c.unneededLocked(topics)
 }
 
-// removeContent stops caching content topics; shards[i] is the pubsub topic
-// of contentTopics[i]. It returns the shards that neither a pubsub topic
-// subscription nor another content topic still needs.
+// removeContent stops reading content topics and drops the messages no
+// pubsub topic still reads; shards[i] is the pubsub topic of
+// contentTopics[i]. It returns the shards that neither a pubsub topic
+// subscription nor another content topic subscription still needs.
 func (c *cache) removeContent(contentTopics, shards []string) (unneeded []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, t := range contentTopics {
-		delete(c.content, t)
+		delete(c.contentShard, t)
+		delete(c.readContent, t)
+		c.unreadLocked(func(e *entry) bool {
+			if e.env.Message().ContentTopic == t {
+				e.viaContent = false
+			}
+			return e.viaPubsub || e.viaContent
+		})
 	}
 	return c.unneededLocked(shards)
+}
+
+// unreadLocked removes the entries keep reports false for.
+func (c *cache) unreadLocked(keep func(*entry) bool) {
+	for el := c.order.Front(); el != nil; {
+		e, next := el.Value.(*entry), el.Next()
+		if !keep(e) {
+			c.removeLocked(e)
+		}
+		el = next
+	}
 }
 
 func (c *cache) unneededLocked(topics []string) []string {
 	var out []string
 	for _, t := range dedupe(topics) {
-		if c.pubsub[t] == nil && !c.contentNeedsLocked(t) {
+		if !c.subs[t] && !c.contentNeedsLocked(t) {
 			out = append(out, t)
 		}
 	}
@@ -187,8 +264,8 @@ func (c *cache) unneededLocked(topics []string) []string {
 }
 
 func (c *cache) contentNeedsLocked(pubsubTopic string) bool {
-	for _, cs := range c.content {
-		if cs.pubsubTopic == pubsubTopic {
+	for _, shard := range c.contentShard {
+		if shard == pubsubTopic {
 			return true
 		}
 	}

@@ -203,21 +203,27 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, m
 	}
 }
 
-// contentTypeOK answers 400 "Wrong Content-Type, expected application/json
-// or text/plain" for a body of another media type, as nwaku
-// (waku/rest_api/endpoint/rest_serdes.nim decodeRequestBody). A request
-// without Content-Type is read as JSON, where nwaku refuses it.
+// contentTypeOK checks the media type of a request that has a body, with
+// nwaku's answers: 400 "Invalid content type" when the Content-Type header
+// is missing or unreadable (nim-presto's getContentBody, answered by nwaku's
+// requestErrorHandler in waku/rest_api/endpoint/builder.nim), 400 "Wrong
+// Content-Type, expected application/json or text/plain" for another media
+// type (waku/rest_api/endpoint/rest_serdes.nim decodeRequestBody). A request
+// without a body passes: its handler answers what is missing.
 func contentTypeOK(w http.ResponseWriter, r *http.Request) bool {
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
+	if r.ContentLength == 0 {
 		return true
 	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err == nil && (mt == "application/json" || mt == "text/plain") {
-		return true
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch {
+	case err != nil || !strings.Contains(mt, "/"):
+		writeText(w, http.StatusBadRequest, "Invalid content type")
+		return false
+	case mt != "application/json" && mt != "text/plain":
+		writeText(w, http.StatusBadRequest, "Wrong Content-Type, expected application/json or text/plain")
+		return false
 	}
-	writeText(w, http.StatusBadRequest, "Wrong Content-Type, expected application/json or text/plain")
-	return false
+	return true
 }
 
 // readBody reads the whole request body within Config.MaxBodyBytes. On

@@ -33,11 +33,14 @@
 //
 // # Message cache
 //
-// Messages reach the cache only through (*Server).Deliver, which the node
-// calls for every relayed message. Each pubsub topic and content topic
-// subscribed through this API keeps its newest Config.CacheSize messages
-// (nwaku: 50); a full cache drops its oldest message and counts the drop
-// (Stats.DroppedOldest, reason "rest_cache_full"). A GET drains the cache.
+// Messages reach the relay message cache only through (*Server).Deliver,
+// which the node calls for every relayed message. As nwaku's (waku/rest_api/
+// message_cache.nim), it is one cache of at most Config.CacheSize messages
+// (default 50) for all topics: a message is kept once, when its pubsub topic
+// or its content topic is subscribed through this API, and is then read
+// through either; a full cache drops the message with the oldest timestamp
+// and counts the drop (Stats.DroppedOldest, reason "rest_cache_full"). A GET
+// removes what it returns.
 package rest
 
 import (
@@ -117,8 +120,9 @@ type Config struct {
 	// MaxBodyBytes limits a request body in bytes; a larger body is
 	// answered 413. Default 1 MiB.
 	MaxBodyBytes int64
-	// CacheSize is the number of messages kept per subscribed pubsub topic
-	// and per subscribed content topic. Default 50 (nwaku message_cache.nim).
+	// CacheSize is the number of messages the relay message cache keeps,
+	// all topics together (nwaku --rest-relay-cache-capacity), and the
+	// filter message cache too. Default 50 (nwaku message_cache.nim).
 	CacheSize int
 	// PublishTimeout bounds one RelayPublish call; when it passes the answer
 	// is 500 "Failed to publish: timedout". Default 5 s (nwaku futTimeout).
@@ -183,9 +187,9 @@ type Server struct {
 	log   *slog.Logger
 	mux   *http.ServeMux
 	subMu sync.Mutex
-	cache cache
+	cache *cache
 	// filterCache keeps what the node's filter client is pushed.
-	filterCache cache
+	filterCache *cache
 	origins     originMatcher
 }
 

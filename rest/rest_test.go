@@ -116,10 +116,14 @@ func newServer(t *testing.T, f *fakeBackend, cfg Config) *Server {
 	return s
 }
 
-// do sends one request and returns status, content type and body.
+// do sends one request, a body as application/json, and returns status,
+// content type and body.
 func do(t *testing.T, h http.Handler, method, path, body string) (int, string, string) {
 	t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec.Code, rec.Header().Get("Content-Type"), rec.Body.String()
@@ -158,7 +162,7 @@ func TestSubscribeDeliverDrain(t *testing.T) {
 	}
 	s.Deliver(env(t, "/waku/2/rs/0/0", &message.Message{Payload: []byte("TEST-1"), ContentTopic: "content-topic-x",
 		Version: 2, Timestamp: 1700000000000000001, Meta: []byte("test-meta"), Ephemeral: true}))
-	s.Deliver(env(t, "/waku/2/rs/0/9", &message.Message{Payload: []byte("elsewhere"), ContentTopic: "content-topic-x"}))
+	s.Deliver(env(t, "/waku/2/rs/0/9", &message.Message{Payload: []byte("elsewhere"), ContentTopic: "content-topic-y"}))
 	s.Deliver(env(t, "/waku/2/rs/0/0", &message.Message{Payload: []byte{0xff, 0x00}, ContentTopic: "/app/1/chat/proto",
 		Timestamp: 1700000000000000002, RateLimitProof: []byte{1, 2, 3}}))
 
@@ -443,20 +447,42 @@ func TestCORS(t *testing.T) {
 	expect(t, s, "OPTIONS", "/relay/v1/auto/messages", "", 200, "OK")
 }
 
-// TestContentType checks nwaku's Content-Type rule for request bodies
-// (waku/rest_api/endpoint/rest_serdes.nim decodeRequestBody).
+// TestContentType checks nwaku's Content-Type rules for request bodies:
+// a missing or unreadable header is refused before the handler runs
+// (nim-presto serverprivate.nim getContentBody, nwaku's text from
+// waku/rest_api/endpoint/builder.nim requestErrorHandler), a media type
+// other than JSON or text by waku/rest_api/endpoint/rest_serdes.nim
+// decodeRequestBody.
 func TestContentType(t *testing.T) {
 	s := newServer(t, newFake(t), Config{})
-	for ct, want := range map[string]int{"application/json": 200, "application/json; charset=utf-8": 200, "text/plain": 200,
-		"application/x-www-form-urlencoded": 400, "application/octet-stream": 400} {
-		req := httptest.NewRequest("POST", "/relay/v1/subscriptions", strings.NewReader(`["/waku/2/rs/0/0"]`))
-		req.Header.Set("Content-Type", ct)
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, req)
-		if rec.Code != want || (want == 400 && rec.Body.String() != "Wrong Content-Type, expected application/json or text/plain") {
-			t.Errorf("Content-Type %s: %d %q, want %d", ct, rec.Code, rec.Body, want)
+	const wrong = "Wrong Content-Type, expected application/json or text/plain"
+	for _, c := range []struct {
+		ct   string
+		code int
+		body string
+	}{
+		{"application/json", 200, "OK"},
+		{"application/json; charset=utf-8", 200, "OK"},
+		{"text/plain", 200, "OK"},
+		{"", 400, "Invalid content type"},
+		{"json", 400, "Invalid content type"},
+		{"application/x-www-form-urlencoded", 400, wrong},
+		{"application/octet-stream", 400, wrong},
+	} {
+		for _, path := range []string{"/relay/v1/subscriptions", msgsPath("/waku/2/rs/0/0"), "/lightpush/v3/message"} {
+			req := httptest.NewRequest("POST", path, strings.NewReader(`["/waku/2/rs/0/0"]`))
+			if c.ct != "" {
+				req.Header.Set("Content-Type", c.ct)
+			}
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
+			if c.code == 400 && (rec.Code != 400 || rec.Body.String() != c.body) || c.code == 200 && rec.Body.String() == "Invalid content type" {
+				t.Errorf("POST %s, Content-Type %q: %d %q, want %d %q", path, c.ct, rec.Code, rec.Body, c.code, c.body)
+			}
 		}
 	}
+	// Without a body the header is not needed: the handler answers.
+	expect(t, s, "POST", "/relay/v1/subscriptions", "", 400, "Missing request body")
 }
 
 func originRequest(h http.Handler, origin string) *httptest.ResponseRecorder {

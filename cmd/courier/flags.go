@@ -262,7 +262,7 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTAddress = v.str(); return nil }},
 	{name: "rest-port", kind: kindInt, nwaku: "8645", usage: "REST API port",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTPort = v.int(); return nil }},
-	{name: "rest-relay-cache-capacity", kind: kindInt, nwaku: "50", usage: "messages kept per topic for GET /relay/v1/messages",
+	{name: "rest-relay-cache-capacity", kind: kindInt, nwaku: "50", usage: "messages the REST relay cache keeps, all topics together",
 		apply: func(o *nodeOptions, v flagVal) error {
 			if v.int() < 1 {
 				return fmt.Errorf("want at least 1")
