@@ -92,6 +92,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: queue sizes must not be negative", ErrConfig)
 	case c.MaxTimestampSkew < 0:
 		return fmt.Errorf("%w: MaxTimestampSkew %v is negative", ErrConfig, c.MaxTimestampSkew)
+	case c.GossipSub.HeartbeatInterval <= 0:
+		return fmt.Errorf("%w: GossipSub.HeartbeatInterval %v is not positive", ErrConfig, c.GossipSub.HeartbeatInterval)
 	}
 	return nil
 }

@@ -35,6 +35,8 @@ type Relay struct {
 	cancel context.CancelFunc
 	c      counters
 	disp   *dispatcher
+	mesh   *meshTracker
+	scores scoreBoard
 
 	mu     sync.Mutex
 	topics map[string]*topicState
@@ -58,7 +60,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Relay{cfg: cfg, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}}
+	r := &Relay{cfg: cfg, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker()}
 	r.disp = &dispatcher{ctx: ctx, archive: cfg.Archive, archiveDone: cfg.ArchiveDone, queueLen: cfg.HandlerQueueSize, c: &r.c}
 	score, thresholds := nwakuPeerScore()
 	ps, err := pubsub.NewGossipSub(ctx, h,
@@ -74,7 +76,9 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithFloodPublish(true),
 		pubsub.WithPeerExchange(true),
 		pubsub.WithPeerScore(score, thresholds),
-		pubsub.WithRawTracer(tracer{&r.c}),
+		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(r.scores.set), cfg.GossipSub.HeartbeatInterval),
+		pubsub.WithRawTracer(tracer{c: &r.c}),
+		pubsub.WithRawTracer(r.mesh),
 	)
 	if err != nil {
 		cancel()

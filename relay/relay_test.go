@@ -305,3 +305,51 @@ func TestPublishWith(t *testing.T) {
 	default:
 	}
 }
+
+// TestMeshPeers meshes two relays on a topic and follows the mesh as
+// gossipsub changes it: grafted after the connection, gone from the other
+// side's mesh when one unsubscribes (its Leave sends PRUNE), and gone when
+// the peer disconnects. The peer's score is known once it is connected.
+func TestMeshPeers(t *testing.T) {
+	ha, hb := newHost(t), newHost(t)
+	ra, err := relay.New(ha, relay.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ra.Close()
+	rb, err := relay.New(hb, relay.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	const other = "/waku/2/rs/0/7"
+	for _, r := range []*relay.Relay{ra, rb} {
+		for _, tp := range []string{topic, other} {
+			if err := r.Subscribe(tp, relay.OwnerConfig); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := ha.Connect(context.Background(), peer.AddrInfo{ID: hb.ID(), Addrs: hb.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		return slices.Equal(ra.MeshPeers(topic), []peer.ID{hb.ID()}) && slices.Equal(rb.MeshPeers(topic), []peer.ID{ha.ID()}) &&
+			slices.Equal(ra.MeshPeers(other), []peer.ID{hb.ID()})
+	})
+	waitFor(t, func() bool { _, ok := ra.PeerScore(hb.ID()); return ok })
+	if got := ra.MeshPeers("/waku/2/rs/0/3"); got != nil {
+		t.Fatalf("mesh of a topic not joined: %v", got)
+	}
+	if err := rb.Unsubscribe(other, relay.OwnerConfig); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return ra.MeshPeers(other) == nil && rb.MeshPeers(other) == nil })
+	if got := ra.MeshPeers(topic); !slices.Equal(got, []peer.ID{hb.ID()}) {
+		t.Fatalf("mesh of %s after the other topic's prune: %v", topic, got)
+	}
+	if err := ha.Network().ClosePeer(hb.ID()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return ra.MeshPeers(topic) == nil })
+}

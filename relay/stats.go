@@ -135,7 +135,10 @@ func (s Stats) TotalDrops() uint64 {
 }
 
 // tracer counts gossipsub's own drops; it implements pubsub.RawTracer.
-type tracer struct{ c *counters }
+type tracer struct {
+	noTrace
+	c *counters
+}
 
 var _ pubsub.RawTracer = tracer{}
 
@@ -144,21 +147,29 @@ func (t tracer) RejectMessage(_ *pubsub.Message, reason string) {
 		t.c.drop(d)
 	}
 }
-func (t tracer) UndeliverableMessage(*pubsub.Message)               { t.c.drop(DropUndeliverable) }
-func (t tracer) DropRPC(*pubsub.RPC, peer.ID)                       { t.c.drop(DropRPCQueueFull) }
-func (tracer) OnNewOutboundStream(peer.ID, protocol.ID)             {}
-func (tracer) OnClosedOutboundStream(peer.ID)                       {}
-func (tracer) Join(string)                                          {}
-func (tracer) Leave(string)                                         {}
-func (tracer) Graft(peer.ID, string)                                {}
-func (tracer) Prune(peer.ID, string)                                {}
-func (tracer) ValidateMessage(*pubsub.Message)                      {}
-func (tracer) DeliverMessage(*pubsub.Message)                       {}
-func (tracer) DuplicateMessage(*pubsub.Message)                     {}
-func (tracer) ThrottlePeer(peer.ID)                                 {}
-func (tracer) RecvRPC(*pubsub.RPC)                                  {}
-func (tracer) SendRPC(*pubsub.RPC, peer.ID)                         {}
-func (tracer) SendRPCCompleted(*pubsub.RPC, peer.ID, time.Duration) {}
+func (t tracer) UndeliverableMessage(*pubsub.Message) { t.c.drop(DropUndeliverable) }
+func (t tracer) DropRPC(*pubsub.RPC, peer.ID)         { t.c.drop(DropRPCQueueFull) }
+
+// noTrace is a pubsub.RawTracer that ignores every event; tracers embed it
+// and override the events they follow.
+type noTrace struct{}
+
+func (noTrace) OnNewOutboundStream(peer.ID, protocol.ID)             {}
+func (noTrace) OnClosedOutboundStream(peer.ID)                       {}
+func (noTrace) Join(string)                                          {}
+func (noTrace) Leave(string)                                         {}
+func (noTrace) Graft(peer.ID, string)                                {}
+func (noTrace) Prune(peer.ID, string)                                {}
+func (noTrace) ValidateMessage(*pubsub.Message)                      {}
+func (noTrace) DeliverMessage(*pubsub.Message)                       {}
+func (noTrace) RejectMessage(*pubsub.Message, string)                {}
+func (noTrace) DuplicateMessage(*pubsub.Message)                     {}
+func (noTrace) ThrottlePeer(peer.ID)                                 {}
+func (noTrace) RecvRPC(*pubsub.RPC)                                  {}
+func (noTrace) SendRPC(*pubsub.RPC, peer.ID)                         {}
+func (noTrace) SendRPCCompleted(*pubsub.RPC, peer.ID, time.Duration) {}
+func (noTrace) DropRPC(*pubsub.RPC, peer.ID)                         {}
+func (noTrace) UndeliverableMessage(*pubsub.Message)                 {}
 
 type topicCounters struct {
 	messages atomic.Uint64
