@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -161,11 +160,12 @@ func (s *Server) getPeer(w http.ResponseWriter, r *http.Request) {
 
 // getConnectedPeers answers GET /admin/v1/peers/connected and its
 // /on/{shardId} form: the peers whose connectedness is Connected (and
-// whose metadata lists the shard).
+// whose metadata lists the shard); a shard id that does not parse is
+// answered 400 "Invalid shardId: <error>", as nwaku.
 func (s *Server) getConnectedPeers(w http.ResponseWriter, r *http.Request) {
 	onShard := -1
 	if v := r.PathValue("shardId"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 16)
+		n, err := parseShardID(v)
 		if err != nil {
 			writeText(w, http.StatusBadRequest, "Invalid shardId: "+err.Error())
 			return
@@ -182,8 +182,11 @@ func (s *Server) getConnectedPeers(w http.ResponseWriter, r *http.Request) {
 }
 
 // adminPeers returns the Backend's peers with empty lists, not null.
-func (s *Server) adminPeers() []Peer {
-	peers := s.b.Peers()
+func (s *Server) adminPeers() []Peer { return withEmptyLists(s.b.Peers()) }
+
+// withEmptyLists returns peers, never nil, with empty lists for nil
+// Protocols and Shards, as nwaku writes them.
+func withEmptyLists(peers []Peer) []Peer {
 	out := make([]Peer, len(peers))
 	for i, p := range peers {
 		if p.Protocols == nil {

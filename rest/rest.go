@@ -15,7 +15,18 @@
 //	GET    /health                                 Health
 //	GET    /info, /debug/v1/info                   Info
 //	GET    /version, /debug/v1/version             version text
-//	GET    /admin/v1/peers                         []Peer
+//	GET    /admin/v1/peers                         []Peer (with --rest-admin, as all /admin routes)
+//	GET    /admin/v1/peer/{peerId}                 Peer
+//	GET    /admin/v1/peers/connected               []Peer connected
+//	GET    /admin/v1/peers/connected/on/{shardId}  []Peer connected, on the shard by metadata
+//	GET    /admin/v1/peers/service                 []Peer of the service protocols
+//	GET    /admin/v1/peers/relay                   []PeersOfShard (see RelayPeersBackend)
+//	GET    /admin/v1/peers/relay/on/{shardId}      PeersOfShard
+//	GET    /admin/v1/peers/mesh                    []PeersOfShard, gossipsub mesh peers
+//	GET    /admin/v1/peers/mesh/on/{shardId}       PeersOfShard
+//	GET    /admin/v1/peers/stats                   counters by group (see getPeerStats)
+//	POST   /admin/v1/peers                         JSON array of multiaddrs to connect (see AdminBackend)
+//	POST   /admin/v1/log-level/{level}             sets the log level
 //	GET    /admin/v1/filter/subscriptions          []FilterSubscription
 //	POST   /lightpush/v3/message                   {pubsubTopic?, message} (see LightBackend)
 //	POST   /lightpush/v1/message                   the same, lightpush v2
@@ -266,6 +277,12 @@ func (s *Server) routes() {
 		s.mux.HandleFunc("GET /admin/v1/peer/{peerId}", s.getPeer)
 		s.mux.HandleFunc("GET /admin/v1/peers/connected", s.getConnectedPeers)
 		s.mux.HandleFunc("GET /admin/v1/peers/connected/on/{shardId}", s.getConnectedPeers)
+		s.mux.HandleFunc("GET /admin/v1/peers/service", s.getServicePeers)
+		s.mux.HandleFunc("GET /admin/v1/peers/relay", s.getRelayPeers(false))
+		s.mux.HandleFunc("GET /admin/v1/peers/relay/on/{shardId}", s.getShardPeers(false))
+		s.mux.HandleFunc("GET /admin/v1/peers/mesh", s.getRelayPeers(true))
+		s.mux.HandleFunc("GET /admin/v1/peers/mesh/on/{shardId}", s.getShardPeers(true))
+		s.mux.HandleFunc("GET /admin/v1/peers/stats", s.getPeerStats)
 		s.mux.HandleFunc("POST /admin/v1/peers", s.postPeers)
 		s.mux.HandleFunc("POST /admin/v1/log-level/{logLevel}", s.postLogLevel)
 	}
