@@ -21,15 +21,10 @@ type nodeOptions struct {
 	portsShift int
 	wsSupport  bool
 	wsPort     int
+	entries    entryNodes
 	// notes are printed at start: defaults that differ from nwaku's.
 	notes []string
 }
-
-// Owners: areas of work that will implement a refused row.
-const (
-	ownerStore     = "store"
-	ownerDiscovery = "discovery"
-)
 
 // nodeFlags is the node's command line: every flag of nwaku v0.38.1
 // (tools/confutils/cli_args.nim, copied with its defaults into
@@ -40,11 +35,10 @@ const (
 //     called with the flag's value, or its default when not given.
 //   - accepted but refused: apply is nil; a value for which quiet is false
 //     (default: anything but nwaku's default) stops the node before it
-//     starts with "--flag=value: <refuse>" and exit code 2. owner names the
-//     area that will implement it.
+//     starts with "--flag=value: <refuse>" and exit code 2.
 //
 // To implement a refused flag: add the field to node.Config (or
-// nodeOptions), replace refuse/quiet/owner by an apply that sets it (use
+// nodeOptions), replace refuse/quiet by an apply that sets it (use
 // v.str(), v.bool(), v.int() or v.vals; the default arrives when the flag
 // was not given), and flip the flags that only matter with it the same way.
 // TestNodeFlagsCoverNwaku and TestNodeFlagsRefuse keep the table honest.
@@ -173,8 +167,8 @@ var nodeFlags = []flagDef{
 		refuse: "gossipsub peer exchange is not supported by this node", quiet: whenFalse},
 	{name: "relay-shard-manager", kind: kindBool, nwaku: "false", usage: "shard-aware peer manager",
 		refuse: "the shard-aware peer manager is not supported by this node", quiet: whenFalse},
-	{name: "entry-node", kind: kindList, usage: "enrtree:, enr: or multiaddr entry node",
-		refuse: "entry nodes are not supported by this node yet; use --staticnode", quiet: whenEmpty, owner: ownerDiscovery},
+	{name: "entry-node", kind: kindList, usage: "enrtree: (DNS discovery), enr: (discv5 bootstrap and static node) or multiaddr (static node); repeatable",
+		apply: func(o *nodeOptions, v flagVal) (err error) { o.entries, err = parseEntryNodes(v.vals); return err }},
 	{name: "staticnode", kind: kindList, usage: "peer multiaddr with /p2p/<id> to keep connected",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.StaticNodes = v.vals; return nil }},
 	// keep-alive: ignored by nwaku since v0.37, and by courier.
@@ -288,8 +282,13 @@ var nodeFlags = []flagDef{
 	// Discovery.
 	{name: "dns-discovery", kind: kindBool, nwaku: "false", usage: "fetch --dns-discovery-url at start (EIP-1459)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.DNSDiscovery = v.bool(); return nil }},
-	{name: "dns-discovery-url", usage: "enrtree://<key>@<fqdn>",
-		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.DNSDiscoveryURL = v.str(); return nil }},
+	// As in nwaku v0.38.1, a URL turns DNS discovery on by itself.
+	{name: "dns-discovery-url", usage: "enrtree://<key>@<fqdn>; turns DNS discovery on",
+		apply: func(o *nodeOptions, v flagVal) error {
+			o.cfg.Discovery.DNSDiscoveryURL = v.str()
+			o.cfg.Discovery.DNSDiscovery = o.cfg.Discovery.DNSDiscovery || v.str() != ""
+			return nil
+		}},
 	{name: "discv5-discovery", kind: kindBool, usage: "discovery v5",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5 = v.bool(); return nil }},
 	{name: "discv5-udp-port", kind: kindInt, nwaku: "9000", usage: "discv5 UDP port (0: any free port)",

@@ -86,10 +86,9 @@ func TestNodeFlagsRows(t *testing.T) {
 	for i := range nodeFlags {
 		rows[nodeFlags[i].name] = &nodeFlags[i]
 	}
-	owners := []string{"", ownerStore, ownerDiscovery}
 	for _, d := range nodeFlags {
 		switch {
-		case d.apply != nil && (d.refuse != "" || d.quiet != nil || d.owner != "" || d.with != ""):
+		case d.apply != nil && (d.refuse != "" || d.quiet != nil || d.with != ""):
 			t.Errorf("--%s: implemented and refused at once", d.name)
 		case d.apply == nil && d.with != "":
 			w := rows[d.with]
@@ -98,9 +97,6 @@ func TestNodeFlagsRows(t *testing.T) {
 			}
 		case d.apply == nil && d.refuse == "":
 			t.Errorf("--%s: neither implemented nor given a reason to refuse", d.name)
-		}
-		if !slices.Contains(owners, d.owner) {
-			t.Errorf("--%s: unknown owner %q", d.name, d.owner)
 		}
 		// nwaku serves these by default; courier does not (yet), so their
 		// default is what is refused when given.

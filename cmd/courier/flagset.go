@@ -27,8 +27,7 @@ const (
 // (the default when the flag was not given) and sets it on the options.
 // Otherwise the row is accepted but not implemented: refuse is the reason
 // printed when the value asks for what courier does not do, and quiet says
-// which values ask for nothing (nil: only the nwaku default). owner names
-// the area that will implement it; empty means no plan. A row whose value
+// which values ask for nothing (nil: only the nwaku default). A row whose value
 // matters only together with another, refused, row names that row in with
 // and takes any value quietly.
 type flagDef struct {
@@ -47,7 +46,6 @@ type flagDef struct {
 	apply  func(o *nodeOptions, v flagVal) error
 	refuse string
 	quiet  func(v flagVal) bool
-	owner  string
 	with   string
 }
 

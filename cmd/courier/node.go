@@ -102,6 +102,7 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 // that differ from nwaku's.
 func (o *nodeOptions) finish(p *parsedFlags) {
 	c := &o.cfg
+	o.entries.apply(o)
 	// As in nwaku, --websocket-port alone does not turn WebSocket on.
 	c.WebSocket, c.WebSocketPort = o.wsSupport, o.wsPort
 	if s := o.portsShift; s != 0 {
