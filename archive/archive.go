@@ -235,6 +235,21 @@ type Config struct {
 	// Logger receives the policy in force at Open and each retention run's
 	// outcome. nil means slog.Default().
 	Logger *slog.Logger
+	// OnInsert, when set, receives one duration per message the writer
+	// acknowledges without error and does not skip as ephemeral (stored,
+	// or already stored: nwaku's insert also succeeds for a duplicate):
+	// the time from its Append to the commit of the batch that holds it,
+	// which is what a caller of nwaku's insert waits for (nwaku
+	// waku_archive/archive.nim times driver.put for
+	// waku_archive_insert_duration_seconds). It runs on the writer
+	// goroutine before the message's done callback, so it must be quick
+	// and must not block. nil means none.
+	OnInsert func(d time.Duration)
+	// OnQuery, when set, receives the duration of every Query that reaches
+	// the index or database, successful or not (nwaku's
+	// waku_archive_query_duration_seconds times driver.getMessages). It
+	// runs on the caller's goroutine. nil means none.
+	OnQuery func(d time.Duration)
 
 	retention Retention // parsed from Retention by validate
 }

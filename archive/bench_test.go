@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/message"
@@ -27,9 +30,18 @@ func meanSize(wires [][]byte) int64 {
 // Close, which commits and fsyncs the rest. Every message has its own hash
 // and a timestamp that grows; the 3,000 encoded messages are reused, so the
 // timed work is the archive's alone.
-func BenchmarkAppend(b *testing.B) {
+func BenchmarkAppend(b *testing.B) { benchAppend(b, archive.Config{}) }
+
+// BenchmarkAppendObserved is BenchmarkAppend with the insert durations
+// observed into a Prometheus histogram, as the node does.
+func BenchmarkAppendObserved(b *testing.B) {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "insert_seconds"})
+	benchAppend(b, archive.Config{OnInsert: func(d time.Duration) { h.Observe(d.Seconds()) }})
+}
+
+func benchAppend(b *testing.B, cfg archive.Config) {
 	msgs, wires := seedMix(b, benchPool, 7)
-	a := openT(b, b.TempDir(), archive.Config{})
+	a := openT(b, b.TempDir(), cfg)
 	ctx := context.Background()
 	b.SetBytes(meanSize(wires))
 	b.ReportAllocs()

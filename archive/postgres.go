@@ -115,7 +115,11 @@ func (p *Postgres) Append(ctx context.Context, env *message.Envelope, done func(
 	if n := len(env.Wire()); n > maxRecord {
 		return fmt.Errorf("%w: %d wire bytes, over %d", ErrBadEnvelope, n, maxRecord)
 	}
-	return p.q.put(ctx, item{env: env, done: done, recv: p.cfg.Now().UnixNano(), size: int64(len(env.Wire())) + itemOverhead})
+	it := item{env: env, done: done, recv: p.cfg.Now().UnixNano(), size: int64(len(env.Wire())) + itemOverhead}
+	if p.cfg.OnInsert != nil {
+		it.in = sinceStart()
+	}
+	return p.q.put(ctx, it)
 }
 
 func (p *Postgres) writeLoop() {
@@ -129,7 +133,7 @@ func (p *Postgres) writeLoop() {
 		}
 		err := p.commitRetrying(batch, &rows)
 		p.q.release(batch)
-		finish(batch, err, &p.st)
+		finish(batch, err, &p.st, p.cfg.OnInsert)
 		clear(batch)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,6 +27,10 @@ func (p *Postgres) Query(ctx context.Context, q Query) (*Result, error) {
 	defer p.readMu.RUnlock()
 	if p.readClosed {
 		return nil, ErrClosed
+	}
+	if f := p.cfg.OnQuery; f != nil {
+		began := time.Now()
+		defer func() { f(time.Since(began)) }()
 	}
 	var cur *row
 	if q.Cursor != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/couriernet/courier/message"
 )
@@ -68,6 +69,10 @@ func (a *Embedded) Query(ctx context.Context, q Query) (*Result, error) {
 	defer a.readMu.RUnlock()
 	if a.readClosed {
 		return nil, ErrClosed
+	}
+	if f := a.cfg.OnQuery; f != nil {
+		began := time.Now()
+		defer func() { f(time.Since(began)) }()
 	}
 	var cur *row
 	if q.Cursor != nil {

@@ -3,6 +3,7 @@ package archive
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/couriernet/courier/message"
 )
@@ -18,6 +19,7 @@ type item struct {
 	env  *message.Envelope
 	done func(error)
 	recv int64  // receive time, Unix ns
+	in   int64  // Append's sinceStart, when Config.OnInsert is set
 	size int64  // queue bytes
 	crc  uint32 // CRC-32C of the wire bytes (embedded archive), computed by Append off the writer goroutine
 }
@@ -135,8 +137,15 @@ func (q *writeQueue) len() (int64, int) {
 	return q.bytes, q.msgs
 }
 
-// finish calls the done callbacks of a committed (err nil) or failed batch.
-func finish(batch []item, err error, st *counters) {
+// finish calls the done callbacks of a committed (err nil) or failed batch,
+// after handing onInsert (nil: none) each committed message's time since
+// Append.
+func finish(batch []item, err error, st *counters, onInsert func(time.Duration)) {
+	timed := onInsert != nil && err == nil
+	var now int64
+	if timed {
+		now = sinceStart()
+	}
 	for i := range batch {
 		e := err
 		if batch[i].env.Message().Ephemeral {
@@ -144,9 +153,19 @@ func finish(batch []item, err error, st *counters) {
 			st.eph.Add(1)
 		} else if err != nil {
 			st.failed.Add(1)
+		} else if timed {
+			onInsert(time.Duration(now - batch[i].in))
 		}
 		if d := batch[i].done; d != nil {
 			d(e)
 		}
 	}
 }
+
+// monoOrigin is the origin of sinceStart.
+var monoOrigin = time.Now()
+
+// sinceStart returns the monotonic nanoseconds since the package was
+// loaded, the clock of item.in: unlike Config.Now, it is never a test's
+// fake clock and never steps.
+func sinceStart() int64 { return int64(time.Since(monoOrigin)) }

@@ -20,6 +20,9 @@ func (a *Embedded) Append(ctx context.Context, env *message.Envelope, done func(
 		return fmt.Errorf("%w: %d wire bytes, over %d", ErrBadEnvelope, n, maxRecord)
 	}
 	it := item{env: env, done: done, recv: a.cfg.Now().UnixNano(), size: int64(len(env.Wire())) + itemOverhead}
+	if a.cfg.OnInsert != nil {
+		it.in = sinceStart()
+	}
 	if !env.Message().Ephemeral {
 		it.crc = crc32.Checksum(env.Wire(), castagnoli)
 	}
@@ -42,7 +45,7 @@ func (a *Embedded) writeLoop() {
 		err := a.commit(batch)
 		a.st.writerCPUNs.Add(int64(threadCPU() - cpu))
 		a.q.release(batch)
-		finish(batch, err, &a.st)
+		finish(batch, err, &a.st, a.cfg.OnInsert)
 		clear(batch)
 		select {
 		case f := <-a.ckpt:

@@ -160,6 +160,7 @@ type Config struct {
 	MetricsAddress string
 	MetricsPort    int
 	// ArchiveConfig tunes the embedded archive; zero means its defaults.
+	// Its OnInsert and OnQuery are replaced by the node's metrics'.
 	ArchiveConfig archive.Config
 	// RelayHandlerQueue is the queue length of each relay handler in
 	// envelopes. Zero means the relay's default (1024).

@@ -95,8 +95,8 @@ func (n *Node) Registry() *prometheus.Registry { return n.reg }
 // registers its metrics there (libp2p.PrometheusRegisterer).
 func (n *Node) newRegistry() {
 	n.reg = prometheus.NewRegistry()
-	n.nodeErrors = newNodeErrors()
-	n.insertHist = newInsertHistogram()
-	n.reg.MustRegister(collector{n}, nwakuCollector{n}, storeSyncCollector{n}, lightCollector{n}, discoveryCollector{n}, n.nodeErrors,
+	n.nwaku = newNwakuMetrics()
+	n.reg.MustRegister(collector{n}, nwakuCollector{n}, storeSyncCollector{n}, lightCollector{n}, discoveryCollector{n},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.reg.MustRegister(n.nwaku.collectors()...)
 }

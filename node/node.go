@@ -81,9 +81,8 @@ type Node struct {
 
 	health health
 
-	reg        *prometheus.Registry
-	nodeErrors *prometheus.CounterVec
-	insertHist *insertHistogram
+	reg   *prometheus.Registry
+	nwaku nwakuMetrics
 
 	stopOnce sync.Once
 
@@ -520,7 +519,7 @@ func (n *Node) Publish(ctx context.Context, pubsubTopic string, msg *message.Mes
 	}
 	env, err := n.relay.Publish(ctx, pubsubTopic, msg)
 	if err != nil {
-		n.nodeErrors.WithLabelValues("publish_failure").Inc()
+		n.nwaku.nodeErrors.WithLabelValues("publish_failure").Inc()
 	}
 	return env, err
 }

@@ -1,13 +1,14 @@
 package node
 
 import (
-	"sort"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/couriernet/courier/archive"
 )
 
 // nwaku v0.38.1's metrics that dashboards built for nwaku read, with its
@@ -29,58 +30,46 @@ var (
 	descRelayNetworkBytes = prometheus.NewDesc("waku_relay_network_bytes_total", "total traffic per topic, distinct gross/net and direction", []string{"topic", "type", "direction"}, nil)
 	descRelayTotalBytes   = prometheus.NewDesc("waku_relay_total_msg_bytes_per_shard", "total length of messages seen per shard", []string{"shard"}, nil)
 	descRelayAvgBytes     = prometheus.NewDesc("waku_relay_avg_msg_bytes_per_shard", "Average length of messages seen per shard", []string{"shard"}, nil)
-	// waku/waku_archive/archive_metrics.nim. nwaku times each insert;
-	// courier commits in batches and observes each batch (see insertHistogram).
-	descArchiveInsert = prometheus.NewDesc("waku_archive_insert_duration_seconds", "message insertion duration", nil, nil)
 )
 
-// nodeErrors is nwaku's waku_node_errors counter (waku/node/waku_node.nim),
-// by type; the node counts "publish_failure".
-func newNodeErrors() *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waku_node_errors_total", Help: "number of wakunode errors"}, []string{"type"})
-	c.WithLabelValues("publish_failure")
-	return c
+// nwakuMetrics are nwaku's metrics that the node observes as they happen,
+// rather than reading them from counters at scrape time.
+type nwakuMetrics struct {
+	// waku_node_errors (waku/node/waku_node.nim), by type; the node counts
+	// "publish_failure".
+	nodeErrors *prometheus.CounterVec
+	// waku/waku_archive/archive_metrics.nim: per archived message, the time
+	// its insert took (archive.Config.OnInsert), and per query the time the
+	// index took to answer (archive.Config.OnQuery).
+	insertDuration, queryDuration prometheus.Histogram
 }
 
-// insertHistogram turns the archive's batch counters into a histogram of
-// commit durations at scrape time: _count and _sum are exact; the batches
-// committed between two scrapes fall in the bucket of their mean.
-type insertHistogram struct {
-	mu          sync.Mutex
-	lastBatches uint64
-	lastSeconds float64
-	buckets     []float64
-	counts      []uint64
-	count       uint64
-	sum         float64
-}
+// nimMetricsBuckets are nim-metrics' default histogram buckets
+// (metrics.nim defaultHistogramBuckets), which nwaku's histograms without
+// buckets of their own use; the +Inf bucket is implicit here.
+var nimMetricsBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 
-func newInsertHistogram() *insertHistogram {
-	b := prometheus.DefBuckets // nim-metrics' default buckets are the same
-	return &insertHistogram{buckets: b, counts: make([]uint64, len(b))}
-}
-
-// update folds in the archive's totals and returns the histogram's state.
-func (h *insertHistogram) update(batches uint64, seconds float64) (count uint64, sum float64, buckets map[float64]uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if d := batches - h.lastBatches; batches > h.lastBatches {
-		mean := (seconds - h.lastSeconds) / float64(d)
-		i := sort.SearchFloat64s(h.buckets, mean)
-		if i < len(h.counts) {
-			h.counts[i] += d
-		}
-		h.count += d
-		h.sum += seconds - h.lastSeconds
-		h.lastBatches, h.lastSeconds = batches, seconds
+func newNwakuMetrics() nwakuMetrics {
+	m := nwakuMetrics{
+		nodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waku_node_errors_total", Help: "number of wakunode errors"}, []string{"type"}),
+		insertDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "waku_archive_insert_duration_seconds",
+			Help: "message insertion duration", Buckets: nimMetricsBuckets}),
+		queryDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "waku_archive_query_duration_seconds",
+			Help: "history query duration", Buckets: nimMetricsBuckets}),
 	}
-	out := make(map[float64]uint64, len(h.buckets))
-	var cum uint64
-	for i, b := range h.buckets {
-		cum += h.counts[i]
-		out[b] = cum
-	}
-	return h.count, h.sum, out
+	m.nodeErrors.WithLabelValues("publish_failure")
+	return m
+}
+
+func (m nwakuMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.nodeErrors, m.insertDuration, m.queryDuration}
+}
+
+// observeArchive has cfg's archive report its insert and query durations
+// to m.
+func (m nwakuMetrics) observeArchive(cfg *archive.Config) {
+	cfg.OnInsert = func(d time.Duration) { m.insertDuration.Observe(d.Seconds()) }
+	cfg.OnQuery = func(d time.Duration) { m.queryDuration.Observe(d.Seconds()) }
 }
 
 // nwakuCollector exports the figures above at scrape time.
@@ -88,7 +77,7 @@ type nwakuCollector struct{ n *Node }
 
 func (c nwakuCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnectedPeers, descPeerStoreSize, descVersion, descLibp2pPeers,
-		descRelayNetworkBytes, descRelayTotalBytes, descRelayAvgBytes, descArchiveInsert} {
+		descRelayNetworkBytes, descRelayTotalBytes, descRelayAvgBytes} {
 		ch <- d
 	}
 }
@@ -114,11 +103,6 @@ func (c nwakuCollector) Collect(ch chan<- prometheus.Metric) {
 				gauge(descRelayAvgBytes, float64(ts.Bytes)/float64(ts.Messages), topic)
 			}
 		}
-	}
-	if n.archive != nil {
-		as := n.archive.Stats()
-		count, sum, buckets := n.insertHist.update(as.Batches, as.CommitTime.Seconds())
-		ch <- prometheus.MustNewConstHistogram(descArchiveInsert, count, sum, buckets)
 	}
 }
 

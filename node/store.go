@@ -62,6 +62,7 @@ func (n *Node) openArchive() error {
 		return err
 	}
 	cfg := n.cfg.ArchiveConfig
+	n.nwaku.observeArchive(&cfg)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
