@@ -244,8 +244,13 @@ func (c *Config) validate() error {
 	if net.ParseIP(c.ListenAddress) == nil {
 		return fmt.Errorf("%w: listen address %q is not an IP address", ErrConfig, c.ListenAddress)
 	}
-	if c.TCPPort < 0 || c.TCPPort > 65535 || c.WebSocketPort < 0 || c.WebSocketPort > 65535 {
-		return fmt.Errorf("%w: ports must be 0..65535", ErrConfig)
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"--tcp-port", c.TCPPort}, {"--websocket-port", c.WebSocketPort}, {"--rest-port", c.RESTPort}, {"--metrics-server-port", c.MetricsPort}} {
+		if p.port < 0 || p.port > 65535 {
+			return fmt.Errorf("%w: %s %d not in 0..65535", ErrConfig, p.flag, p.port)
+		}
 	}
 	if c.NumShardsInNetwork < 0 || c.NumShardsInNetwork > 1024 {
 		return fmt.Errorf("%w: num-shards-in-network %d not in 0..1024", ErrConfig, c.NumShardsInNetwork)

@@ -411,10 +411,12 @@ func startCanceled(ctx context.Context) error {
 // dial, failed or not, doubles the wait before the next check, from
 // StaticRedialMin up to StaticRedialMax; the wait starts over only once the
 // peer is found still connected, so a peer that drops us at once (another
-// cluster, say) is not re-dialled every second.
+// cluster, say) is not re-dialled every second. The first failure of a
+// run of failures is logged as a warning, the others at debug level.
 func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
 	defer n.wg.Done()
 	backoff := n.cfg.StaticRedialMin
+	failing := false
 	for {
 		if n.host.Network().Connectedness(pi.ID) == network.Connected {
 			backoff = n.cfg.StaticRedialMin
@@ -422,11 +424,15 @@ func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
 			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := n.host.Connect(dctx, pi)
 			cancel()
-			if err != nil {
+			switch {
+			case err != nil && !failing:
+				n.cfg.Logger.Warn("static node unreachable; retrying", "peer", pi.ID, "err", err, "retry_in", backoff)
+			case err != nil:
 				n.cfg.Logger.Debug("static node dial failed", "peer", pi.ID, "err", err, "retry_in", backoff)
-			} else {
+			default:
 				n.cfg.Logger.Info("connected to static node", "peer", pi.ID)
 			}
+			failing = err != nil
 			backoff = min(backoff*2, n.cfg.StaticRedialMax)
 		}
 		t := time.NewTimer(backoff)

@@ -68,10 +68,7 @@ func runNode(args []string) error {
 	level.Set(o.logLevel)
 	logger := newLogger(level, o.logJSON)
 	o.cfg.Logger, o.cfg.LogLevel = logger, level
-	for _, n := range o.notes {
-		logger.Info(n)
-	}
-	return serveNode(o.cfg)
+	return serveNode(o.cfg, o.notes)
 }
 
 // parseNodeFlags reads args, the environment and the config file into
@@ -155,10 +152,18 @@ func levelNames(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-func serveNode(cfg node.Config) error {
+// serveNode runs a node until SIGINT or SIGTERM, logging notes once the
+// configuration is accepted. A configuration the node refuses is a
+// *usageError (exit code 2, as a refused flag).
+func serveNode(cfg node.Config, notes []string) error {
 	n, err := node.New(cfg)
-	if err != nil {
+	if errors.Is(err, node.ErrConfig) {
+		return &usageError{err}
+	} else if err != nil {
 		return err
+	}
+	for _, note := range notes {
+		cfg.Logger.Info(note)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
