@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/rest"
+	"github.com/couriernet/courier/shard"
 )
 
 // Version is the node's version string, served at /debug/v1/version and
@@ -205,6 +207,56 @@ func (b restBackend) peer(id peer.ID) rest.Peer {
 	}
 	p.Origin = b.n.peerOrigin(id)
 	return p
+}
+
+// RelayPeers implements rest.RelayPeersBackend: per static-shard pubsub
+// topic the relay is subscribed to, ascending by shard, the peers gossipsub
+// knows on it or those in its mesh (relay.Relay.TopicPeers, MeshPeers).
+func (b restBackend) RelayPeers(mesh bool) ([]rest.PeersOfShard, bool) {
+	if b.n.relay == nil {
+		return nil, false
+	}
+	var out []rest.PeersOfShard
+	for _, t := range b.n.relay.Topics() {
+		rs, err := shard.ParsePubsubTopic(t)
+		if err != nil {
+			continue // a named topic: nwaku lists static shards only
+		}
+		out = append(out, rest.PeersOfShard{Shard: rs.ShardID, Peers: b.topicPeers(t, mesh)})
+	}
+	slices.SortFunc(out, func(x, y rest.PeersOfShard) int { return cmp.Compare(x.Shard, y.Shard) })
+	return out, true
+}
+
+// ShardPeers implements rest.RelayPeersBackend for the shard of the node's
+// cluster.
+func (b restBackend) ShardPeers(s uint16, mesh bool) ([]rest.Peer, bool) {
+	if b.n.relay == nil {
+		return nil, false
+	}
+	return b.topicPeers(shard.RelayShard{ClusterID: b.n.cfg.ClusterID, ShardID: s}.PubsubTopic(), mesh), true
+}
+
+// topicPeers returns the relay peers of pubsubTopic (or its mesh peers),
+// sorted by peer id, each with its gossipsub score. A peer gossipsub has
+// not scored yet (before its first heartbeat) has score 0, the score nwaku
+// starts a peer at (nim-libp2p pubsubpeer.nim).
+func (b restBackend) topicPeers(pubsubTopic string, mesh bool) []rest.Peer {
+	var ids []peer.ID
+	if mesh {
+		ids = b.n.relay.MeshPeers(pubsubTopic)
+	} else {
+		ids = b.n.relay.TopicPeers(pubsubTopic)
+		slices.Sort(ids)
+	}
+	out := make([]rest.Peer, 0, len(ids))
+	for _, id := range ids {
+		p := b.peer(id)
+		score, _ := b.n.relay.PeerScore(id)
+		p.Score = &score
+		out = append(out, p)
+	}
+	return out
 }
 
 // ParsePeer implements rest.AdminBackend.
