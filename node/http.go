@@ -253,7 +253,7 @@ func (b restBackend) topicPeers(pubsubTopic string, mesh bool) []rest.Peer {
 	for _, id := range ids {
 		p := b.peer(id)
 		score, _ := b.n.relay.PeerScore(id)
-		p.Score = &score
+		p.Score = (*rest.Score)(&score)
 		out = append(out, p)
 	}
 	return out

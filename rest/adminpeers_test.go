@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"encoding/json"
 	"testing"
 )
 
@@ -47,7 +48,7 @@ func (f *relayFake) ShardPeers(shard uint16, mesh bool) ([]Peer, bool) {
 func (f *relayFake) peersOn(shard uint16, mesh bool) []Peer {
 	ps := f.Peers()
 	a, b := ps[0], ps[1]
-	sa, sb := 0.25, -3.0
+	sa, sb := Score(0.25), Score(-3)
 	a.Score, b.Score = &sa, &sb
 	switch {
 	case shard == 0 && mesh:
@@ -80,7 +81,7 @@ func TestAdminRelayPeers(t *testing.T) {
 	f := &relayFake{fakeBackend: newFake(t)}
 	s := adminServer(t, f)
 	const a = `{"multiaddr":"` + peerA + `","protocols":["/vac/waku/relay/2.0.0","/vac/waku/store-query/3.0.0","/vac/waku/filter-subscribe/2.0.0-beta1","/vac/waku/metadata/1.0.0"],"shards":[0,5],"connected":"Connected","agent":"nwaku","origin":"Static","score":0.25}`
-	const b = `{"multiaddr":"` + peerB + `","protocols":["/vac/waku/peer-exchange/2.0.0-alpha1","/vac/waku/lightpush/3.0.0","/vac/waku/lightpush/2.0.0-beta1","/vac/waku/relay/2.0.0"],"shards":[5],"connected":"Connected","agent":"courier","origin":"Discv5","score":-3}`
+	const b = `{"multiaddr":"` + peerB + `","protocols":["/vac/waku/peer-exchange/2.0.0-alpha1","/vac/waku/lightpush/3.0.0","/vac/waku/lightpush/2.0.0-beta1","/vac/waku/relay/2.0.0"],"shards":[5],"connected":"Connected","agent":"courier","origin":"Discv5","score":-3.0}`
 	expect(t, s, "GET", "/admin/v1/peers/relay", "", 200, golden(t, "relay_peers.json"))
 	expect(t, s, "GET", "/admin/v1/peers/mesh", "", 200, `[{"shard":0,"peers":[`+a+`]},{"shard":5,"peers":[]}]`)
 	expect(t, s, "GET", "/admin/v1/peers/relay/on/0", "", 200, `{"shard":0,"peers":[`+a+`,`+b+`]}`)
@@ -153,6 +154,20 @@ func TestParseShardID(t *testing.T) {
 			t.Errorf("parseShardID(%q) = %d, %v; want %d", c.in, got, err, c.want)
 		case c.err != "" && (err == nil || err.Error() != c.err):
 			t.Errorf("parseShardID(%q) error %v, want %q", c.in, err, c.err)
+		}
+	}
+}
+
+// TestScoreJSON: scores are written as nwaku writes a float64 (Nim's $,
+// through nim-json-serialization's writer): whole numbers with ".0".
+func TestScoreJSON(t *testing.T) {
+	for _, c := range []struct {
+		in   Score
+		want string
+	}{{0, "0.0"}, {-3, "-3.0"}, {100, "100.0"}, {0.25, "0.25"}, {-12.5, "-12.5"}, {1e-3, "0.001"}} {
+		got, err := json.Marshal(c.in)
+		if err != nil || string(got) != c.want {
+			t.Errorf("Score(%v) = %s %v, want %s", float64(c.in), got, err, c.want)
 		}
 	}
 }

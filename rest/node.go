@@ -3,8 +3,10 @@ package rest
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -42,7 +44,8 @@ const (
 
 // Peer is one element of GET /admin/v1/peers (nwaku admin/types.nim
 // WakuPeer), fields in nwaku's order. Shards come from the peer's metadata
-// (metadata.Service.Peer). Score is the gossipsub score, omitted when unknown.
+// (metadata.Service.Peer). Score is the gossipsub score, omitted when nil:
+// nwaku writes it for relay and mesh peers only.
 type Peer struct {
 	Multiaddr string        `json:"multiaddr"` // with /p2p/<peer id>
 	Protocols []string      `json:"protocols"`
@@ -50,7 +53,21 @@ type Peer struct {
 	Connected Connectedness `json:"connected"`
 	Agent     string        `json:"agent"`
 	Origin    Origin        `json:"origin"`
-	Score     *float64      `json:"score,omitempty"`
+	Score     *Score        `json:"score,omitempty"`
+}
+
+// Score is a gossipsub peer score. It marshals as nwaku writes a float64
+// (nim-json-serialization writes Nim's $ of it): a whole number keeps its
+// ".0" ("0.0", "-3.0"), where encoding/json would write "0" and "-3".
+type Score float64
+
+// MarshalJSON writes s as nwaku does; other values as encoding/json.
+func (s Score) MarshalJSON() ([]byte, error) {
+	f := float64(s)
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.AppendFloat(nil, f, 'f', 1, 64), nil
+	}
+	return json.Marshal(f)
 }
 
 // HealthStatus is a node or protocol health value (nwaku health_monitor).

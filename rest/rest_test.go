@@ -89,7 +89,7 @@ func (f *fakeBackend) Info() Info {
 func (f *fakeBackend) Version() string { return "v0.1.0-test" }
 
 func (f *fakeBackend) Peers() []Peer {
-	score := 1.5
+	score := Score(1.5)
 	return []Peer{
 		{Multiaddr: "/ip4/127.0.0.1/tcp/60001/p2p/16Uiu2HAm4v86W3bmT1BiH6oSPzcsSr24iDQpSN5Qa992BCjjwgrD",
 			Protocols: []string{"/vac/waku/relay/2.0.0", "/vac/waku/metadata/1.0.0"}, Shards: []uint16{0, 3},
