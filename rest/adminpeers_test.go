@@ -2,6 +2,8 @@ package rest
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -170,4 +172,26 @@ func TestScoreJSON(t *testing.T) {
 			t.Errorf("Score(%v) = %s %v, want %s", float64(c.in), got, err, c.want)
 		}
 	}
+}
+
+// FuzzParseShardID: a shard id parses exactly when it is one or more ASCII
+// digits of value at most 65535, to that value, as nim-stew's
+// Base10.decode reads it.
+func FuzzParseShardID(f *testing.F) {
+	for _, s := range []string{"0", "5", "65535", "65536", "0099", "", "-1", "+1", "1e3", " 1", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseShardID(s)
+		digits := s != "" && strings.Trim(s, "0123456789") == ""
+		v, perr := strconv.ParseUint(s, 10, 16)
+		switch {
+		case digits && perr == nil:
+			if err != nil || uint64(got) != v {
+				t.Fatalf("parseShardID(%q) = %d, %v; want %d", s, got, err, v)
+			}
+		case err == nil:
+			t.Fatalf("parseShardID(%q) = %d, want an error", s, got)
+		}
+	})
 }
