@@ -148,6 +148,7 @@ func (n *Node) build() error {
 	n.ping = ping.NewPingService(n.host)
 	if n.cfg.Relay {
 		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger}
+		n.nwaku.observeRelay(&rc)
 		if n.archive != nil {
 			rc.Archive = n.archive
 		}

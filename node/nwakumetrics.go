@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/relay"
 )
 
 // nwaku v0.38.1's metrics that dashboards built for nwaku read, with its
@@ -23,13 +25,20 @@ var (
 	descVersion = prometheus.NewDesc("waku_version", "Waku version info (in git describe format)", []string{"version"}, nil)
 	// nim-libp2p's gauge of connected peers (libp2p/switch.nim).
 	descLibp2pPeers = prometheus.NewDesc("libp2p_peers", "total connected peers", nil, nil)
-	// waku/waku_relay/protocol.nim: the net bytes of every validated
-	// message received (WakuMessage bytes plus the pubsub topic's length).
-	// courier counts type "net", direction "in"; nwaku also counts "gross"
-	// in and "net" out, which go-libp2p-pubsub does not show the relay.
+	// waku/waku_relay/protocol.nim: per pubsub topic, the bytes of
+	// messages (data plus the topic's length): "gross" "in", every message
+	// received from peers before de-duplication and validation; "net"
+	// "in", every message delivered to the node's subscription (received
+	// or published here); "net" "out", every message sent, once per peer.
+	// nwaku counts no other combination. relay.TopicStats says where
+	// courier's counts differ from nwaku's.
 	descRelayNetworkBytes = prometheus.NewDesc("waku_relay_network_bytes_total", "total traffic per topic, distinct gross/net and direction", []string{"topic", "type", "direction"}, nil)
-	descRelayTotalBytes   = prometheus.NewDesc("waku_relay_total_msg_bytes_per_shard", "total length of messages seen per shard", []string{"shard"}, nil)
-	descRelayAvgBytes     = prometheus.NewDesc("waku_relay_avg_msg_bytes_per_shard", "Average length of messages seen per shard", []string{"shard"}, nil)
+	// waku/waku_relay/protocol.nim logMessageInfo: payload lengths of the
+	// messages validated from peers and of every message sent to a peer,
+	// labelled "shard" but valued with the pubsub topic, as nwaku does.
+	descRelayTotalBytes = prometheus.NewDesc("waku_relay_total_msg_bytes_per_shard", "total length of messages seen per shard", []string{"shard"}, nil)
+	descRelayMaxBytes   = prometheus.NewDesc("waku_relay_max_msg_bytes_per_shard", "Maximum length of messages seen per shard", []string{"shard"}, nil)
+	descRelayAvgBytes   = prometheus.NewDesc("waku_relay_avg_msg_bytes_per_shard", "Average length of messages seen per shard", []string{"shard"}, nil)
 )
 
 // nwakuMetrics are nwaku's metrics that the node observes as they happen,
@@ -42,6 +51,9 @@ type nwakuMetrics struct {
 	// its insert took (archive.Config.OnInsert), and per query the time the
 	// index took to answer (archive.Config.OnQuery).
 	insertDuration, queryDuration prometheus.Histogram
+	// waku_histogram_message_size (waku/node/kernel_api/relay.nim): the
+	// payload of every message the relay delivers, in kB of 1000 bytes.
+	messageSize prometheus.Histogram
 }
 
 // nimMetricsBuckets are nim-metrics' default histogram buckets
@@ -56,13 +68,20 @@ func newNwakuMetrics() nwakuMetrics {
 			Help: "message insertion duration", Buckets: nimMetricsBuckets}),
 		queryDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "waku_archive_query_duration_seconds",
 			Help: "history query duration", Buckets: nimMetricsBuckets}),
+		messageSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "waku_histogram_message_size",
+			Help: "message size histogram in kB", Buckets: []float64{0, 1, 3, 5, 15, 50, 75, 100, 125, 150, 500, 700, 1000}}),
 	}
 	m.nodeErrors.WithLabelValues("publish_failure")
 	return m
 }
 
 func (m nwakuMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.nodeErrors, m.insertDuration, m.queryDuration}
+	return []prometheus.Collector{m.nodeErrors, m.insertDuration, m.queryDuration, m.messageSize}
+}
+
+// observeRelay has the relay report each delivered message's payload size.
+func (m nwakuMetrics) observeRelay(cfg *relay.Config) {
+	cfg.OnDelivered = func(env *message.Envelope) { m.messageSize.Observe(float64(len(env.Message().Payload)) / 1000) }
 }
 
 // observeArchive has cfg's archive report its insert and query durations
@@ -77,7 +96,7 @@ type nwakuCollector struct{ n *Node }
 
 func (c nwakuCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnectedPeers, descPeerStoreSize, descVersion, descLibp2pPeers,
-		descRelayNetworkBytes, descRelayTotalBytes, descRelayAvgBytes} {
+		descRelayNetworkBytes, descRelayTotalBytes, descRelayMaxBytes, descRelayAvgBytes} {
 		ch <- d
 	}
 }
@@ -96,11 +115,16 @@ func (c nwakuCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if n.relay != nil {
 		for topic, ts := range n.relay.Stats().Topics {
-			net := ts.Bytes + ts.Messages*uint64(len(topic))
-			ch <- prometheus.MustNewConstMetric(descRelayNetworkBytes, prometheus.CounterValue, float64(net), topic, "net", "in")
-			gauge(descRelayTotalBytes, float64(ts.Bytes), topic)
-			if ts.Messages > 0 {
-				gauge(descRelayAvgBytes, float64(ts.Bytes)/float64(ts.Messages), topic)
+			counter := func(v uint64, typ, dir string) {
+				ch <- prometheus.MustNewConstMetric(descRelayNetworkBytes, prometheus.CounterValue, float64(v), topic, typ, dir)
+			}
+			counter(ts.Bytes+ts.Messages*uint64(len(topic)), "net", "in")
+			counter(ts.GrossInBytes, "gross", "in")
+			counter(ts.NetOutBytes, "net", "out")
+			if ts.Sizes > 0 { // nwaku sets the gauges at a shard's first message
+				gauge(descRelayTotalBytes, float64(ts.SizeSum), topic)
+				gauge(descRelayMaxBytes, float64(ts.SizeMax), topic)
+				gauge(descRelayAvgBytes, float64(ts.SizeSum)/float64(ts.Sizes), topic)
 			}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"maps"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -141,5 +143,49 @@ func TestArchiveDurationsScraped(t *testing.T) {
 			t.Errorf("%s = %v (present %v), after %v", key, got, ok, prev)
 		}
 		prev = got
+	}
+}
+
+// TestRelayTrafficScraped checks nwaku's relay traffic figures on both
+// ends of a known exchange: the publisher sends three messages to its one
+// peer, which receives each once and forwards none.
+func TestRelayTrafficScraped(t *testing.T) {
+	payloads := [][]byte{[]byte("one"), make([]byte, 2000), make([]byte, 70_000)}
+	p := newMetricsPair(t, payloads...)
+	topic := shard.RelayShard{}.PubsubTopic()
+	var topicBytes float64 // data plus the topic's length, per message
+	for _, env := range p.envs {
+		topicBytes += float64(len(env.Wire()) + len(topic))
+	}
+	bytesKey := func(typ, dir string) string {
+		return `waku_relay_network_bytes_total{direction="` + dir + `",topic="` + topic + `",type="` + typ + `"}`
+	}
+	shardKey := func(name string) string { return "waku_relay_" + name + `_msg_bytes_per_shard{shard="` + topic + `"}` }
+	// Both ends fold in three payloads: the publisher's three sends, the
+	// receiver's three validated messages.
+	sizes := map[string]float64{shardKey("total"): 72_003, shardKey("max"): 70_000, shardKey("avg"): 24_001}
+	for _, c := range []struct {
+		name string
+		n    *Node
+		want map[string]float64
+	}{
+		{"publisher", p.pub, map[string]float64{bytesKey("net", "in"): topicBytes, bytesKey("gross", "in"): 0, bytesKey("net", "out"): topicBytes}},
+		{"receiver", p.recv, map[string]float64{bytesKey("net", "in"): topicBytes, bytesKey("gross", "in"): topicBytes, bytesKey("net", "out"): 0}},
+	} {
+		m := scrape(t, c.n)
+		maps.Copy(c.want, sizes)
+		// waku_histogram_message_size: payloads of 0.003, 2 and 70 kB.
+		for le, n := range map[string]float64{"0": 0, "1": 1, "3": 2, "50": 2, "75": 3, "1000": 3, "+Inf": 3} {
+			c.want[`waku_histogram_message_size_bucket{le="`+le+`"}`] = n
+		}
+		c.want["waku_histogram_message_size_count"] = 3
+		for key, want := range c.want {
+			if got, ok := m[key]; !ok || got != want {
+				t.Errorf("%s: %s = %v (present %v), want %v", c.name, key, got, ok, want)
+			}
+		}
+		if got := m["waku_histogram_message_size_sum"]; math.Abs(got-72.003) > 1e-9 {
+			t.Errorf("%s: waku_histogram_message_size_sum = %v, want 72.003", c.name, got)
+		}
 	}
 }

@@ -49,6 +49,13 @@ type Config struct {
 	// called from the archive's writer once the envelope is committed.
 	Archive     Archiver
 	ArchiveDone func(env *message.Envelope, err error)
+	// OnDelivered, when set, is called with every envelope a subscription
+	// delivers (received from a peer or published by this node), once per
+	// message, on the topic's subscription goroutine before the archive
+	// and the handlers get it; it must be quick and must not block. It is
+	// where nwaku observes waku_histogram_message_size (its relay handler,
+	// waku/node/kernel_api/relay.nim traceHandler).
+	OnDelivered func(env *message.Envelope)
 	// Logger receives warnings. Nil means slog.Default().
 	Logger *slog.Logger
 }

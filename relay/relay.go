@@ -29,14 +29,15 @@ var (
 
 // Relay is a node's 11/WAKU2-RELAY service.
 type Relay struct {
-	cfg    Config
-	ps     *pubsub.PubSub
-	ctx    context.Context
-	cancel context.CancelFunc
-	c      counters
-	disp   *dispatcher
-	mesh   *meshTracker
-	scores scoreBoard
+	cfg     Config
+	ps      *pubsub.PubSub
+	ctx     context.Context
+	cancel  context.CancelFunc
+	c       counters
+	disp    *dispatcher
+	mesh    *meshTracker
+	traffic *traffic
+	scores  scoreBoard
 
 	mu     sync.Mutex
 	topics map[string]*topicState
@@ -48,7 +49,7 @@ type topicState struct {
 	topic  *pubsub.Topic
 	sub    *pubsub.Subscription // nil when no owner needs the topic
 	owners map[Owner]struct{}   // who needs sub; empty exactly when sub is nil
-	stats  topicCounters
+	stats  *topicCounters
 }
 
 // New starts gossipsub on h with the Waku relay protocol id first and the
@@ -60,7 +61,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Relay{cfg: cfg, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker()}
+	r := &Relay{cfg: cfg, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic()}
 	r.disp = &dispatcher{ctx: ctx, archive: cfg.Archive, archiveDone: cfg.ArchiveDone, queueLen: cfg.HandlerQueueSize, c: &r.c}
 	score, thresholds := nwakuPeerScore()
 	ps, err := pubsub.NewGossipSub(ctx, h,
@@ -79,6 +80,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(r.scores.set), cfg.GossipSub.HeartbeatInterval),
 		pubsub.WithRawTracer(tracer{c: &r.c}),
 		pubsub.WithRawTracer(r.mesh),
+		pubsub.WithRawTracer(r.traffic),
 	)
 	if err != nil {
 		cancel()
@@ -159,7 +161,10 @@ func (r *Relay) timestampOK(m *message.Message) bool {
 	return d <= r.cfg.MaxTimestampSkew && d >= -r.cfg.MaxTimestampSkew
 }
 
-func (r *Relay) validator(pubsubTopic string) pubsub.ValidatorEx {
+// validator is pubsubTopic's topic validator. It folds the payload of each
+// message it accepts from a peer into c's size figures, as nwaku's
+// onValidated observer does (waku_relay/protocol.nim logMessageInfo).
+func (r *Relay) validator(pubsubTopic string, c *topicCounters) pubsub.ValidatorEx {
 	return func(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 		if _, ok := msg.ValidatorData.(*message.Envelope); ok {
 			return pubsub.ValidationAccept // a local publish, already encoded and hashed
@@ -167,6 +172,7 @@ func (r *Relay) validator(pubsubTopic string) pubsub.ValidatorEx {
 		env, res := r.validateBytes(pubsubTopic, msg.Data)
 		if env != nil {
 			msg.ValidatorData = env
+			c.payload(len(env.Message().Payload))
 		}
 		return res
 	}
@@ -180,7 +186,8 @@ func (r *Relay) topicLocked(pubsubTopic string) (*topicState, error) {
 	if ts, ok := r.topics[pubsubTopic]; ok {
 		return ts, nil
 	}
-	if err := r.ps.RegisterTopicValidator(pubsubTopic, r.validator(pubsubTopic), pubsub.WithValidatorInline(true)); err != nil {
+	c := new(topicCounters)
+	if err := r.ps.RegisterTopicValidator(pubsubTopic, r.validator(pubsubTopic, c), pubsub.WithValidatorInline(true)); err != nil {
 		return nil, fmt.Errorf("relay: register validator for %q: %w", pubsubTopic, err)
 	}
 	t, err := r.ps.Join(pubsubTopic)
@@ -191,7 +198,8 @@ func (r *Relay) topicLocked(pubsubTopic string) (*topicState, error) {
 	if err := t.SetScoreParams(topicScoreParams()); err != nil {
 		r.cfg.Logger.Warn("relay: topic score params", "topic", pubsubTopic, "err", err)
 	}
-	ts := &topicState{topic: t, owners: map[Owner]struct{}{}}
+	r.traffic.add(pubsubTopic, c)
+	ts := &topicState{topic: t, owners: map[Owner]struct{}{}, stats: c}
 	r.topics[pubsubTopic] = ts
 	return ts, nil
 }
@@ -301,6 +309,9 @@ func (r *Relay) subscriptionLoop(ts *topicState, sub *pubsub.Subscription) {
 			continue
 		}
 		ts.stats.add(env)
+		if f := r.cfg.OnDelivered; f != nil {
+			f(env)
+		}
 		r.disp.dispatch(env)
 	}
 }

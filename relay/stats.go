@@ -119,10 +119,25 @@ type Stats struct {
 	Topics map[string]TopicStats
 }
 
-// TopicStats counts the traffic of one pubsub topic.
+// TopicStats counts the traffic of one pubsub topic. The fields after
+// Bytes are nwaku's figures (waku_relay/protocol.nim); "topic bytes" there
+// are a message's data (the encoded WakuMessage) plus the pubsub topic's
+// length, as nwaku counts them.
 type TopicStats struct {
-	Messages uint64 // envelopes dispatched
+	Messages uint64 // envelopes dispatched: received from peers or published here
 	Bytes    uint64 // encoded WakuMessage bytes dispatched
+	// GrossInBytes counts the topic bytes of every message in the RPCs
+	// received from peers, before de-duplication and validation
+	// (waku_relay_network_bytes type "gross", direction "in").
+	GrossInBytes uint64
+	// NetOutBytes counts the topic bytes of every message queued for a
+	// peer, once per peer (type "net", direction "out").
+	NetOutBytes uint64
+	// Sizes, SizeSum and SizeMax are the count, sum and largest of the
+	// payload lengths nwaku's per-shard figures fold in: every message
+	// validated from a peer and every message sent to a peer, once per
+	// peer (waku_relay_{total,avg,max}_msg_bytes_per_shard).
+	Sizes, SizeSum, SizeMax uint64
 }
 
 // TotalDrops returns the sum of all drop reasons.
@@ -170,17 +185,3 @@ func (noTrace) SendRPC(*pubsub.RPC, peer.ID)                         {}
 func (noTrace) SendRPCCompleted(*pubsub.RPC, peer.ID, time.Duration) {}
 func (noTrace) DropRPC(*pubsub.RPC, peer.ID)                         {}
 func (noTrace) UndeliverableMessage(*pubsub.Message)                 {}
-
-type topicCounters struct {
-	messages atomic.Uint64
-	bytes    atomic.Uint64
-}
-
-func (t *topicCounters) add(env interface{ Wire() []byte }) {
-	t.messages.Add(1)
-	t.bytes.Add(uint64(len(env.Wire())))
-}
-
-func (t *topicCounters) snapshot() TopicStats {
-	return TopicStats{Messages: t.messages.Load(), Bytes: t.bytes.Load()}
-}

@@ -1,0 +1,41 @@
+package relay
+
+import (
+	"testing"
+
+	"github.com/couriernet/courier/message"
+)
+
+func TestPayloadLen(t *testing.T) {
+	for _, m := range []*message.Message{
+		{ContentTopic: "/t/1/n/proto"},
+		{Payload: []byte("x"), ContentTopic: "/t/1/n/proto"},
+		{Payload: make([]byte, 150_000), ContentTopic: "/t/1/n/proto", Timestamp: 7, Meta: []byte("meta"), Ephemeral: true},
+	} {
+		wire := m.Encode(nil)
+		if got := payloadLen(wire); got != len(m.Payload) {
+			t.Errorf("payloadLen of a %d-byte payload = %d", len(m.Payload), got)
+		}
+	}
+	// Two payload fields: protobuf keeps the last.
+	wire := append((&message.Message{Payload: []byte("first")}).Encode(nil), (&message.Message{Payload: []byte("second!")}).Encode(nil)...)
+	if got := payloadLen(wire); got != 7 {
+		t.Errorf("payloadLen of two payloads = %d, want 7", got)
+	}
+	if got := payloadLen([]byte{0x0a, 0x05, 'x'}); got != 0 {
+		t.Errorf("payloadLen of a truncated payload = %d, want 0", got)
+	}
+}
+
+// FuzzPayloadLen checks payloadLen against the decoder: for every input
+// message.Decode accepts, it finds the payload's length.
+func FuzzPayloadLen(f *testing.F) {
+	f.Add((&message.Message{Payload: []byte("hello"), ContentTopic: "/t/1/n/proto", Timestamp: 1}).Encode(nil))
+	f.Add([]byte{0x0a, 0x05, 'x'})
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		n := payloadLen(wire)
+		if m, err := message.Decode(wire, nil); err == nil && n != len(m.Payload) {
+			t.Fatalf("payloadLen %d, decoded payload %d bytes", n, len(m.Payload))
+		}
+	})
+}
