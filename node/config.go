@@ -166,8 +166,18 @@ type Config struct {
 	// envelopes. Zero means the relay's default (1024).
 	RelayHandlerQueue int
 	// OnArchived, when set, is called from the archive's writer after each
-	// relayed envelope is committed (err nil) or failed.
+	// relayed envelope is committed (err nil) or failed. A message the
+	// archive does not keep (ephemeral, duplicate, or a timestamp outside
+	// ArchiveTimestampDrift) is acknowledged with err nil.
 	OnArchived func(env *message.Envelope, err error)
+	// ArchiveTimestampDrift bounds how far a relayed message's timestamp
+	// may be from the node's clock, either way, for the archive to keep it:
+	// nwaku's archive keeps no relayed message whose sender timestamp is
+	// more than 20 s old or ahead, nor one without a timestamp
+	// (waku/waku_archive/archive.nim validate, MaxMessageTimestampVariance).
+	// Messages from store-sync and store resume are not checked. Default
+	// 20 s; negative turns the check off.
+	ArchiveTimestampDrift time.Duration
 	// Counters receives the node's codec and hash counts. Nil means a new
 	// set, read with Node.Counters.
 	Counters *message.Counters
@@ -227,6 +237,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.StaticRedialMin == 0 {
 		c.StaticRedialMin = time.Second
+	}
+	if c.ArchiveTimestampDrift == 0 {
+		c.ArchiveTimestampDrift = DefaultArchiveTimestampDrift
 	}
 	if c.StaticRedialMax == 0 {
 		c.StaticRedialMax = 30 * time.Second

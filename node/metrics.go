@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/store"
 )
@@ -18,13 +19,16 @@ var (
 	descNodeMessages = prometheus.NewDesc("waku_node_messages_total", "Relayed messages dispatched, by type.", []string{"type"}, nil)
 	descArchive      = prometheus.NewDesc("waku_archive_messages", "Messages in the archive (type stored), and messages acknowledged without storing since start (duplicate, ephemeral).", []string{"type"}, nil)
 	descArchiveBat   = prometheus.NewDesc("waku_archive_batches_total", "Archive batch commits.", nil, nil)
-	descArchiveQueue = prometheus.NewDesc("courier_archive_queue_bytes", "Bytes queued for the archive writer.", nil, nil)
-	descCodec        = prometheus.NewDesc("courier_codec_operations_total", "WakuMessage decodes, encodes and deterministic hashes.", []string{"op"}, nil)
-	descCodecBytes   = prometheus.NewDesc("courier_codec_bytes_total", "Bytes decoded, encoded and hashed.", []string{"op"}, nil)
-	descMsgID        = prometheus.NewDesc("courier_relay_msgid_hashes_total", "gossipsub message-id SHA-256 passes.", nil, nil)
-	descDrops        = prometheus.NewDesc("courier_drops_total", "Messages lost, by reason.", []string{"reason"}, nil)
-	descTopicMsgs    = prometheus.NewDesc("waku_relay_messages_total", "Relayed messages by pubsub topic.", []string{"pubsub_topic"}, nil)
-	descTopicBytes   = prometheus.NewDesc("waku_relay_bytes_total", "Relayed encoded bytes by pubsub topic.", []string{"pubsub_topic"}, nil)
+	// nwaku waku/waku_archive/archive_metrics.nim: relayed messages the
+	// archive refused (archiveGate) or failed to insert.
+	descArchiveErrors = prometheus.NewDesc("waku_archive_errors", "number of store protocol errors", []string{"type"}, nil)
+	descArchiveQueue  = prometheus.NewDesc("courier_archive_queue_bytes", "Bytes queued for the archive writer.", nil, nil)
+	descCodec         = prometheus.NewDesc("courier_codec_operations_total", "WakuMessage decodes, encodes and deterministic hashes.", []string{"op"}, nil)
+	descCodecBytes    = prometheus.NewDesc("courier_codec_bytes_total", "Bytes decoded, encoded and hashed.", []string{"op"}, nil)
+	descMsgID         = prometheus.NewDesc("courier_relay_msgid_hashes_total", "gossipsub message-id SHA-256 passes.", nil, nil)
+	descDrops         = prometheus.NewDesc("courier_drops_total", "Messages lost, by reason.", []string{"reason"}, nil)
+	descTopicMsgs     = prometheus.NewDesc("waku_relay_messages_total", "Relayed messages by pubsub topic.", []string{"pubsub_topic"}, nil)
+	descTopicBytes    = prometheus.NewDesc("waku_relay_bytes_total", "Relayed encoded bytes by pubsub topic.", []string{"pubsub_topic"}, nil)
 	// nwaku waku_store/protocol_metrics.nim and common/rate_limit/service_metrics.nim.
 	descStoreQueries = prometheus.NewDesc("waku_store_queries", "number of store queries received", nil, nil)
 	descStoreErrors  = prometheus.NewDesc("waku_store_errors", "number of store protocol errors", []string{"type"}, nil)
@@ -32,7 +36,7 @@ var (
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descNodeMessages, descArchive, descArchiveBat, descArchiveQueue,
+	for _, d := range []*prometheus.Desc{descNodeMessages, descArchive, descArchiveBat, descArchiveErrors, descArchiveQueue,
 		descCodec, descCodecBytes, descMsgID, descDrops, descTopicMsgs, descTopicBytes,
 		descStoreQueries, descStoreErrors, descService} {
 		ch <- d
@@ -82,6 +86,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descArchive, float64(as.Duplicates), "duplicate")
 		gauge(descArchive, float64(as.Ephemeral), "ephemeral")
 		counter(descArchiveBat, float64(as.Batches))
+		if n.relay != nil {
+			counter(descArchiveErrors, float64(n.relay.Stats().Drops[relay.DropArchive]), "insert_failure")
+		}
+		if g := n.archiveGate; g != nil {
+			counter(descArchiveErrors, float64(g.tooOld.Load()), archiveErrTooOld)
+			counter(descArchiveErrors, float64(g.futures.Load()), archiveErrFuture)
+		}
 		gauge(descArchiveQueue, float64(as.QueuedBytes))
 	}
 }

@@ -53,13 +53,16 @@ var (
 
 // Node is a Waku node: a libp2p host with relay, metadata and an archive.
 type Node struct {
-	cfg      Config
-	host     host.Host
-	relay    *relay.Relay
-	archive  archive.Archive // nil when store is off
-	metadata *metadata.Service
-	ping     *ping.PingService
-	auto     *shard.Autosharding // nil under static sharding
+	cfg     Config
+	host    host.Host
+	relay   *relay.Relay
+	archive archive.Archive // nil when store is off
+	// archiveGate checks relayed messages' timestamps before the archive;
+	// nil without archive or with the check off.
+	archiveGate *archiveGate
+	metadata    *metadata.Service
+	ping        *ping.PingService
+	auto        *shard.Autosharding // nil under static sharding
 
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
@@ -149,7 +152,11 @@ func (n *Node) build() error {
 	if n.cfg.Relay {
 		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger}
 		n.nwaku.observeRelay(&rc)
-		if n.archive != nil {
+		switch {
+		case n.archive != nil && n.cfg.ArchiveTimestampDrift > 0:
+			n.archiveGate = newArchiveGate(n.archive, n.cfg.ArchiveTimestampDrift)
+			rc.Archive = n.archiveGate
+		case n.archive != nil:
 			rc.Archive = n.archive
 		}
 		if n.relay, err = relay.New(n.host, rc); err != nil {

@@ -80,10 +80,11 @@ func TestStoreThroughNodes(t *testing.T) {
 
 	topic := shard.RelayShard{}.PubsubTopic()
 	const n = 25
+	base := time.Now().UnixNano()
 	var hashes []message.Hash
 	for i := range n {
 		env, err := a.Publish(ctx, topic, &message.Message{Payload: []byte(fmt.Sprint("message ", i)), ContentTopic: "/app/1/chat/proto",
-			Timestamp: 1_800_000_000_000_000_000 + int64(i)})
+			Timestamp: base + int64(i)})
 		if err != nil {
 			t.Fatal(err)
 		}

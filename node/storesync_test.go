@@ -17,7 +17,10 @@ import (
 // fetches every one of them into its archive.
 func TestStoreSyncCatchesUp(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
-	base := Config{ListenAddress: "127.0.0.1", Relay: true, Store: true, StoreSync: true, StoreSyncInterval: -1, Logger: quiet}
+	// A archives messages 15 s old, within the 20 s its archive takes
+	// relayed ones in; a relay jitter of 1 s puts them in B's first round.
+	base := Config{ListenAddress: "127.0.0.1", Relay: true, Store: true, StoreSync: true, StoreSyncInterval: -1,
+		StoreSyncRelayJitter: time.Second, Logger: quiet}
 	acfg := base
 	acfg.DataDir = t.TempDir()
 	var committed = make(chan error, 64)
@@ -35,7 +38,7 @@ func TestStoreSyncCatchesUp(t *testing.T) {
 	var hashes []message.Hash
 	for i := range 40 {
 		env, err := a.Publish(ctx, topic, &message.Message{Payload: []byte(fmt.Sprint("missed ", i)), ContentTopic: "/t/1/n/proto",
-			Timestamp: time.Now().Add(-time.Minute).UnixNano() + int64(i)})
+			Timestamp: time.Now().Add(-15*time.Second).UnixNano() + int64(i)})
 		if err != nil {
 			t.Fatal(err)
 		}

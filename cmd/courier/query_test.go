@@ -34,10 +34,11 @@ func TestQueryCommand(t *testing.T) {
 	}
 	topic := shard.RelayShard{}.PubsubTopic()
 	const total = 23
+	base := time.Now().UnixNano()
 	var hashes []message.Hash
 	for i := range total {
 		env, err := n.Publish(ctx, topic, &message.Message{Payload: []byte(fmt.Sprint("m", i)), ContentTopic: "/app/1/chat/proto",
-			Timestamp: 1_800_000_000_000_000_000 + int64(i)})
+			Timestamp: base + int64(i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +98,7 @@ func TestQueryCommand(t *testing.T) {
 		if got := run(queryOptions{forward: true, hashes: listFlag{hashes[4].String(), "0x" + hashes[9].String()}}, libp2p); strings.Join(got, " ") != "m4 m9" {
 			t.Errorf("libp2p=%v hashes: %v", libp2p, got)
 		}
-		if got := run(queryOptions{forward: true, pages: 2, startTime: 1_800_000_000_000_000_002}, libp2p); strings.Join(got, " ") != strings.Join(all[2:12], " ") {
+		if got := run(queryOptions{forward: true, pages: 2, startTime: base + 2}, libp2p); strings.Join(got, " ") != strings.Join(all[2:12], " ") {
 			t.Errorf("libp2p=%v two pages from m2: %v", libp2p, got)
 		}
 	}
