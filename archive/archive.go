@@ -235,16 +235,17 @@ type Config struct {
 	// Logger receives the policy in force at Open and each retention run's
 	// outcome. nil means slog.Default().
 	Logger *slog.Logger
-	// OnInsert, when set, receives one duration per message the writer
+	// OnInsert, when set, is called once for each message the writer
 	// acknowledges without error and does not skip as ephemeral (stored,
-	// or already stored: nwaku's insert also succeeds for a duplicate):
-	// the time from its Append to the commit of the batch that holds it,
-	// which is what a caller of nwaku's insert waits for (nwaku
-	// waku_archive/archive.nim times driver.put for
+	// or already stored: nwaku's insert also succeeds for a duplicate),
+	// with its envelope and the time from its Append to the commit of the
+	// batch that holds it, which is what a caller of nwaku's insert waits
+	// for (nwaku waku_archive/archive.nim times driver.put for
 	// waku_archive_insert_duration_seconds). It runs on the writer
-	// goroutine before the message's done callback, so it must be quick
-	// and must not block. nil means none.
-	OnInsert func(d time.Duration)
+	// goroutine, one call at a time, before the message's done callback,
+	// so it must be quick and must not block; it must not keep env past
+	// the call unless the caller of Append allows it. nil means none.
+	OnInsert func(env *message.Envelope, d time.Duration)
 	// OnQuery, when set, receives the duration of every Query that reaches
 	// the index or database, successful or not (nwaku's
 	// waku_archive_query_duration_seconds times driver.getMessages). It

@@ -36,7 +36,7 @@ func BenchmarkAppend(b *testing.B) { benchAppend(b, archive.Config{}) }
 // observed into a Prometheus histogram, as the node does.
 func BenchmarkAppendObserved(b *testing.B) {
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "insert_seconds"})
-	benchAppend(b, archive.Config{OnInsert: func(d time.Duration) { h.Observe(d.Seconds()) }})
+	benchAppend(b, archive.Config{OnInsert: func(_ *message.Envelope, d time.Duration) { h.Observe(d.Seconds()) }})
 }
 
 func benchAppend(b *testing.B, cfg archive.Config) {

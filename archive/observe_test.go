@@ -15,13 +15,18 @@ import (
 type timings struct {
 	mu      sync.Mutex
 	inserts []time.Duration
+	hashes  []message.Hash
 	queries []time.Duration
 }
 
 func (tm *timings) config() archive.Config {
 	return archive.Config{
-		OnInsert: func(d time.Duration) { tm.mu.Lock(); tm.inserts = append(tm.inserts, d); tm.mu.Unlock() },
-		OnQuery:  func(d time.Duration) { tm.mu.Lock(); tm.queries = append(tm.queries, d); tm.mu.Unlock() },
+		OnInsert: func(env *message.Envelope, d time.Duration) {
+			tm.mu.Lock()
+			tm.inserts, tm.hashes = append(tm.inserts, d), append(tm.hashes, env.Hash())
+			tm.mu.Unlock()
+		},
+		OnQuery: func(d time.Duration) { tm.mu.Lock(); tm.queries = append(tm.queries, d); tm.mu.Unlock() },
 	}
 }
 
@@ -34,7 +39,7 @@ func (tm *timings) counts() (inserts, queries int) {
 // TestObservers checks that OnInsert receives one positive duration per
 // message acknowledged without error and not ephemeral (a duplicate
 // included, as nwaku's put succeeds for one), before the message's done
-// callback, and that OnQuery receives one per query that reaches the
+// callback and with its envelope, and that OnQuery receives one per query that reaches the
 // index, none for a query refused by its rules.
 func TestObservers(t *testing.T) {
 	forDrivers(t, func(t *testing.T, d driver) {
@@ -81,6 +86,9 @@ func TestObservers(t *testing.T) {
 		for i, dur := range tm.inserts {
 			if dur <= 0 {
 				t.Errorf("insert %d took %v", i, dur)
+			}
+			if tm.hashes[i] != envs[i].Hash() {
+				t.Errorf("insert %d: message %s, appended %s", i, tm.hashes[i], envs[i].Hash())
 			}
 		}
 		if _, err := a.Query(context.Background(), archive.Query{Forward: true}); err != nil {

@@ -140,7 +140,7 @@ func (q *writeQueue) len() (int64, int) {
 // finish calls the done callbacks of a committed (err nil) or failed batch,
 // after handing onInsert (nil: none) each committed message's time since
 // Append.
-func finish(batch []item, err error, st *counters, onInsert func(time.Duration)) {
+func finish(batch []item, err error, st *counters, onInsert func(*message.Envelope, time.Duration)) {
 	timed := onInsert != nil && err == nil
 	var now int64
 	if timed {
@@ -154,7 +154,7 @@ func finish(batch []item, err error, st *counters, onInsert func(time.Duration))
 		} else if err != nil {
 			st.failed.Add(1)
 		} else if timed {
-			onInsert(time.Duration(now - batch[i].in))
+			onInsert(batch[i].env, time.Duration(now-batch[i].in))
 		}
 		if d := batch[i].done; d != nil {
 			d(e)

@@ -20,8 +20,9 @@ var (
 	descArchive      = prometheus.NewDesc("waku_archive_messages", "Messages in the archive (type stored), and messages acknowledged without storing since start (duplicate, ephemeral).", []string{"type"}, nil)
 	descArchiveBat   = prometheus.NewDesc("waku_archive_batches_total", "Archive batch commits.", nil, nil)
 	// nwaku waku/waku_archive/archive_metrics.nim: relayed messages the
-	// archive refused (archiveGate) or failed to insert.
-	descArchiveErrors = prometheus.NewDesc("waku_archive_errors", "number of store protocol errors", []string{"type"}, nil)
+	// archive refused (archiveGate) or failed to insert, and failed
+	// retention runs. nim-metrics exposes a counter with "_total".
+	descArchiveErrors = prometheus.NewDesc("waku_archive_errors_total", "number of store protocol errors", []string{"type"}, nil)
 	descArchiveQueue  = prometheus.NewDesc("courier_archive_queue_bytes", "Bytes queued for the archive writer.", nil, nil)
 	descCodec         = prometheus.NewDesc("courier_codec_operations_total", "WakuMessage decodes, encodes and deterministic hashes.", []string{"op"}, nil)
 	descCodecBytes    = prometheus.NewDesc("courier_codec_bytes_total", "Bytes decoded, encoded and hashed.", []string{"op"}, nil)
@@ -89,6 +90,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		if n.relay != nil {
 			counter(descArchiveErrors, float64(n.relay.Stats().Drops[relay.DropArchive]), "insert_failure")
 		}
+		counter(descArchiveErrors, float64(as.RetentionErrors), "retpolicy_failure")
 		if g := n.archiveGate; g != nil {
 			counter(descArchiveErrors, float64(g.tooOld.Load()), archiveErrTooOld)
 			counter(descArchiveErrors, float64(g.futures.Load()), archiveErrFuture)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
+	"github.com/couriernet/courier/shard"
 )
 
 // nwaku v0.38.1's metrics that dashboards built for nwaku read, with its
@@ -51,6 +53,9 @@ type nwakuMetrics struct {
 	// its insert took (archive.Config.OnInsert), and per query the time the
 	// index took to answer (archive.Config.OnQuery).
 	insertDuration, queryDuration prometheus.Histogram
+	// waku_archive_messages_per_shard: the messages archived per shard id
+	// since start, a gauge nwaku increments after each insert.
+	archivedPerShard *prometheus.GaugeVec
 	// waku_histogram_message_size (waku/node/kernel_api/relay.nim): the
 	// payload of every message the relay delivers, in kB of 1000 bytes.
 	messageSize prometheus.Histogram
@@ -68,6 +73,8 @@ func newNwakuMetrics() nwakuMetrics {
 			Help: "message insertion duration", Buckets: nimMetricsBuckets}),
 		queryDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "waku_archive_query_duration_seconds",
 			Help: "history query duration", Buckets: nimMetricsBuckets}),
+		archivedPerShard: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "waku_archive_messages_per_shard",
+			Help: "number of historical messages per shard "}, []string{"shard"}),
 		messageSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "waku_histogram_message_size",
 			Help: "message size histogram in kB", Buckets: []float64{0, 1, 3, 5, 15, 50, 75, 100, 125, 150, 500, 700, 1000}}),
 	}
@@ -76,7 +83,7 @@ func newNwakuMetrics() nwakuMetrics {
 }
 
 func (m nwakuMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.nodeErrors, m.insertDuration, m.queryDuration, m.messageSize}
+	return []prometheus.Collector{m.nodeErrors, m.insertDuration, m.queryDuration, m.archivedPerShard, m.messageSize}
 }
 
 // observeRelay has the relay report each delivered message's payload size.
@@ -85,11 +92,30 @@ func (m nwakuMetrics) observeRelay(cfg *relay.Config) {
 }
 
 // observeArchive has cfg's archive report its insert and query durations
-// to m.
+// to m, and count each inserted message under its shard id as nwaku does
+// (waku_archive/archive.nim handleMessage: the shard of a static-shard
+// pubsub topic, shard 0 for any other topic). nwaku leaves out the
+// messages store sync inserts; courier's archive does not tell them apart
+// and counts them too.
 func (m nwakuMetrics) observeArchive(cfg *archive.Config) {
-	cfg.OnInsert = func(d time.Duration) { m.insertDuration.Observe(d.Seconds()) }
+	perTopic := map[string]prometheus.Gauge{} // the writer calls OnInsert one at a time
+	cfg.OnInsert = func(env *message.Envelope, d time.Duration) {
+		m.insertDuration.Observe(d.Seconds())
+		g := perTopic[env.PubsubTopic()]
+		if g == nil {
+			rs, _ := shard.ParsePubsubTopic(env.PubsubTopic()) // the zero shard on error, as nwaku's DefaultRelayShard
+			g = m.archivedPerShard.WithLabelValues(strconv.Itoa(int(rs.ShardID)))
+			if len(perTopic) < maxLabelledTopics {
+				perTopic[env.PubsubTopic()] = g
+			}
+		}
+		g.Inc()
+	}
 	cfg.OnQuery = func(d time.Duration) { m.queryDuration.Observe(d.Seconds()) }
 }
+
+// maxLabelledTopics bounds the pubsub topics observeArchive remembers.
+const maxLabelledTopics = 1024
 
 // nwakuCollector exports the figures above at scrape time.
 type nwakuCollector struct{ n *Node }

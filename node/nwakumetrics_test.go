@@ -111,7 +111,8 @@ func newMetricsPair(t *testing.T, payloads ...[]byte) *metricsPair {
 
 // TestArchiveDurationsScraped checks that waku_archive_insert_duration_seconds
 // counts one sample per archived message, as nwaku observes each insert,
-// and waku_archive_query_duration_seconds one per query.
+// waku_archive_query_duration_seconds one per query, and the archive's
+// per-shard and error counts.
 func TestArchiveDurationsScraped(t *testing.T) {
 	p := newMetricsPair(t, []byte("one"), make([]byte, 2000), make([]byte, 70_000))
 	if _, err := p.recv.Archive().Query(context.Background(), archive.Query{Forward: true}); err != nil {
@@ -126,6 +127,9 @@ func TestArchiveDurationsScraped(t *testing.T) {
 		"waku_archive_insert_duration_seconds_count":             3,
 		`waku_archive_insert_duration_seconds_bucket{le="+Inf"}`: 3,
 		"waku_archive_query_duration_seconds_count":              float64(st.Queries),
+		`waku_archive_messages_per_shard{shard="0"}`:             3,
+		`waku_archive_errors_total{type="insert_failure"}`:       0,
+		`waku_archive_errors_total{type="retpolicy_failure"}`:    0,
 	} {
 		if got, ok := m[key]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
