@@ -6,10 +6,10 @@ import "github.com/prometheus/client_golang/prometheus"
 // nwaku v0.38.1 where it has one (waku/discovery/waku_discv5.nim,
 // waku/waku_peer_exchange/protocol.nim); the others are courier_*.
 var (
-	descPxPeersSent                       = prometheus.NewDesc("waku_px_peers_sent", "number of ENRs sent to peer exchange requesters", nil, nil)
-	descPxErrors                          = prometheus.NewDesc("waku_px_errors", "number of peer exchange errors", []string{"type"}, nil)
+	descPxPeersSent                       = prometheus.NewDesc("waku_px_peers_sent_total", "number of ENRs sent to peer exchange requesters", nil, nil)
+	descPxErrors                          = prometheus.NewDesc("waku_px_errors_total", "number of peer exchange errors", []string{"type"}, nil)
 	descPxReceived                        = prometheus.NewDesc("courier_px_peers_received_total", "ENRs received from peer exchange servers that verified and decoded", nil, nil)
-	descDiscv5Errors                      = prometheus.NewDesc("waku_discv5_errors", "number of waku discv5 errors", []string{"type"}, nil)
+	descDiscv5Errors                      = prometheus.NewDesc("waku_discv5_errors_total", "number of waku discv5 errors", []string{"type"}, nil)
 	descDiscv5Found                       = prometheus.NewDesc("courier_discv5_records_total", "records discv5 lookups returned, by what became of them", []string{"result"}, nil)
 	descPeerManager                       = prometheus.NewDesc("courier_peer_manager_events_total", "peer manager events", []string{"event"}, nil)
 	descDNSDiscovery                      = prometheus.NewDesc("courier_dns_discovery_errors_total", "DNS discovery failures: trees not fetched or verified, records rejected", []string{"type"}, nil)

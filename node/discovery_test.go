@@ -274,8 +274,8 @@ func TestPeerExchangeLearnsDiscv5Peers(t *testing.T) {
 	if srv.Requests == 0 || srv.PeersSent < 2 {
 		t.Errorf("server stats %+v", srv)
 	}
-	if v := metricValue(t, boot, "waku_px_peers_sent", "", ""); v < 2 {
-		t.Errorf("waku_px_peers_sent = %v", v)
+	if v := metricValue(t, boot, "waku_px_peers_sent_total", "", ""); v < 2 {
+		t.Errorf("waku_px_peers_sent_total = %v", v)
 	}
 	pxHealth := func(n *Node) rest.ProtocolHealth {
 		for _, p := range n.healthReport().ProtocolsHealth {

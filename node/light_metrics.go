@@ -11,15 +11,15 @@ import (
 // waku_lightpush_legacy/protocol_metrics.nim) and courier's own for the
 // push path.
 var (
-	descFilterRequests = prometheus.NewDesc("waku_filter_requests", "Filter subscribe requests received, by type.", []string{"type"}, nil)
+	descFilterRequests = prometheus.NewDesc("waku_filter_requests_total", "Filter subscribe requests received, by type.", []string{"type"}, nil)
 	descFilterSubs     = prometheus.NewDesc("waku_filter_subscriptions", "Subscribed filter clients.", nil, nil)
-	descFilterErrors   = prometheus.NewDesc("waku_filter_errors", "Filter protocol errors, by type.", []string{"type"}, nil)
+	descFilterErrors   = prometheus.NewDesc("waku_filter_errors_total", "Filter protocol errors, by type.", []string{"type"}, nil)
 	descFilterPushes   = prometheus.NewDesc("courier_filter_pushes_total", "Filter push frames, by result: written, dropped on a full subscriber queue, failed.", []string{"result"}, nil)
 	descFilterDupes    = prometheus.NewDesc("courier_filter_duplicates_total", "Matching messages not pushed again (same message hash within 2 min).", nil, nil)
-	descLightpushV3    = prometheus.NewDesc("waku_lightpush_v3_messages", "Lightpush v3 requests answered.", []string{"type"}, nil)
-	descLightpushV3Err = prometheus.NewDesc("waku_lightpush_v3_errors", "Lightpush v3 answers other than 200, by status code.", []string{"type"}, nil)
-	descLightpushV2    = prometheus.NewDesc("waku_lightpush_messages", "Legacy lightpush (v2) requests answered.", []string{"type"}, nil)
-	descLightpushV2Err = prometheus.NewDesc("waku_lightpush_errors", "Legacy lightpush refusals, by the v3 status code of the cause.", []string{"type"}, nil)
+	descLightpushV3    = prometheus.NewDesc("waku_lightpush_v3_messages_total", "Lightpush v3 requests answered.", []string{"type"}, nil)
+	descLightpushV3Err = prometheus.NewDesc("waku_lightpush_v3_errors_total", "Lightpush v3 answers other than 200, by status code.", []string{"type"}, nil)
+	descLightpushV2    = prometheus.NewDesc("waku_lightpush_messages_total", "Legacy lightpush (v2) requests answered.", []string{"type"}, nil)
+	descLightpushV2Err = prometheus.NewDesc("waku_lightpush_errors_total", "Legacy lightpush refusals, by the v3 status code of the cause.", []string{"type"}, nil)
 	descLightpushPub   = prometheus.NewDesc("courier_lightpush_published_total", "Lightpush messages published, by how: as_arrived (the request's bytes) or reencoded (zero timestamp filled).", []string{"how"}, nil)
 )
 

@@ -31,9 +31,9 @@ var (
 	descTopicMsgs     = prometheus.NewDesc("waku_relay_messages_total", "Relayed messages by pubsub topic.", []string{"pubsub_topic"}, nil)
 	descTopicBytes    = prometheus.NewDesc("waku_relay_bytes_total", "Relayed encoded bytes by pubsub topic.", []string{"pubsub_topic"}, nil)
 	// nwaku waku_store/protocol_metrics.nim and common/rate_limit/service_metrics.nim.
-	descStoreQueries = prometheus.NewDesc("waku_store_queries", "number of store queries received", nil, nil)
-	descStoreErrors  = prometheus.NewDesc("waku_store_errors", "number of store protocol errors", []string{"type"}, nil)
-	descService      = prometheus.NewDesc("waku_service_requests", "number of non-relay service requests received", []string{"service", "state"}, nil)
+	descStoreQueries = prometheus.NewDesc("waku_store_queries_total", "number of store queries received", nil, nil)
+	descStoreErrors  = prometheus.NewDesc("waku_store_errors_total", "number of store protocol errors", []string{"type"}, nil)
+	descService      = prometheus.NewDesc("waku_service_requests_total", "number of non-relay service requests received", []string{"service", "state"}, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/testwait"
@@ -190,6 +191,40 @@ func TestRelayTrafficScraped(t *testing.T) {
 		}
 		if got := m["waku_histogram_message_size_sum"]; math.Abs(got-72.003) > 1e-9 {
 			t.Errorf("%s: waku_histogram_message_size_sum = %v, want 72.003", c.name, got)
+		}
+	}
+}
+
+// TestCountersExposedWithTotal checks that every counter a node with its
+// services on serves, go-libp2p's aside, is named <name>_total: nim-metrics exposes nwaku's
+// counters so (waku_store_queries as waku_store_queries_total), and that
+// is the name nwaku's dashboards read.
+func TestCountersExposedWithTotal(t *testing.T) {
+	ctx := context.Background()
+	n, err := New(Config{ListenAddress: "127.0.0.1", Relay: true, Store: true, StoreSync: true, Filter: true, Lightpush: true, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop(ctx)
+	mfs, err := n.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, mf := range mfs {
+		seen[mf.GetName()] = true
+		own := !strings.HasPrefix(mf.GetName(), "libp2p_") // go-libp2p names its own
+		if own && mf.GetType() == dto.MetricType_COUNTER && !strings.HasSuffix(mf.GetName(), "_total") {
+			t.Errorf("counter %s is not named <name>_total", mf.GetName())
+		}
+	}
+	for _, name := range []string{"waku_store_queries_total", "waku_filter_requests_total", "waku_lightpush_v3_messages_total",
+		"waku_px_peers_sent_total", "total_bytes_exchanged_total", "waku_archive_errors_total", "waku_node_errors_total"} {
+		if !seen[name] {
+			t.Errorf("%s not served", name)
 		}
 	}
 }

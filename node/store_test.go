@@ -196,12 +196,12 @@ func TestStoreThroughNodes(t *testing.T) {
 	}
 	var queries float64
 	for _, mf := range mfs {
-		if mf.GetName() == "waku_store_queries" {
+		if mf.GetName() == "waku_store_queries_total" {
 			queries = mf.GetMetric()[0].GetCounter().GetValue()
 		}
 	}
 	if queries < 4 {
-		t.Errorf("waku_store_queries %v, want the remote queries A answered", queries)
+		t.Errorf("waku_store_queries_total %v, want the remote queries A answered", queries)
 	}
 	if id := b.StorePeer(); id != a.Host().ID() {
 		t.Errorf("B's store peer %s", id)

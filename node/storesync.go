@@ -49,8 +49,8 @@ func (n *Node) StoreSync() *storesync.Service { return n.storeSync }
 // Store-sync metrics, with nwaku's names (waku_store_sync/protocols_metrics.nim)
 // where nwaku has one.
 var (
-	descSyncBytes    = prometheus.NewDesc("total_bytes_exchanged", "Bytes of store-sync frames, by protocol and direction.", []string{"protocol", "direction"}, nil)
-	descSyncMessages = prometheus.NewDesc("total_transfer_messages_exchanged", "Messages transferred by store-sync, by direction.", []string{"direction"}, nil)
+	descSyncBytes    = prometheus.NewDesc("total_bytes_exchanged_total", "Bytes of store-sync frames, by protocol and direction.", []string{"protocol", "direction"}, nil)
+	descSyncMessages = prometheus.NewDesc("total_transfer_messages_exchanged_total", "Messages transferred by store-sync, by direction.", []string{"direction"}, nil)
 	descSyncCached   = prometheus.NewDesc("total_messages_cached", "Items in the store-sync index.", nil, nil)
 	descSyncRounds   = prometheus.NewDesc("courier_store_sync_rounds_total", "Store-sync sessions, by role and result.", []string{"role", "result"}, nil)
 	descSyncRanges   = prometheus.NewDesc("courier_store_sync_ranges_total", "Ranges received in store-sync payloads.", nil, nil)

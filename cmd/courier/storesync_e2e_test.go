@@ -19,7 +19,7 @@ import (
 var syncFlags = []string{"--store", "--store-sync", "--store-sync-relay-jitter", "2",
 	"--metrics-server", "--metrics-server-address", "127.0.0.1", "--metrics-server-port", "0"}
 
-var reTransferred = regexp.MustCompile(`(?m)^total_transfer_messages_exchanged\{direction="receive"\} (\d+)$`)
+var reTransferred = regexp.MustCompile(`(?m)^total_transfer_messages_exchanged_total\{direction="receive"\} (\d+)$`)
 
 // testE2EStoreSync: A and B relay with store and store-sync on; B is
 // stopped while A receives 1,000 messages over REST; B restarts on the

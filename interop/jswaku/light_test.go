@@ -86,7 +86,7 @@ func TestLightpushToFilter(t *testing.T) {
 
 // TestLightpushWithoutRelayPeers: a node with no relay peer answers 505
 // NO_PEERS_TO_RELAY, which js-waku reports as a rejection, and its metrics
-// count the 505 (nwaku's waku_lightpush_v3_errors).
+// count the 505 (nwaku's waku_lightpush_v3_errors_total).
 func TestLightpushWithoutRelayPeers(t *testing.T) {
 	Require(t)
 	n := StartNode(t, node.Config{Relay: true, Lightpush: true})
@@ -98,8 +98,8 @@ func TestLightpushWithoutRelayPeers(t *testing.T) {
 	if res.Successes != 0 || len(res.Failures) != 1 || res.Failures[0] != "Remote peer rejected" {
 		t.Fatalf("js-waku: %+v", res)
 	}
-	if got := metric(t, n, "waku_lightpush_v3_errors", "505"); got != 1 {
-		t.Fatalf("waku_lightpush_v3_errors{type=\"505\"} = %v, want 1 (answers %v)", got, n.Lightpush().Stats().Answers)
+	if got := metric(t, n, "waku_lightpush_v3_errors_total", "505"); got != 1 {
+		t.Fatalf("waku_lightpush_v3_errors_total{type=\"505\"} = %v, want 1 (answers %v)", got, n.Lightpush().Stats().Answers)
 	}
 }
 
