@@ -1,11 +1,13 @@
 package node
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,7 +24,15 @@ var (
 	// waku/node/peer_manager/peer_manager.nim: per direction ("In", "Out")
 	// and Waku protocol, the connected peers that speak it.
 	descConnectedPeers = prometheus.NewDesc("waku_connected_peers", "Number of physical connections per direction and protocol", []string{"direction", "protocol"}, nil)
-	descPeerStoreSize  = prometheus.NewDesc("waku_peer_store_size", "Number of peers managed by the peer store", nil, nil)
+	// peer_manager.nim updateMetrics: connected peers per agent string
+	// (libp2p identify's AgentVersion), and per shard the node relays the
+	// connected peers known to be on it, by their metadata or ENR
+	// (waku_peer_store.nim getPeersByShard). nwaku sets these gauges each
+	// round and keeps a label it no longer sees at its last value; courier
+	// computes them at scrape time from the peers connected then.
+	descConnectedPerAgent = prometheus.NewDesc("waku_connected_peers_per_agent", "Number of physical connections per agent", []string{"agent"}, nil)
+	descConnectedPerShard = prometheus.NewDesc("waku_connected_peers_per_shard", "Number of physical connections per shard", []string{"shard"}, nil)
+	descPeerStoreSize     = prometheus.NewDesc("waku_peer_store_size", "Number of peers managed by the peer store", nil, nil)
 	// waku/node/waku_node.nim.
 	descVersion = prometheus.NewDesc("waku_version", "Waku version info (in git describe format)", []string{"version"}, nil)
 	// nim-libp2p's gauge of connected peers (libp2p/switch.nim).
@@ -121,7 +131,7 @@ const maxLabelledTopics = 1024
 type nwakuCollector struct{ n *Node }
 
 func (c nwakuCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnectedPeers, descPeerStoreSize, descVersion, descLibp2pPeers,
+	for _, d := range []*prometheus.Desc{descConnectedPeers, descConnectedPerAgent, descConnectedPerShard, descPeerStoreSize, descVersion, descLibp2pPeers,
 		descRelayNetworkBytes, descRelayTotalBytes, descRelayMaxBytes, descRelayAvgBytes} {
 		ch <- d
 	}
@@ -138,6 +148,12 @@ func (c nwakuCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descPeerStoreSize, float64(max(0, len(n.host.Peerstore().Peers())-1))) // less the node itself
 	for key, count := range n.connectedPerProtocol() {
 		gauge(descConnectedPeers, float64(count), key.dir, string(key.proto))
+	}
+	for agent, count := range n.connectedPerAgent(peers) {
+		gauge(descConnectedPerAgent, float64(count), agent)
+	}
+	for _, sh := range n.shards() {
+		gauge(descConnectedPerShard, float64(n.connectedOnShard(peers, sh)), strconv.Itoa(int(sh)))
 	}
 	if n.relay != nil {
 		for topic, ts := range n.relay.Stats().Topics {
@@ -192,4 +208,38 @@ func (n *Node) connectedPerProtocol() map[dirProto]int {
 		}
 	}
 	return out
+}
+
+// connectedPerAgent counts the connected peers by the agent string they
+// announced in identify; peers without one are left out, as nwaku leaves
+// out peers missing from its AgentBook.
+func (n *Node) connectedPerAgent(peers []peer.ID) map[string]int {
+	out := map[string]int{}
+	for _, id := range peers {
+		if v, err := n.host.Peerstore().Get(id, "AgentVersion"); err == nil {
+			if agent, ok := v.(string); ok {
+				out[agent]++
+			}
+		}
+	}
+	return out
+}
+
+// connectedOnShard counts the connected peers known to relay shard s of
+// the node's cluster: those whose metadata lists it, or whose discovery
+// record does.
+func (n *Node) connectedOnShard(peers []peer.ID, s uint16) int {
+	count := 0
+	for _, id := range peers {
+		if n.metadata != nil {
+			if info, ok := n.metadata.Peer(id); ok && info.ClusterID == n.cfg.ClusterID && slices.Contains(info.Shards, s) {
+				count++
+				continue
+			}
+		}
+		if rs, ok := n.peers.recordShards(id); ok && rs.Contains(n.cfg.ClusterID, s) {
+			count++
+		}
+	}
+	return count
 }

@@ -69,7 +69,7 @@ type metricsPair struct {
 func newMetricsPair(t *testing.T, payloads ...[]byte) *metricsPair {
 	t.Helper()
 	ctx := context.Background()
-	base := Config{ListenAddress: "127.0.0.1", Relay: true, MetricsServer: true, MetricsAddress: "127.0.0.1"}
+	base := Config{ListenAddress: "127.0.0.1", Relay: true, MetricsServer: true, MetricsAddress: "127.0.0.1", AgentString: "courier-metrics-test"}
 	pub, err := New(base)
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +94,11 @@ func newMetricsPair(t *testing.T, payloads ...[]byte) *metricsPair {
 	}
 	topic := shard.RelayShard{}.PubsubTopic()
 	testwait.Until(t, "a relay peer", func() bool { return len(pub.Relay().TopicPeers(topic)) > 0 })
+	testwait.Until(t, "the metadata exchange", func() bool {
+		_, a := pub.Metadata().Peer(recv.Host().ID())
+		_, b := recv.Metadata().Peer(pub.Host().ID())
+		return a && b
+	})
 	p := &metricsPair{pub: pub, recv: recv}
 	for _, pl := range payloads {
 		env, err := pub.Publish(ctx, topic, &message.Message{Payload: pl, ContentTopic: "/courier/1/metrics/proto"})
@@ -153,7 +158,8 @@ func TestArchiveDurationsScraped(t *testing.T) {
 
 // TestRelayTrafficScraped checks nwaku's relay traffic figures on both
 // ends of a known exchange: the publisher sends three messages to its one
-// peer, which receives each once and forwards none.
+// peer, which receives each once and forwards none; and the connected
+// peers by agent and by shard.
 func TestRelayTrafficScraped(t *testing.T) {
 	payloads := [][]byte{[]byte("one"), make([]byte, 2000), make([]byte, 70_000)}
 	p := newMetricsPair(t, payloads...)
@@ -184,6 +190,10 @@ func TestRelayTrafficScraped(t *testing.T) {
 			c.want[`waku_histogram_message_size_bucket{le="`+le+`"}`] = n
 		}
 		c.want["waku_histogram_message_size_count"] = 3
+		// The one peer, courier by its agent string, relays shard 0 as
+		// its metadata says.
+		c.want[`waku_connected_peers_per_agent{agent="courier-metrics-test"}`] = 1
+		c.want[`waku_connected_peers_per_shard{shard="0"}`] = 1
 		for key, want := range c.want {
 			if got, ok := m[key]; !ok || got != want {
 				t.Errorf("%s: %s = %v (present %v), want %v", c.name, key, got, ok, want)

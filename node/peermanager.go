@@ -190,6 +190,17 @@ func (pm *peerManager) origin(id peer.ID) (rest.Origin, bool) {
 	return rest.UnknownOrigin, false
 }
 
+// recordShards returns the relay shards id's discovery record (ENR)
+// announces, when the manager has one.
+func (pm *peerManager) recordShards(id peer.ID) (discovery.RelayShards, bool) {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	if mp, ok := pm.peers[id]; ok && mp.hasShards {
+		return mp.shards, true
+	}
+	return discovery.RelayShards{}, false
+}
+
 // forget removes id, as after a failed metadata check (nwaku
 // onPeerMetadata disconnects and the pruning loop drops the peer).
 func (pm *peerManager) forget(id peer.ID, reason error) {
