@@ -22,8 +22,10 @@ import (
 // they keep nwaku's type here under nwaku's name.
 var (
 	// waku/node/peer_manager/peer_manager.nim: per direction ("In", "Out")
-	// and Waku protocol, the connected peers that speak it.
+	// and Waku protocol, the connections with an open stream of it, and
+	// the open streams (Node.wakuStreams).
 	descConnectedPeers = prometheus.NewDesc("waku_connected_peers", "Number of physical connections per direction and protocol", []string{"direction", "protocol"}, nil)
+	descStreamsPeers   = prometheus.NewDesc("waku_streams_peers", "Number of streams per direction and protocol", []string{"direction", "protocol"}, nil)
 	// peer_manager.nim updateMetrics: connected peers per agent string
 	// (libp2p identify's AgentVersion), and per shard the node relays the
 	// connected peers known to be on it, by their metadata or ENR
@@ -131,7 +133,7 @@ const maxLabelledTopics = 1024
 type nwakuCollector struct{ n *Node }
 
 func (c nwakuCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnectedPeers, descConnectedPerAgent, descConnectedPerShard, descPeerStoreSize, descVersion, descLibp2pPeers,
+	for _, d := range []*prometheus.Desc{descConnectedPeers, descStreamsPeers, descConnectedPerAgent, descConnectedPerShard, descPeerStoreSize, descVersion, descLibp2pPeers,
 		descRelayNetworkBytes, descRelayTotalBytes, descRelayMaxBytes, descRelayAvgBytes} {
 		ch <- d
 	}
@@ -146,8 +148,12 @@ func (c nwakuCollector) Collect(ch chan<- prometheus.Metric) {
 	peers := n.host.Network().Peers()
 	gauge(descLibp2pPeers, float64(len(peers)))
 	gauge(descPeerStoreSize, float64(max(0, len(n.host.Peerstore().Peers())-1))) // less the node itself
-	for key, count := range n.connectedPerProtocol() {
+	conns, streams := n.wakuStreams()
+	for key, count := range conns {
 		gauge(descConnectedPeers, float64(count), key.dir, string(key.proto))
+	}
+	for key, count := range streams {
+		gauge(descStreamsPeers, float64(count), key.dir, string(key.proto))
 	}
 	for agent, count := range n.connectedPerAgent(peers) {
 		gauge(descConnectedPerAgent, float64(count), agent)
@@ -177,37 +183,60 @@ type dirProto struct {
 	proto protocol.ID
 }
 
-// connectedPerProtocol counts, per connection direction and Waku protocol
-// (/vac/waku/...), the connected peers that speak it, as nwaku's peer
-// manager does for waku_connected_peers.
-func (n *Node) connectedPerProtocol() map[dirProto]int {
-	out := map[dirProto]int{}
-	seen := map[dirProto]map[string]bool{}
-	for _, conn := range n.host.Network().Conns() {
-		dir := "In"
-		if conn.Stat().Direction == network.DirOutbound {
-			dir = "Out"
+// wakuStreams counts, per direction and Waku protocol (/vac/waku/...),
+// the connections that carry at least one open stream of the protocol (by
+// the connection's direction) and the open streams (by the stream's), as
+// nwaku's peer manager does for waku_connected_peers and
+// waku_streams_peers (peer_manager.nim connectedPeers, getNumStreams).
+// Every Waku protocol some peer in the peer store speaks has both
+// directions, zero or not (waku_peer_store.nim getWakuProtos).
+func (n *Node) wakuStreams() (conns, streams map[dirProto]int) {
+	conns, streams = map[dirProto]int{}, map[dirProto]int{}
+	ps := n.host.Peerstore()
+	self := n.host.ID()
+	for _, id := range ps.Peers() {
+		if id == self {
+			continue
 		}
-		id := conn.RemotePeer()
-		protos, err := n.host.Peerstore().GetProtocols(id)
+		protos, err := ps.GetProtocols(id)
 		if err != nil {
 			continue
 		}
 		for _, p := range protos {
-			if !strings.HasPrefix(string(p), "/vac/waku/") {
-				continue
-			}
-			k := dirProto{dir, p}
-			if seen[k] == nil {
-				seen[k] = map[string]bool{}
-			}
-			if !seen[k][id.String()] {
-				seen[k][id.String()] = true
-				out[k]++
+			if isWaku(p) {
+				for _, dir := range []string{"In", "Out"} {
+					conns[dirProto{dir, p}] = 0
+					streams[dirProto{dir, p}] = 0
+				}
 			}
 		}
 	}
-	return out
+	for _, c := range n.host.Network().Conns() {
+		cdir := direction(c.Stat().Direction)
+		var counted []protocol.ID
+		for _, st := range c.GetStreams() {
+			p := st.Protocol()
+			if !isWaku(p) {
+				continue
+			}
+			streams[dirProto{direction(st.Stat().Direction), p}]++
+			if !slices.Contains(counted, p) {
+				counted = append(counted, p)
+				conns[dirProto{cdir, p}]++
+			}
+		}
+	}
+	return conns, streams
+}
+
+func isWaku(p protocol.ID) bool { return strings.HasPrefix(string(p), "/vac/waku") }
+
+// direction is nim-libp2p's name of a direction, as nwaku writes it.
+func direction(d network.Direction) string {
+	if d == network.DirOutbound {
+		return "Out"
+	}
+	return "In"
 }
 
 // connectedPerAgent counts the connected peers by the agent string they

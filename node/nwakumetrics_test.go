@@ -194,6 +194,19 @@ func TestRelayTrafficScraped(t *testing.T) {
 		// its metadata says.
 		c.want[`waku_connected_peers_per_agent{agent="courier-metrics-test"}`] = 1
 		c.want[`waku_connected_peers_per_shard{shard="0"}`] = 1
+		// One connection, dialled by the publisher, carries the relay's
+		// two long-lived streams, one opened by each end.
+		relayKey := func(name, dir string) string {
+			return name + `{direction="` + dir + `",protocol="/vac/waku/relay/2.0.0"}`
+		}
+		c.want[relayKey("waku_streams_peers", "In")] = 1
+		c.want[relayKey("waku_streams_peers", "Out")] = 1
+		connDir, otherDir := "Out", "In"
+		if c.n == p.recv {
+			connDir, otherDir = "In", "Out"
+		}
+		c.want[relayKey("waku_connected_peers", connDir)] = 1
+		c.want[relayKey("waku_connected_peers", otherDir)] = 0
 		for key, want := range c.want {
 			if got, ok := m[key]; !ok || got != want {
 				t.Errorf("%s: %s = %v (present %v), want %v", c.name, key, got, ok, want)
