@@ -3,6 +3,9 @@ package relay
 import (
 	"testing"
 
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+
 	"github.com/couriernet/courier/message"
 )
 
@@ -38,4 +41,20 @@ func FuzzPayloadLen(f *testing.F) {
 			t.Fatalf("payloadLen %d, decoded payload %d bytes", n, len(m.Payload))
 		}
 	})
+}
+
+// BenchmarkTrafficRPC measures what the traffic tracer adds per message to
+// gossipsub's receive and send paths: a received RPC and one sent to one
+// peer, each of one 50 kB message.
+func BenchmarkTrafficRPC(b *testing.B) {
+	tr := newTraffic()
+	topic := "/waku/2/rs/1/0"
+	tr.add(topic, new(topicCounters))
+	wire := (&message.Message{Payload: make([]byte, 50_000), ContentTopic: "/courier/1/bench/proto", Timestamp: 1}).Encode(nil)
+	rpc := &pubsub.RPC{RPC: pb.RPC{Publish: []*pb.Message{{Data: wire, Topic: &topic}}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.RecvRPC(rpc)
+		tr.SendRPC(rpc, "")
+	}
 }
