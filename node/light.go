@@ -210,13 +210,25 @@ func (b restBackend) LightpushLegacy(ctx context.Context, pubsubTopic string, ms
 }
 
 // FilterRequest implements rest.LightBackend: the request goes to
-// --filternode.
+// --filternode. A subscribe or unsubscribe that fails or is refused counts
+// in waku_node_errors as nwaku's filter API counts it
+// (waku/node/kernel_api/filter.nim: subscribe_filter_failure,
+// unsubscribe_filter_failure).
 func (b restBackend) FilterRequest(ctx context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error) {
 	l := &b.n.light
 	if l.filterClient == nil {
 		return filter.SubscribeResponse{}, rest.ErrNoServicePeer
 	}
-	return l.filterClient.Request(ctx, l.filterPeer, req)
+	resp, err := l.filterClient.Request(ctx, l.filterPeer, req)
+	if err != nil || resp.StatusCode != filter.StatusOK {
+		switch req.Type {
+		case filter.Subscribe:
+			b.n.nwaku.nodeErrors.WithLabelValues("subscribe_filter_failure").Inc()
+		case filter.Unsubscribe, filter.UnsubscribeAll:
+			b.n.nwaku.nodeErrors.WithLabelValues("unsubscribe_filter_failure").Inc()
+		}
+	}
+	return resp, err
 }
 
 // FilterSubscriptions implements rest.LightBackend.

@@ -58,8 +58,11 @@ var (
 // nwakuMetrics are nwaku's metrics that the node observes as they happen,
 // rather than reading them from counters at scrape time.
 type nwakuMetrics struct {
-	// waku_node_errors (waku/node/waku_node.nim), by type; the node counts
-	// "publish_failure".
+	// waku_node_errors (waku/node/waku_node.nim), by type: nwaku's
+	// "subscribe_filter_failure" and "unsubscribe_filter_failure" (the REST
+	// filter API's requests to --filternode), and courier's own
+	// "publish_failure". nwaku's "keep_alive_failure" counts failed pings
+	// of its keep-alive loop, which courier does not run.
 	nodeErrors *prometheus.CounterVec
 	// waku/waku_archive/archive_metrics.nim: per archived message, the time
 	// its insert took (archive.Config.OnInsert), and per query the time the

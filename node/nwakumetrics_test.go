@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/filter"
 	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/shard"
@@ -248,6 +249,50 @@ func TestCountersExposedWithTotal(t *testing.T) {
 		"waku_px_peers_sent_total", "total_bytes_exchanged_total", "waku_archive_errors_total", "waku_node_errors_total"} {
 		if !seen[name] {
 			t.Errorf("%s not served", name)
+		}
+	}
+}
+
+// TestFilterFailuresCounted checks waku_node_errors_total's filter types:
+// subscribe and unsubscribe requests to --filternode that the filter node
+// refuses count, as in nwaku's filter API; accepted ones and pings do not.
+func TestFilterFailuresCounted(t *testing.T) {
+	ctx := context.Background()
+	start := func(cfg Config) *Node {
+		t.Helper()
+		cfg.ListenAddress = "127.0.0.1"
+		n, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Stop(ctx) })
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	server := start(Config{Relay: true, Filter: true})
+	client := start(Config{FilterNode: server.ListenAddresses()[0]})
+	topic := shard.RelayShard{}.PubsubTopic()
+	for i, c := range []struct {
+		req    filter.SubscribeRequest
+		status uint32
+	}{
+		{filter.SubscribeRequest{Type: filter.Subscribe, ContentTopics: []string{"/app/1/t/proto"}}, 400}, // no pubsub topic
+		{filter.SubscribeRequest{Type: filter.Unsubscribe, PubsubTopic: topic, HasPubsubTopic: true, ContentTopics: []string{"/app/1/t/proto"}}, 404},
+		{filter.SubscribeRequest{Type: filter.UnsubscribeAll}, 404},
+		{filter.SubscribeRequest{Type: filter.SubscriberPing}, 404},
+		{filter.SubscribeRequest{Type: filter.Subscribe, PubsubTopic: topic, HasPubsubTopic: true, ContentTopics: []string{"/app/1/t/proto"}}, 200},
+	} {
+		c.req.RequestID = strconv.Itoa(i)
+		resp, err := restBackend{client}.FilterRequest(ctx, c.req)
+		if err != nil || resp.StatusCode != c.status {
+			t.Fatalf("request %d: %+v %v, want status %d", i, resp, err, c.status)
+		}
+	}
+	for typ, want := range map[string]float64{"subscribe_filter_failure": 1, "unsubscribe_filter_failure": 2, "publish_failure": 0} {
+		if got := metricValue(t, client, "waku_node_errors_total", "type", typ); got != want {
+			t.Errorf("waku_node_errors_total{type=%q} = %v, want %v", typ, got, want)
 		}
 	}
 }
