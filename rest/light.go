@@ -349,7 +349,13 @@ func (s *Server) getFilterMessages(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusBadRequest, "Not subscribed to topic: "+topic)
 		return
 	}
-	writeJSON(w, toMessages(envs))
+	out := make([]FilterMessage, len(envs))
+	for i, e := range envs {
+		m := NewMessage(e.Message())
+		out[i] = FilterMessage{Payload: m.Payload, ContentTopic: m.ContentTopic, Version: m.Version,
+			Timestamp: m.Timestamp, Meta: m.Meta, Ephemeral: m.Ephemeral}
+	}
+	writeJSON(w, out)
 }
 
 // FilterTopic and FilterSubscription are the JSON of GET

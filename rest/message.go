@@ -31,9 +31,22 @@ var (
 //	 "timestamp": int64 Unix ns, "meta"?: base64, "ephemeral": bool, "proof"?: base64}
 //
 // Byte fields are standard base64 with padding. This is the shape GET
-// /relay/v1/messages returns; nwaku writes "proof" always (empty when
-// absent), this package only when the message has one, as go-waku.
+// /relay/v1/messages returns, "proof" always written ("" when the message
+// has none) as nwaku's toRelayWakuMessage does. Store answers use
+// StoreMessage, the filter message cache FilterMessage.
 type Message struct {
+	Payload      []byte `json:"payload"`
+	ContentTopic string `json:"contentTopic"`
+	Version      uint32 `json:"version"`
+	Timestamp    int64  `json:"timestamp"`
+	Meta         []byte `json:"meta,omitempty"`
+	Ephemeral    bool   `json:"ephemeral"`
+	Proof        []byte `json:"proof"`
+}
+
+// StoreMessage is a message of a store answer: Message with "proof" only
+// when the message has one (nwaku rest_api/endpoint/store/types.nim).
+type StoreMessage struct {
 	Payload      []byte `json:"payload"`
 	ContentTopic string `json:"contentTopic"`
 	Version      uint32 `json:"version"`
@@ -43,17 +56,33 @@ type Message struct {
 	Proof        []byte `json:"proof,omitempty"`
 }
 
+// FilterMessage is a message of GET /filter/v2/messages: Message without
+// "proof" (nwaku rest_api/endpoint/filter/types.nim FilterWakuMessage).
+type FilterMessage struct {
+	Payload      []byte `json:"payload"`
+	ContentTopic string `json:"contentTopic"`
+	Version      uint32 `json:"version"`
+	Timestamp    int64  `json:"timestamp"`
+	Meta         []byte `json:"meta,omitempty"`
+	Ephemeral    bool   `json:"ephemeral"`
+}
+
 // NewMessage returns the REST form of m. Its byte slices alias m's, which
 // must not change while the result is in use.
 func NewMessage(m *message.Message) Message {
-	payload := m.Payload
-	if payload == nil {
-		payload = []byte{} // "payload": "" rather than null
-	}
 	return Message{
-		Payload: payload, ContentTopic: m.ContentTopic, Version: m.Version,
-		Timestamp: m.Timestamp, Meta: m.Meta, Ephemeral: m.Ephemeral, Proof: m.RateLimitProof,
+		Payload: nonNil(m.Payload), ContentTopic: m.ContentTopic, Version: m.Version,
+		Timestamp: m.Timestamp, Meta: m.Meta, Ephemeral: m.Ephemeral, Proof: nonNil(m.RateLimitProof),
 	}
+}
+
+// nonNil returns b, or an empty slice for nil, so that JSON writes ""
+// rather than null.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }
 
 // ParseMessage parses one REST message JSON object into a new Message that

@@ -111,12 +111,18 @@ func TestNewMessageJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"payload":"AQIDBFRFU1QFBgcI","contentTopic":"/waku/2/default-content/proto","version":1,"timestamp":1681964442000000000,"meta":"c3VwZXItc2VjcmV0","ephemeral":false}`
+	// The relay shape writes "proof" always (nwaku relay/types.nim
+	// toRelayWakuMessage), the store shape only when set (store/types.nim).
+	want := `{"payload":"AQIDBFRFU1QFBgcI","contentTopic":"/waku/2/default-content/proto","version":1,"timestamp":1681964442000000000,"meta":"c3VwZXItc2VjcmV0","ephemeral":false,"proof":""}`
 	if string(b) != want {
 		t.Fatalf("got  %s\nwant %s", b, want)
 	}
+	b, _ = json.Marshal(StoreMessage(NewMessage(m)))
+	if want := `{"payload":"AQIDBFRFU1QFBgcI","contentTopic":"/waku/2/default-content/proto","version":1,"timestamp":1681964442000000000,"meta":"c3VwZXItc2VjcmV0","ephemeral":false}`; string(b) != want {
+		t.Fatalf("store shape: %s", b)
+	}
 	b, _ = json.Marshal(NewMessage(&message.Message{ContentTopic: "/a/1/b/c"}))
-	if want := `{"payload":"","contentTopic":"/a/1/b/c","version":0,"timestamp":0,"ephemeral":false}`; string(b) != want {
+	if want := `{"payload":"","contentTopic":"/a/1/b/c","version":0,"timestamp":0,"ephemeral":false,"proof":""}`; string(b) != want {
 		t.Fatalf("empty payload: %s", b)
 	}
 }

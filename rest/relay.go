@@ -75,7 +75,7 @@ func (s *Server) changeSubscriptions(w http.ResponseWriter, r *http.Request, aut
 	}
 	var shards []string
 	if auto {
-		if shards, ok = s.shardsOf(w, topics); !ok {
+		if shards, ok = s.shardsOf(w, r, topics); !ok {
 			return
 		}
 	} else if !validPubsubTopics(w, topics) {
@@ -156,7 +156,7 @@ func (s *Server) postAutoMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		writeText(w, http.StatusBadRequest, "Failed to publish. Autosharding error: "+err.Error())
+		writeText(w, http.StatusBadRequest, "Failed to publish. "+autoshardingText(err))
 		return
 	}
 	s.publish(w, r, topic, msg, text)
@@ -219,6 +219,10 @@ func contentTypeOK(w http.ResponseWriter, r *http.Request) bool {
 	case err != nil || !strings.Contains(mt, "/"):
 		writeText(w, http.StatusBadRequest, "Invalid content type")
 		return false
+	case strings.HasPrefix(r.URL.Path, "/filter/") && mt != "application/json":
+		// The filter handlers read JSON only (filter/handlers.nim).
+		writeText(w, http.StatusBadRequest, "Wrong Content-Type, expected application/json")
+		return false
 	case mt != "application/json" && mt != "text/plain":
 		writeText(w, http.StatusBadRequest, "Wrong Content-Type, expected application/json or text/plain")
 		return false
@@ -242,10 +246,30 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
 		return nil, false
 	case len(bytes.TrimSpace(body)) == 0:
-		writeText(w, http.StatusBadRequest, "Missing request body")
+		missingBody(w, r)
 		return nil, false
 	}
 	return body, true
+}
+
+// missingBody answers a request without a body as nwaku's handler for its
+// path does: an empty 400 where the handler checks for a body first
+// (waku/rest_api/endpoint/relay/handlers.nim), "Missing content body"
+// where it reads the body with decodeRequestBody alone (relay's auto
+// subscriptions, rest_serdes.nim; filter/handlers.nim), inside the text
+// the admin and lightpush handlers give a body they cannot decode.
+func missingBody(w http.ResponseWriter, r *http.Request) {
+	const text = "Missing content body"
+	switch p := r.URL.Path; {
+	case p == "/relay/v1/auto/subscriptions" || strings.HasPrefix(p, "/filter/"):
+		writeText(w, http.StatusBadRequest, text)
+	case strings.HasPrefix(p, "/admin/"):
+		writeText(w, http.StatusBadRequest, "Failed to decode request: "+text)
+	case strings.HasPrefix(p, "/lightpush/"):
+		writeLightpush(w, http.StatusBadRequest, "Invalid push request! "+text)
+	default:
+		writeText(w, http.StatusBadRequest, "")
+	}
 }
 
 // readMessage reads and parses a REST message body to publish, with the
@@ -311,7 +335,7 @@ func (s *Server) readPooledBody(w http.ResponseWriter, r *http.Request) (body []
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		release()
-		writeText(w, http.StatusBadRequest, "Missing request body")
+		missingBody(w, r)
 		return nil, nil, false
 	}
 	return body, release, true
@@ -358,23 +382,46 @@ func validPubsubTopics(w http.ResponseWriter, topics []string) bool {
 	return true
 }
 
-// shardsOf returns the pubsub topic of each content topic, or answers 400
-// listing the content topics the Backend cannot shard.
-func (s *Server) shardsOf(w http.ResponseWriter, contentTopics []string) ([]string, bool) {
+// shardsOf returns the pubsub topic of each content topic, or answers as
+// nwaku's auto subscription handlers do when one has none: 500 "Subscribe
+// failed:Failed to decode subscription event: <why>" (unsubscribe:
+// "Unsubscribe failed:Failed to decode unsubscribe event: <why>"), why
+// being the static sharding text or autoshardingText (waku/node/
+// kernel_api/relay.nim getTopicOfSubscriptionEvent). nwaku subscribes the
+// topics before the first bad one; this refuses the whole list.
+func (s *Server) shardsOf(w http.ResponseWriter, r *http.Request, contentTopics []string) ([]string, bool) {
 	shards := make([]string, len(contentTopics))
-	var bad []string
 	for i, t := range contentTopics {
 		p, err := s.b.ContentTopicShard(t)
 		if err != nil {
-			bad = append(bad, t)
+			why := "Static sharding is used, relay subscriptions must specify a pubsub topic"
+			if !errors.Is(err, ErrAutoshardingDisabled) {
+				why = autoshardingText(err)
+			}
+			prefix := "Subscribe failed:Failed to decode subscription event: "
+			if r.Method == http.MethodDelete {
+				prefix = "Unsubscribe failed:Failed to decode unsubscribe event: "
+			}
+			writeText(w, http.StatusInternalServerError, prefix+why)
+			return nil, false
 		}
 		shards[i] = p
 	}
-	if len(bad) > 0 {
-		writeText(w, http.StatusBadRequest, "Invalid content topic(s): "+nimSeq(bad))
-		return nil, false
-	}
 	return shards, true
+}
+
+// autoshardingText is nwaku's text for a content topic autosharding
+// cannot place (waku/waku_core/topics/sharding.nim getShard): the parse
+// error's text, which shard.ParseContentTopic gives as nwaku words it.
+func autoshardingText(err error) string {
+	var pe *shard.ParseError
+	switch {
+	case errors.As(err, &pe):
+		return "Autosharding error: " + pe.Reason
+	case errors.Is(err, shard.ErrUnsupportedGeneration):
+		return "Autosharding error: Generation > 0 are not supported yet"
+	}
+	return "Autosharding error: " + err.Error()
 }
 
 // nimSeq formats strings as Nim prints a seq[string]: @["a", "b"].

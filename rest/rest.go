@@ -129,7 +129,8 @@ type PayloadPublisher interface {
 // negative values are errors.
 type Config struct {
 	// MaxBodyBytes limits a request body in bytes; a larger body is
-	// answered 413. Default 1 MiB.
+	// answered 413. Default 16 MiB, nwaku's (waku/rest_api/endpoint/server.nim
+	// RestServerConf.default, maxRequestBodySize 16_384 KiB).
 	MaxBodyBytes int64
 	// CacheSize is the number of messages the relay message cache keeps,
 	// all topics together (nwaku --rest-relay-cache-capacity), and the
@@ -155,7 +156,7 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultMaxBodyBytes   = 1 << 20
+	DefaultMaxBodyBytes   = 16 << 20
 	DefaultCacheSize      = 50
 	DefaultPublishTimeout = 5 * time.Second
 )

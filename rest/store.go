@@ -62,9 +62,9 @@ type StoreResponse struct {
 
 // StoreKeyValue is one message of a StoreResponse.
 type StoreKeyValue struct {
-	MessageHash string   `json:"messageHash"`
-	Message     *Message `json:"message,omitempty"`
-	PubsubTopic string   `json:"pubsubTopic,omitempty"`
+	MessageHash string        `json:"messageHash"`
+	Message     *StoreMessage `json:"message,omitempty"`
+	PubsubTopic string        `json:"pubsubTopic,omitempty"`
 }
 
 // NewStoreResponse returns the JSON form of r. Messages are taken from
@@ -89,7 +89,7 @@ func NewStoreResponse(r *store.Response) (*StoreResponse, error) {
 				return nil, fmt.Errorf("message %s: %w", kv.Hash, err)
 			}
 		}
-		rm := NewMessage(m)
+		rm := StoreMessage(NewMessage(m))
 		out.Messages[i].Message, out.Messages[i].PubsubTopic = &rm, kv.PubsubTopic
 	}
 	return out, nil

@@ -25,11 +25,13 @@ type ContentTopic struct {
 // ParseContentTopic splits a content topic into its parts. It accepts 4
 // non-empty parts, or 5 whose first is the generation in decimal digits, as
 // nwaku's NsContentTopic.parse does. A generation above 0 parses; Shard
-// rejects it. Errors are *ParseError wrapping ErrInvalidContentTopic.
+// rejects it. Errors are *ParseError wrapping ErrInvalidContentTopic, whose
+// Reason is nwaku's text for the same fault (waku/waku_core/topics/
+// content_topic.nim parse, parsing.nim).
 func ParseContentTopic(topic string) (ContentTopic, error) {
 	rest, ok := strings.CutPrefix(topic, "/")
 	if !ok {
-		return ContentTopic{}, &ParseError{topic, "must start with a slash", ErrInvalidContentTopic}
+		return ContentTopic{}, &ParseError{topic, "invalid format: content-topic '" + topic + "' must start with slash", ErrInvalidContentTopic}
 	}
 	parts := strings.Split(rest, "/")
 	var ct ContentTopic
@@ -44,13 +46,13 @@ func ParseContentTopic(topic string) (ContentTopic, error) {
 		parts = parts[1:]
 	default:
 		return ContentTopic{}, &ParseError{topic,
-			"want /{application}/{version}/{name}/{encoding} or /{generation}/{application}/{version}/{name}/{encoding}",
+			"invalid format: Invalid content topic structure. Expected either /<application>/<version>/<topic-name>/<encoding> or /<gen>/<application>/<version>/<topic-name>/<encoding>",
 			ErrInvalidContentTopic}
 	}
-	names := [4]string{"application", "version", "name", "encoding"}
+	names := [4]string{"application", "version", "topic-name", "encoding"}
 	for i, p := range parts {
 		if p == "" {
-			return ContentTopic{}, &ParseError{topic, names[i] + " is missing", ErrInvalidContentTopic}
+			return ContentTopic{}, &ParseError{topic, "missing part: " + names[i], ErrInvalidContentTopic}
 		}
 	}
 	ct.Application, ct.Version, ct.Name, ct.Encoding = parts[0], parts[1], parts[2], parts[3]
@@ -59,16 +61,16 @@ func ParseContentTopic(topic string) (ContentTopic, error) {
 
 func parseGeneration(topic, s string) (uint64, error) {
 	if s == "" {
-		return 0, &ParseError{topic, "generation is missing", ErrInvalidContentTopic}
+		return 0, &ParseError{topic, "missing part: generation", ErrInvalidContentTopic}
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, &ParseError{topic, "generation is not a decimal number", ErrInvalidContentTopic}
+			return 0, &ParseError{topic, "invalid format: generation should be a numeric value", ErrInvalidContentTopic}
 		}
 	}
 	g, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, &ParseError{topic, "generation out of range", ErrInvalidContentTopic}
+		return 0, &ParseError{topic, "invalid format: generation should be a numeric value", ErrInvalidContentTopic}
 	}
 	return g, nil
 }
