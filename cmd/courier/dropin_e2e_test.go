@@ -112,10 +112,12 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 		want string
 	}{
 		{[]string{"--rln-relay=true"}, "courier node: --rln-relay=true: RLN is not supported by this node\n"},
-		{[]string{"--preset=twn"}, "courier node: --preset=twn: The Waku Network needs RLN, which this node does not support\n"},
+		{[]string{"--preset=twn"}, "courier node: --preset=twn: The Waku Network needs RLN with relay, which this node does not support\n"},
+		{[]string{"--cluster-id=1"}, "courier node: --cluster-id=1: The Waku Network (nwaku runs cluster 1 as --preset=twn) needs RLN with relay, which this node does not support\n"},
+		{[]string{"--cluster-id=2"}, "courier node: --cluster-id=2: the Logos Dev Network (nwaku runs cluster 2 as --preset=logos.dev) needs kademlia discovery, which this node does not support\n"},
 		// Start-up checks of the configuration are usage errors too.
 		{[]string{"--tcp-port=99999"}, "courier node: node: invalid config: --tcp-port 99999 not in 0..65535\n"},
-		{[]string{"--cluster-id=1", "--shard=1024"}, "courier node: node: invalid config: --shard 1024: shard: shard id out of range: 1024 > 1023\n"},
+		{[]string{"--cluster-id=3", "--shard=1024"}, "courier node: node: invalid config: --shard 1024: shard: shard id out of range: 1024 > 1023\n"},
 	} {
 		cmd := exec.Command(bin, c.args...)
 		cmd.Env = childEnv()

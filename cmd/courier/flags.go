@@ -21,6 +21,7 @@ type nodeOptions struct {
 	portsShift int
 	wsSupport  bool
 	wsPort     int
+	preset     string
 	entries    entryNodes
 	// notes are printed at start: defaults that differ from nwaku's.
 	notes []string
@@ -82,8 +83,8 @@ var nodeFlags = []flagDef{
 		refuse: "protected (signed) shards are not supported by this node", quiet: whenEmpty},
 	{name: "mode", nwaku: "noMode", usage: "Core or Edge",
 		refuse: "--mode presets are not supported; give the protocols' own flags", quiet: oneOf("noMode", "")},
-	{name: "preset", usage: "twn or logos.dev (both refused: see presetRefusal)",
-		apply: func(_ *nodeOptions, v flagVal) error { return presetRefusal(v.str()) }},
+	{name: "preset", usage: "twn (only with --relay=false: RLN is not supported) or logos.dev (refused); see applyPreset",
+		apply: func(o *nodeOptions, v flagVal) error { o.preset = v.str(); return nil }},
 
 	// Identity, addresses and connections.
 	{name: "cluster-id", kind: kindInt, nwaku: "0", usage: "cluster id (0..65535)",
@@ -388,17 +389,58 @@ func maxMsgSizeQuiet(v flagVal) bool {
 	return false
 }
 
-// presetRefusal refuses nwaku's network presets by what they need.
-func presetRefusal(preset string) error {
-	switch strings.ToLower(preset) {
+// applyPreset applies nwaku's network presets as tools/confutils/cli_args.nim
+// toNetworkConf selects them: --cluster-id=1 means twn and --cluster-id=2
+// logos.dev, whatever --preset says (nwaku warns that this mapping will go).
+// The Waku Network needs RLN, which nwaku turns on only with relay
+// (waku/factory/conf_builder/waku_conf_builder.nim applyNetworkConf): with
+// --relay=false its settings are applied here as nwaku applies them, with
+// relay it is refused. logos.dev always turns kademlia discovery on, which
+// this node does not have, so it is refused.
+func (o *nodeOptions) applyPreset(p *parsedFlags) error {
+	preset, flag, value := strings.ToLower(o.preset), "preset", o.preset
+	var byCluster string
+	switch o.cfg.ClusterID {
+	case 1:
+		preset, flag, value, byCluster = "twn", "cluster-id", "1", " (nwaku runs cluster 1 as --preset=twn)"
+	case 2:
+		preset, flag, value, byCluster = "logos.dev", "cluster-id", "2", " (nwaku runs cluster 2 as --preset=logos.dev)"
+	}
+	switch preset {
 	case "":
 		return nil
 	case "twn":
-		return &refusedError{"preset", preset, "The Waku Network needs RLN, which this node does not support"}
+		if o.cfg.Relay {
+			return &refusedError{flag, value, "The Waku Network" + byCluster + " needs RLN with relay, which this node does not support"}
+		}
+		o.applyTWN(p)
+		return nil
 	case "logos.dev", "logosdev":
-		return &refusedError{"preset", preset, "the Logos Dev Network needs mix and kademlia discovery, which this node does not support"}
+		return &refusedError{flag, value, "the Logos Dev Network" + byCluster + " needs kademlia discovery, which this node does not support"}
 	}
 	return &usageError{fmt.Errorf("Invalid --preset value passed: %s", preset)}
+}
+
+// twnBootstrapNodes are The Waku Network's discv5 bootstrap nodes, from
+// nwaku v0.38.1 waku/factory/networks_config.nim TheWakuNetworkConf.
+var twnBootstrapNodes = []string{
+	"enr:-QESuED0qW1BCmF-oH_ARGPr97Nv767bl_43uoy70vrbah3EaCAdK3Q0iRQ6wkSTTpdrg_dU_NC2ydO8leSlRpBX4pxiAYJpZIJ2NIJpcIRA4VDAim11bHRpYWRkcnO4XAArNiZub2RlLTAxLmRvLWFtczMud2FrdS5zYW5kYm94LnN0YXR1cy5pbQZ2XwAtNiZub2RlLTAxLmRvLWFtczMud2FrdS5zYW5kYm94LnN0YXR1cy5pbQYfQN4DgnJzkwABCAAAAAEAAgADAAQABQAGAAeJc2VjcDI1NmsxoQOTd-h5owwj-cx7xrmbvQKU8CV3Fomfdvcv1MBc-67T5oN0Y3CCdl-DdWRwgiMohXdha3UyDw",
+	"enr:-QEkuED9X80QF_jcN9gA2ZRhhmwVEeJnsg_Hyg7IFCTYnZD0BDI7a8HArE61NhJZFwygpHCWkgwSt2vqiABXkBxzIqZBAYJpZIJ2NIJpcIQiQlleim11bHRpYWRkcnO4bgA0Ni9ub2RlLTAxLmdjLXVzLWNlbnRyYWwxLWEud2FrdS5zYW5kYm94LnN0YXR1cy5pbQZ2XwA2Ni9ub2RlLTAxLmdjLXVzLWNlbnRyYWwxLWEud2FrdS5zYW5kYm94LnN0YXR1cy5pbQYfQN4DgnJzkwABCAAAAAEAAgADAAQABQAGAAeJc2VjcDI1NmsxoQPFAS8zz2cg1QQhxMaK8CzkGQ5wdHvPJcrgLzJGOiHpwYN0Y3CCdl-DdWRwgiMohXdha3UyDw",
+	"enr:-QEkuEBfEzJm_kigJ2HoSS_RBFJYhKHocGdkhhBr6jSUAWjLdFPp6Pj1l4yiTQp7TGHyu1kC6FyaU573VN8klLsEm-XuAYJpZIJ2NIJpcIQI2SVcim11bHRpYWRkcnO4bgA0Ni9ub2RlLTAxLmFjLWNuLWhvbmdrb25nLWMud2FrdS5zYW5kYm94LnN0YXR1cy5pbQZ2XwA2Ni9ub2RlLTAxLmFjLWNuLWhvbmdrb25nLWMud2FrdS5zYW5kYm94LnN0YXR1cy5pbQYfQN4DgnJzkwABCAAAAAEAAgADAAQABQAGAAeJc2VjcDI1NmsxoQOwsS69tgD7u1K50r5-qG5hweuTwa0W26aYPnvivpNlrYN0Y3CCdl-DdWRwgiMohXdha3UyDw",
+}
+
+// applyTWN sets The Waku Network's settings over the flags', as nwaku's
+// applyNetworkConf does without relay: cluster 1, autosharding over 8
+// shards, discv5 on unless --discv5-discovery says otherwise, with the
+// network's bootstrap nodes added to any given.
+func (o *nodeOptions) applyTWN(p *parsedFlags) {
+	c := &o.cfg
+	c.ClusterID, c.NumShardsInNetwork = 1, 8
+	if !p.values["discv5-discovery"].val.given {
+		c.Discovery.Discv5 = true
+	}
+	c.Discovery.Discv5BootstrapNodes = append(c.Discovery.Discv5BootstrapNodes, twnBootstrapNodes...)
+	o.notes = append(o.notes, "The Waku Network's settings applied (cluster 1, 8 shards, discv5 with its bootstrap nodes); RLN stays off with --relay=false, as in nwaku")
 }
 
 // parseLogLevel maps nwaku's (chronicles') levels onto slog's: TRACE below

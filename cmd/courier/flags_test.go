@@ -195,6 +195,22 @@ func TestNodeFlagsForms(t *testing.T) {
 			"--nat=none", "--max-msg-size=150KiB", "--rln-relay-eth-client-address=http://x:1/", "--store-sync-interval=60",
 			"--discv5-discovery=false", "--filter=false", "--lightpush=false", "--mode=noMode", "--metrics-logging=false"}, nil,
 			func(o *nodeOptions) bool { return true }},
+		// Without relay nwaku's twn needs no RLN: its settings apply
+		// (waku/factory/conf_builder/waku_conf_builder.nim applyNetworkConf).
+		{"twn without relay", []string{"--preset=twn", "--relay=false", "--cluster-id=5"}, nil,
+			func(o *nodeOptions) bool {
+				d := o.cfg.Discovery
+				return o.cfg.ClusterID == 1 && o.cfg.NumShardsInNetwork == 8 && d.Discv5 && len(d.Discv5BootstrapNodes) == 3
+			}},
+		{"cluster 1 without relay", []string{"--cluster-id=1", "--relay=false", "--discv5-discovery=false", "--discv5-bootstrap-node=enr:x"}, nil,
+			func(o *nodeOptions) bool {
+				d := o.cfg.Discovery
+				return o.cfg.ClusterID == 1 && !d.Discv5 && len(d.Discv5BootstrapNodes) == 4 && d.Discv5BootstrapNodes[0] == "enr:x"
+			}},
+		{"other clusters", []string{"--cluster-id=3"}, nil,
+			func(o *nodeOptions) bool {
+				return o.cfg.ClusterID == 3 && o.cfg.NumShardsInNetwork == 0 && !o.cfg.Discovery.Discv5
+			}},
 		{"no shard note without relay", []string{"--relay=false"}, nil,
 			func(o *nodeOptions) bool { return !strings.Contains(strings.Join(o.notes, "\n"), "relaying shard") }},
 		{"content topics", []string{"--content-topic=/app/1/a/proto", "--content-topic=/app/1/b/proto"}, nil,
@@ -276,8 +292,17 @@ func TestNodeFlagsRefuse(t *testing.T) {
 	}{
 		{[]string{"--rln-relay=true"}, true, "--rln-relay=true: RLN is not supported by this node"},
 		{[]string{"--rln-relay"}, true, "--rln-relay=true: RLN is not supported by this node"},
-		{[]string{"--preset=twn"}, true, "--preset=twn: The Waku Network needs RLN, which this node does not support"},
-		{[]string{"--preset=logos.dev"}, true, "--preset=logos.dev: the Logos Dev Network needs mix and kademlia discovery, which this node does not support"},
+		{[]string{"--preset=twn"}, true, "--preset=twn: The Waku Network needs RLN with relay, which this node does not support"},
+		{[]string{"--preset=logos.dev"}, true, "--preset=logos.dev: the Logos Dev Network needs kademlia discovery, which this node does not support"},
+		{[]string{"--preset=logos.dev", "--relay=false"}, true, "--preset=logos.dev: the Logos Dev Network needs kademlia discovery"},
+		// nwaku maps cluster 1 to twn and 2 to logos.dev whatever --preset
+		// says (tools/confutils/cli_args.nim toNetworkConf).
+		{[]string{"--cluster-id=1"}, true, "--cluster-id=1: The Waku Network (nwaku runs cluster 1 as --preset=twn) needs RLN with relay, which this node does not support"},
+		{[]string{"--cluster-id=2"}, true, "--cluster-id=2: the Logos Dev Network (nwaku runs cluster 2 as --preset=logos.dev) needs kademlia discovery, which this node does not support"},
+		{[]string{"--cluster-id=2", "--relay=false"}, true, "--cluster-id=2: the Logos Dev Network"},
+		{[]string{"--cluster-id=1", "--preset=logos.dev"}, true, "--cluster-id=1: The Waku Network"},
+		{[]string{"--cluster-id=2", "--preset=twn", "--relay=false"}, true, "--cluster-id=2: the Logos Dev Network"},
+		{[]string{"--cluster-id=1", "--preset=foo"}, true, "--cluster-id=1: The Waku Network"},
 		{[]string{"--rendezvous=true"}, true, "--rendezvous=true: rendezvous is not supported by this node"},
 		{[]string{"--nat=stun"}, false, "--nat=stun: want none, any, upnp, pmp or extip:<IPv4>"},
 		{[]string{"--max-msg-size=1MiB"}, true, "--max-msg-size=1MiB: only nwaku's default limit of 150KiB (153600 bytes) is supported"},

@@ -91,6 +91,9 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	if err := p.resolve(nodeFlags, o); err != nil {
 		return nil, err
 	}
+	if err := o.applyPreset(p); err != nil {
+		return nil, err
+	}
 	o.finish(p)
 	return o, nil
 }
