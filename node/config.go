@@ -8,6 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
@@ -20,8 +23,10 @@ var ErrConfig = errors.New("node: invalid config")
 // Config configures a Node. Field names follow nwaku's flags; the zero
 // value of a field means its documented default unless it says otherwise.
 type Config struct {
-	// ListenAddress is the IPv4 address to listen on (--listen-address).
-	// Default "0.0.0.0".
+	// ListenAddress is the IPv4 or IPv6 address to listen on
+	// (--listen-address), as nwaku takes it (an IpAddress in
+	// tools/confutils/cli_args.nim; /ip6/ multiaddrs for IPv6). Default
+	// "0.0.0.0".
 	ListenAddress string
 	// TCPPort is the libp2p TCP port (--tcp-port). DefaultConfig sets 60000;
 	// 0 picks a free port.
@@ -255,7 +260,17 @@ func (c *Config) setDefaults() {
 
 func (c *Config) validate() error {
 	if net.ParseIP(c.ListenAddress) == nil {
-		return fmt.Errorf("%w: listen address %q is not an IP address", ErrConfig, c.ListenAddress)
+		return fmt.Errorf("%w: --listen-address %q is not an IP address", ErrConfig, c.ListenAddress)
+	}
+	// nwaku parses both as IP addresses (cli_args.nim), never names.
+	if c.REST && net.ParseIP(c.RESTAddress) == nil {
+		return fmt.Errorf("%w: --rest-address %q is not an IP address", ErrConfig, c.RESTAddress)
+	}
+	if c.MetricsServer && net.ParseIP(c.MetricsAddress) == nil {
+		return fmt.Errorf("%w: --metrics-server-address %q is not an IP address", ErrConfig, c.MetricsAddress)
+	}
+	if _, err := c.staticPeers(); err != nil {
+		return err
 	}
 	for _, p := range []struct {
 		flag string
@@ -329,6 +344,23 @@ func (c *Config) validateShards() error {
 		}
 	}
 	return nil
+}
+
+// staticPeers parses StaticNodes, each a multiaddr with /p2p/<id>.
+func (c *Config) staticPeers() ([]peer.AddrInfo, error) {
+	var peers []peer.AddrInfo
+	for _, s := range c.StaticNodes {
+		addr, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --staticnode %q: %w", ErrConfig, s, err)
+		}
+		pi, err := peer.AddrInfoFromP2pAddr(addr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --staticnode %q needs /p2p/<peer id>: %w", ErrConfig, s, err)
+		}
+		peers = append(peers, *pi)
+	}
+	return peers, nil
 }
 
 // pubsubTopics returns every pubsub topic the node relays.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethereum/go-ethereum/p2p/dnsdisc"
 	"github.com/ethereum/go-ethereum/p2p/enode"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
@@ -170,8 +171,14 @@ func (c *DiscoveryConfig) validate() error {
 			return fmt.Errorf("%w: --peer-exchange-node %q needs a multiaddr with /p2p/<id>: %w", ErrConfig, c.PeerExchangeNode, err)
 		}
 	}
-	if c.DNSDiscovery && !strings.HasPrefix(c.DNSDiscoveryURL, "enrtree://") {
-		return fmt.Errorf("%w: --dns-discovery needs --dns-discovery-url enrtree://<key>@<domain>, got %q", ErrConfig, c.DNSDiscoveryURL)
+	if c.DNSDiscovery && c.DNSDiscoveryURL == "" {
+		return fmt.Errorf("%w: --dns-discovery needs --dns-discovery-url enrtree://<key>@<domain>", ErrConfig)
+	}
+	if c.DNSDiscoveryURL != "" {
+		// The tree's public key and domain, as the client will read them.
+		if _, _, err := dnsdisc.ParseURL(c.DNSDiscoveryURL); err != nil {
+			return fmt.Errorf("%w: --dns-discovery-url %q: %w (want enrtree://<base32 public key>@<domain>)", ErrConfig, c.DNSDiscoveryURL, err)
+		}
 	}
 	if c.PeerStoreCapacity < 0 {
 		return fmt.Errorf("%w: --peer-store-capacity %d", ErrConfig, c.PeerStoreCapacity)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,7 +28,6 @@ import (
 	tls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
-	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/couriernet/courier/archive"
@@ -214,13 +214,14 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	if n.cfg.NoListen {
 		opts = append(opts, libp2p.NoListenAddrs)
 	} else {
-		addrs := []string{fmt.Sprintf("/ip4/%s/tcp/%d", n.cfg.ListenAddress, n.cfg.TCPPort)}
+		host := ipMultiaddr(net.ParseIP(n.cfg.ListenAddress))
+		addrs := []string{fmt.Sprintf("%s/tcp/%d", host, n.cfg.TCPPort)}
 		if n.cfg.WebSocket {
 			scheme := "ws"
 			if n.cfg.WebSocketSecure {
 				scheme = "wss"
 			}
-			addrs = append(addrs, fmt.Sprintf("/ip4/%s/tcp/%d/%s", n.cfg.ListenAddress, n.cfg.WebSocketPort, scheme))
+			addrs = append(addrs, fmt.Sprintf("%s/tcp/%d/%s", host, n.cfg.WebSocketPort, scheme))
 		}
 		opts = append(opts, libp2p.ListenAddrStrings(addrs...))
 	}
@@ -230,6 +231,16 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
 	}
 	return h, nil
+}
+
+// ipMultiaddr returns ip as the first part of a multiaddr: /ip4/<ip> or,
+// for an IPv6 address, /ip6/<ip>, as nim-libp2p's MultiAddress.init of
+// an IpAddress gives nwaku's listen address (waku/node/net_config.nim).
+func ipMultiaddr(ip net.IP) string {
+	if ip4 := ip.To4(); ip4 != nil {
+		return "/ip4/" + ip4.String()
+	}
+	return "/ip6/" + ip.String()
 }
 
 // webSocket returns the options that add the WebSocket transport, with
@@ -356,17 +367,9 @@ func (n *Node) Start(ctx context.Context) error {
 			}
 		}
 	}
-	var peers []peer.AddrInfo
-	for _, s := range n.cfg.StaticNodes {
-		addr, err := ma.NewMultiaddr(s)
-		if err != nil {
-			return fmt.Errorf("%w: static node %q: %w", ErrConfig, s, err)
-		}
-		pi, err := peer.AddrInfoFromP2pAddr(addr)
-		if err != nil {
-			return fmt.Errorf("%w: static node %q needs /p2p/<peer id>: %w", ErrConfig, s, err)
-		}
-		peers = append(peers, *pi)
+	peers, err := n.cfg.staticPeers()
+	if err != nil {
+		return err
 	}
 	if err := n.startStoreSync(ctx); err != nil {
 		return err

@@ -45,6 +45,15 @@ func TestConfigValidate(t *testing.T) {
 		{"unknown muxer", func(c *Config) { c.Muxers = []string{"quic"} }},
 		{"muxer twice", func(c *Config) { c.Muxers = []string{"mplex", "mplex"} }},
 		{"secure WebSocket without key", func(c *Config) { c.WebSocketSecure, c.WebSocketSecureCertPath = true, "c.pem" }},
+		// nwaku types --rest-address and --metrics-server-address as IP
+		// addresses (tools/confutils/cli_args.nim): no name lookups.
+		{"REST address not an IP", func(c *Config) { c.REST, c.RESTAddress = true, "notanip" }},
+		{"metrics address not an IP", func(c *Config) { c.MetricsServer, c.MetricsAddress = true, "bad" }},
+		{"static node not a multiaddr", func(c *Config) { c.StaticNodes = []string{"garbage"} }},
+		{"static node without peer id", func(c *Config) { c.StaticNodes = []string{"/ip4/127.0.0.1/tcp/1"} }},
+		{"DNS discovery URL with a bad key", func(c *Config) { c.Discovery.DNSDiscoveryURL = "enrtree://bad@x" }},
+		{"DNS discovery URL not enrtree", func(c *Config) { c.Discovery.DNSDiscovery, c.Discovery.DNSDiscoveryURL = true, "https://x" }},
+		{"DNS discovery without URL", func(c *Config) { c.Discovery.DNSDiscovery = true }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,6 +80,27 @@ func TestConfigValidate(t *testing.T) {
 	cfg.setDefaults()
 	if got := cfg.pubsubTopics(); !slices.Equal(got, []string{"/waku/2/rs/5/0", "/waku/2/rs/5/1", "/waku/2/rs/5/2"}) {
 		t.Fatalf("autosharding topics %v", got)
+	}
+}
+
+// TestIPv6ListenAddress listens on ::1 as nwaku does for an IPv6
+// --listen-address: /ip6/ multiaddrs (waku/node/net_config.nim), also in
+// /debug/v1/info.
+func TestIPv6ListenAddress(t *testing.T) {
+	n, err := New(Config{ListenAddress: "::1", Relay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop(context.Background()) })
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	addrs := n.ListenAddresses()
+	if len(addrs) != 1 || !strings.HasPrefix(addrs[0], "/ip6/::1/tcp/") {
+		t.Fatalf("listen addresses %q, want one /ip6/::1/tcp/...", addrs)
+	}
+	if got := n.announcedAddresses(); !slices.Equal(got, addrs) {
+		t.Fatalf("announced %q, want %q", got, addrs)
 	}
 }
 

@@ -118,6 +118,10 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 		// Start-up checks of the configuration are usage errors too.
 		{[]string{"--tcp-port=99999"}, "courier node: node: invalid config: --tcp-port 99999 not in 0..65535\n"},
 		{[]string{"--cluster-id=3", "--shard=1024"}, "courier node: node: invalid config: --shard 1024: shard: shard id out of range: 1024 > 1023\n"},
+		{[]string{"--cluster-id=abc"}, "courier node: --cluster-id=abc: \"abc\" is not a number\n"},
+		{[]string{"--rest-address=notanip"}, "courier node: --rest-address=notanip: not an IP address\n"},
+		{[]string{"--staticnode=garbage"}, "courier node: node: invalid config: --staticnode \"garbage\": failed to parse multiaddr \"garbage\": must begin with /\n"},
+		{[]string{"--dns-discovery-url=enrtree://bad@x"}, "courier node: node: invalid config: --dns-discovery-url \"enrtree://bad@x\": invalid link entry: invalid public key (want enrtree://<base32 public key>@<domain>)\n"},
 	} {
 		cmd := exec.Command(bin, c.args...)
 		cmd.Env = childEnv()

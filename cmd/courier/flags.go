@@ -101,8 +101,8 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.AgentString = v.str(); return nil }},
 	{name: "nodekey", usage: "hex secp256k1 private key (default: kept in --data-dir)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.NodeKey = v.str(); return nil }},
-	{name: "listen-address", nwaku: "0.0.0.0", usage: "IP address to listen on",
-		apply: func(o *nodeOptions, v flagVal) error { o.cfg.ListenAddress = v.str(); return nil }},
+	{name: "listen-address", nwaku: "0.0.0.0", usage: "IPv4 or IPv6 address to listen on",
+		apply: func(o *nodeOptions, v flagVal) error { return ipAddress(&o.cfg.ListenAddress, v) }},
 	{name: "tcp-port", kind: kindInt, nwaku: "60000", usage: "libp2p TCP port (0: any free port)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.TCPPort = v.int(); return nil }},
 	{name: "ports-shift", kind: kindInt, nwaku: "0", usage: "added to the TCP, WebSocket, REST and metrics ports",
@@ -254,7 +254,7 @@ var nodeFlags = []flagDef{
 	{name: "rest", kind: kindBool, nwaku: "false", usage: "serve the REST API",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.REST = v.bool(); return nil }},
 	{name: "rest-address", nwaku: "127.0.0.1", usage: "REST API listen address",
-		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTAddress = v.str(); return nil }},
+		apply: func(o *nodeOptions, v flagVal) error { return ipAddress(&o.cfg.RESTAddress, v) }},
 	{name: "rest-port", kind: kindInt, nwaku: "8645", usage: "REST API port",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTPort = v.int(); return nil }},
 	{name: "rest-relay-cache-capacity", kind: kindInt, nwaku: "50", usage: "messages the REST relay cache keeps, all topics together",
@@ -272,7 +272,7 @@ var nodeFlags = []flagDef{
 	{name: "metrics-server", kind: kindBool, nwaku: "false", usage: "serve Prometheus metrics on /metrics",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MetricsServer = v.bool(); return nil }},
 	{name: "metrics-server-address", nwaku: "127.0.0.1", usage: "metrics listen address",
-		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MetricsAddress = v.str(); return nil }},
+		apply: func(o *nodeOptions, v flagVal) error { return ipAddress(&o.cfg.MetricsAddress, v) }},
 	{name: "metrics-server-port", kind: kindInt, nwaku: "8008", usage: "metrics port",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MetricsPort = v.int(); return nil }},
 	// metrics-logging: nwaku logs a summary of its metrics every 30 s;
@@ -362,6 +362,16 @@ func seconds(d *time.Duration, v flagVal) error {
 		return fmt.Errorf("want a positive number of seconds")
 	}
 	*d = time.Duration(v.int()) * time.Second
+	return nil
+}
+
+// ipAddress sets *addr from a flag that nwaku types as an IpAddress
+// (tools/confutils/cli_args.nim): an IPv4 or IPv6 address, never a name.
+func ipAddress(addr *string, v flagVal) error {
+	if net.ParseIP(v.str()) == nil {
+		return fmt.Errorf("not an IP address")
+	}
+	*addr = v.str()
 	return nil
 }
 

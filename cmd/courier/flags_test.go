@@ -211,6 +211,10 @@ func TestNodeFlagsForms(t *testing.T) {
 			func(o *nodeOptions) bool {
 				return o.cfg.ClusterID == 3 && o.cfg.NumShardsInNetwork == 0 && !o.cfg.Discovery.Discv5
 			}},
+		{"IPv6 addresses", []string{"--listen-address=::1", "--rest-address=::1", "--metrics-server-address=::"}, nil,
+			func(o *nodeOptions) bool {
+				return o.cfg.ListenAddress == "::1" && o.cfg.RESTAddress == "::1" && o.cfg.MetricsAddress == "::"
+			}},
 		{"no shard note without relay", []string{"--relay=false"}, nil,
 			func(o *nodeOptions) bool { return !strings.Contains(strings.Join(o.notes, "\n"), "relaying shard") }},
 		{"content topics", []string{"--content-topic=/app/1/a/proto", "--content-topic=/app/1/b/proto"}, nil,
@@ -309,7 +313,14 @@ func TestNodeFlagsRefuse(t *testing.T) {
 		{[]string{"--mix=true"}, true, "--mix=true: mix is not supported by this node"},
 		{[]string{"--relay-client=true"}, true, "--relay-client=true: circuit relay is not supported by this node"},
 		{[]string{"--log-level=VERBOSE"}, false, "--log-level=VERBOSE: want TRACE, DEBUG, INFO, NOTICE, WARN, ERROR or FATAL"},
-		{[]string{"--relay=maybe"}, false, `invalid boolean value "maybe" for -relay`},
+		// The flag package's own errors name the flag with two dashes too.
+		{[]string{"--relay=maybe"}, false, `--relay=maybe: "maybe" is not true or false`},
+		{[]string{"--cluster-id=abc"}, false, `--cluster-id=abc: "abc" is not a number`},
+		{[]string{"--tcp-port"}, false, "flag needs an argument: --tcp-port"},
+		// IP addresses in nwaku's cli_args.nim, never names.
+		{[]string{"--rest-address=notanip"}, false, "--rest-address=notanip: not an IP address"},
+		{[]string{"--metrics-server-address=bad"}, false, "--metrics-server-address=bad: not an IP address"},
+		{[]string{"--listen-address=localhost"}, false, "--listen-address=localhost: not an IP address"},
 		{[]string{"--no-such-flag=1"}, false, "unknown flag --no-such-flag (neither an nwaku v0.38.1 flag nor courier's; see --help)"},
 		{[]string{"--preset=foo"}, false, "Invalid --preset value passed: foo"},
 		{[]string{"--relay", "false"}, false, `unexpected argument "false"`},

@@ -87,6 +87,10 @@ type flagValue struct {
 	def  *flagDef
 	val  flagVal
 	list bool
+	// bad, when set, receives the error of a failed Set: the flag package
+	// reports it with the flag's name after one dash; parse reports it
+	// after two, as courier's other messages name flags.
+	bad *error
 }
 
 func (f *flagValue) String() string {
@@ -97,15 +101,22 @@ func (f *flagValue) String() string {
 }
 
 func (f *flagValue) Set(s string) error {
+	var err error
 	switch f.def.kind {
 	case kindBool:
-		if _, err := strconv.ParseBool(s); err != nil {
-			return fmt.Errorf("%q is not true or false", s)
+		if _, e := strconv.ParseBool(s); e != nil {
+			err = fmt.Errorf("%q is not true or false", s)
 		}
 	case kindInt:
-		if _, err := strconv.Atoi(s); err != nil {
-			return fmt.Errorf("%q is not a number", s)
+		if _, e := strconv.Atoi(s); e != nil {
+			err = fmt.Errorf("%q is not a number", s)
 		}
+	}
+	if err != nil {
+		if f.bad != nil {
+			*f.bad = fmt.Errorf("--%s=%s: %w", f.def.name, s, err)
+		}
+		return err
 	}
 	if f.def.kind == kindList && f.val.given {
 		f.val.vals = append(f.val.vals, s)
@@ -138,6 +149,7 @@ func (e *usageError) Unwrap() error { return e.err }
 type parsedFlags struct {
 	fs     *flag.FlagSet
 	values map[string]*flagValue
+	badSet error // the failed Set of the command line, if any
 }
 
 // newFlagSet registers every row of defs on a new flag set.
@@ -146,7 +158,7 @@ func newFlagSet(name string, defs []flagDef) *parsedFlags {
 	p.fs.SetOutput(io.Discard)
 	for i := range defs {
 		d := &defs[i]
-		v := &flagValue{def: d}
+		v := &flagValue{def: d, bad: &p.badSet}
 		p.values[d.name] = v
 		usage := d.usage
 		switch {
@@ -169,9 +181,14 @@ func (p *parsedFlags) parse(args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
+		if p.badSet != nil {
+			return &usageError{p.badSet}
+		}
 		msg := err.Error()
 		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 			msg = fmt.Sprintf("unknown flag --%s (neither an nwaku v0.38.1 flag nor courier's; see --help)", strings.TrimPrefix(name, "-"))
+		} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+			msg = fmt.Sprintf("flag needs an argument: --%s", strings.TrimPrefix(name, "-"))
 		}
 		return &usageError{errors.New(msg)}
 	}

@@ -172,6 +172,9 @@ func serveNode(cfg node.Config, notes []string) error {
 	defer stop()
 	if err := n.Start(ctx); err != nil {
 		n.Stop(context.Background())
+		if errors.Is(err, node.ErrConfig) {
+			return &usageError{err}
+		}
 		return err
 	}
 	for _, a := range n.ListenAddresses() {
