@@ -173,17 +173,19 @@ func WakuFilter(cluster uint16, shards []uint16) func(Peer) bool {
 	}
 }
 
-// debugOnly passes go-ethereum's records to h at debug level at most.
+// debugOnly passes go-ethereum's records to h at debug level at most:
+// a record of go-ethereum's trace level stays below debug, one above debug
+// comes down to it. Enabled asks h about the level the record would be
+// handled at, so h's level (which POST /admin/v1/log-level may change)
+// decides, trace records passing only at TRACE.
 type debugOnly struct{ h slog.Handler }
 
-func (d debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
-	return d.h.Enabled(ctx, slog.LevelDebug)
+func (d debugOnly) Enabled(ctx context.Context, level slog.Level) bool {
+	return d.h.Enabled(ctx, min(level, slog.LevelDebug))
 }
 
 func (d debugOnly) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level > slog.LevelDebug {
-		r.Level = slog.LevelDebug
-	}
+	r.Level = min(r.Level, slog.LevelDebug)
 	r.Message = "discv5: " + r.Message
 	return d.h.Handle(ctx, r)
 }
