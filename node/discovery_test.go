@@ -320,3 +320,52 @@ func metricValue(t *testing.T, n *Node, name, label, value string) float64 {
 	}
 	return sum
 }
+
+// TestAnnouncedAddresses checks the listenAddresses of /debug/v1/info for
+// the external-address settings: nwaku's NetConfig announces the extip or
+// dns4 host address, the WebSocket one, then every --ext-multiaddr
+// (waku/node/net_config.nim init; tests/test_waku_netconfig.nim).
+func TestAnnouncedAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dc   DiscoveryConfig
+		ws   bool
+		want []string
+	}{
+		{name: "listen address", want: []string{"/ip4/127.0.0.1/tcp/TCP"}},
+		{name: "nat extip", dc: DiscoveryConfig{NAT: "extip:203.0.113.7"}, want: []string{"/ip4/203.0.113.7/tcp/TCP"}},
+		{name: "nat extip with ws", ws: true, dc: DiscoveryConfig{NAT: "extip:203.0.113.7"},
+			want: []string{"/ip4/203.0.113.7/tcp/TCP", "/ip4/203.0.113.7/tcp/WS/ws"}},
+		{name: "ext multiaddrs", dc: DiscoveryConfig{ExtMultiaddrs: []string{"/ip4/198.51.100.2/tcp/30303", "/dns4/node.example.org/tcp/443/wss"}},
+			want: []string{"/ip4/127.0.0.1/tcp/TCP", "/ip4/198.51.100.2/tcp/30303", "/dns4/node.example.org/tcp/443/wss"}},
+		{name: "ws listen address left out for an ext ws", ws: true, dc: DiscoveryConfig{ExtMultiaddrs: []string{"/dns4/node.example.org/tcp/443/wss"}},
+			want: []string{"/ip4/127.0.0.1/tcp/TCP", "/dns4/node.example.org/tcp/443/wss"}},
+		{name: "extip and ext multiaddr", dc: DiscoveryConfig{NAT: "extip:203.0.113.7", ExtMultiaddrs: []string{"/ip4/198.51.100.2/tcp/30303"}},
+			want: []string{"/ip4/203.0.113.7/tcp/TCP", "/ip4/198.51.100.2/tcp/30303"}},
+		{name: "dns4 name with ws", ws: true, dc: DiscoveryConfig{DNS4DomainName: "node.example.org"},
+			want: []string{"/dns4/node.example.org/tcp/TCP", "/dns4/node.example.org/tcp/WS/ws"}},
+		{name: "ext only", dc: DiscoveryConfig{ExtMultiaddrOnly: true, ExtMultiaddrs: []string{"/dns4/node.example.org/tcp/443/wss"}},
+			want: []string{"/dns4/node.example.org/tcp/443/wss"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{ListenAddress: "127.0.0.1", Relay: true, Discovery: tc.dc}
+			if tc.ws {
+				cfg.WebSocket, cfg.WebSocketPort = true, freePort(t)
+			}
+			n, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Stop(context.Background())
+			tcp, ws := n.boundPorts()
+			var want []string
+			for _, m := range tc.want {
+				m = strings.ReplaceAll(m, "TCP", strconv.Itoa(tcp))
+				want = append(want, strings.ReplaceAll(m, "WS", strconv.Itoa(ws))+"/p2p/"+n.Host().ID().String())
+			}
+			if got := n.announcedAddresses(); !slices.Equal(got, want) {
+				t.Errorf("announced %q, want %q", got, want)
+			}
+		})
+	}
+}

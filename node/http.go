@@ -300,23 +300,67 @@ func (b restBackend) SetLogLevel(level string) error {
 	return nil
 }
 
-// announcedAddresses are the addresses /debug/v1/info lists: the listen
-// addresses, where a listen address of 0.0.0.0 is given once with the
-// address of the interface that routes outward (listenIP), not once per
-// interface, as nwaku announces one address per transport.
+// announcedAddresses are the addresses /debug/v1/info lists, each with
+// /p2p/<id>, as nwaku's NetConfig announces them (waku/node/net_config.nim
+// init, listed by waku/node/waku_node.nim info): the node's TCP address,
+// then its WebSocket one, then every --ext-multiaddr; with
+// --ext-multiaddr-only only the latter. The host part of the first two is
+// /dns4/<--dns4-domain-name>, else the --nat=extip: address, else the
+// listen address, where 0.0.0.0 is given once with the address of the
+// interface that routes outward (listenIP), not once per interface. As in
+// nwaku, the WebSocket listen address is left out when an --ext-multiaddr
+// is a WebSocket one and neither a domain name nor an extip is set.
 func (n *Node) announcedAddresses() []string {
-	if ip := net.ParseIP(n.cfg.ListenAddress); ip == nil || !ip.IsUnspecified() {
-		return n.ListenAddresses()
-	}
-	host := "/ip4/" + n.listenIP().String() + "/"
-	var out []string
-	for _, a := range n.host.Network().ListenAddresses() {
-		if !strings.HasPrefix(a.String(), "/ip4/") {
-			continue // /p2p-circuit and the like: nothing to dial directly
+	dc := n.cfg.Discovery
+	var ext []ma.Multiaddr
+	for _, s := range dc.ExtMultiaddrs {
+		if a, err := ma.NewMultiaddr(s); err == nil { // checked by validate
+			ext = append(ext, a)
 		}
-		s := strings.Replace(a.String(), "/ip4/0.0.0.0/", host, 1)
-		s = strings.Replace(s, "/tls/ws", "/wss", 1)
-		out = append(out, s+"/p2p/"+n.host.ID().String())
+	}
+	var out []string
+	if !dc.ExtMultiaddrOnly {
+		host, external := n.announcedHost()
+		for _, a := range n.host.Network().ListenAddresses() {
+			first, rest := ma.SplitFirst(a)
+			if first == nil || (first.Protocol().Code != ma.P_IP4 && first.Protocol().Code != ma.P_IP6) {
+				continue // /p2p-circuit and the like: nothing to dial directly
+			}
+			if isWS(a) && !external && slices.ContainsFunc(ext, isWS) {
+				continue
+			}
+			h := host
+			if h == "" {
+				h = ipMultiaddr(net.ParseIP(first.Value()))
+				if ip := net.ParseIP(first.Value()); ip.To4() != nil && ip.IsUnspecified() {
+					h = ipMultiaddr(n.listenIP())
+				}
+			}
+			out = append(out, strings.Replace(h+rest.String(), "/tls/ws", "/wss", 1))
+		}
+	}
+	for _, a := range ext {
+		out = append(out, a.String())
+	}
+	for i, s := range out {
+		if !strings.Contains(s, "/p2p/") {
+			out[i] = s + "/p2p/" + n.host.ID().String()
+		}
 	}
 	return out
+}
+
+// announcedHost returns the host part that replaces the listen address in
+// announced addresses: /dns4/<--dns4-domain-name>, else /ip4/<extip> of
+// --nat=extip:, else "" (the listen address itself); external says which
+// of the first two applies.
+func (n *Node) announcedHost() (host string, external bool) {
+	dc := n.cfg.Discovery
+	if dc.DNS4DomainName != "" {
+		return "/dns4/" + dc.DNS4DomainName, true
+	}
+	if ip, _ := dc.extIP(); ip != nil {
+		return ipMultiaddr(ip), true
+	}
+	return "", false
 }
