@@ -116,7 +116,9 @@ type Config struct {
 	Lightpush bool
 	// FilterNode and LightpushNode are the multiaddrs, with /p2p/<id>, of
 	// the service nodes this node's filter and lightpush clients (the REST
-	// API's) use (--filternode, --lightpushnode). Empty: no client.
+	// API's) use (--filternode, --lightpushnode), nwaku's service slots.
+	// Empty: a known peer serving the protocol (Node.SelectServicePeer).
+	// The clients are mounted either way, as in nwaku v0.38.1.
 	FilterNode, LightpushNode string
 	// DBURL selects the archive (--store-message-db-url, alias --db-url):
 	//   - "sqlite://PATH": the embedded archive with its SQLite index at

@@ -3,11 +3,14 @@ package node
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/filter"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/lightpush"
@@ -18,16 +21,19 @@ import (
 )
 
 // light holds the node's light-client protocols: the filter and lightpush
-// services it serves, and the clients the REST API uses with FilterNode
-// and LightpushNode.
+// services it serves, and the clients the REST API uses. As nwaku v0.38.1
+// (waku/factory/node_factory.nim), the clients are always mounted: they
+// cost a stream handler (filter push) and nothing else until used.
 type light struct {
 	filter          *filter.Service
 	lightpush       *lightpush.Service
 	filterClient    *filter.Client
 	lightpushClient *lightpush.Client
-	filterPeer      peer.ID
-	lightpushPeer   peer.ID
-	removePush      func()
+	// filterSlot and lightpushSlot are the service peers of --filternode
+	// and --lightpushnode ("" when not given), nwaku's service slots.
+	filterSlot    peer.ID
+	lightpushSlot peer.ID
+	removePush    func()
 	// onFilterPush receives the messages the filter client is pushed.
 	onFilterPush func(env *message.Envelope)
 }
@@ -67,27 +73,27 @@ func (n *Node) buildLight() error {
 		n.MarkMounted(HealthLegacyLightpush, lightpush.LegacyProtocolID)
 	}
 	if n.cfg.FilterNode != "" {
-		if n.light.filterPeer, err = n.addServicePeer("filternode", n.cfg.FilterNode); err != nil {
+		if n.light.filterSlot, err = n.addServicePeer("filternode", n.cfg.FilterNode); err != nil {
 			return err
 		}
-		n.light.filterClient = filter.NewClient(n.host, filter.ClientConfig{
-			Counters: n.cfg.Counters, Logger: n.cfg.Logger.With("protocol", "filter-client"),
-			Handler: func(env *message.Envelope, _ peer.ID) {
-				if f := n.light.onFilterPush; f != nil {
-					f(env)
-				}
-			},
-		})
-		n.MarkMounted(HealthFilterClient, filter.SubscribeProtocolID)
 	}
 	if n.cfg.LightpushNode != "" {
-		if n.light.lightpushPeer, err = n.addServicePeer("lightpushnode", n.cfg.LightpushNode); err != nil {
+		if n.light.lightpushSlot, err = n.addServicePeer("lightpushnode", n.cfg.LightpushNode); err != nil {
 			return err
 		}
-		n.light.lightpushClient = lightpush.NewClient(n.host, lightpush.ClientConfig{Counters: n.cfg.Counters})
-		n.MarkMounted(HealthLightpushClient, lightpush.ProtocolID)
-		n.MarkMounted(HealthLegacyLightpushClient, lightpush.LegacyProtocolID)
 	}
+	n.light.filterClient = filter.NewClient(n.host, filter.ClientConfig{
+		Counters: n.cfg.Counters, Logger: n.cfg.Logger.With("protocol", "filter-client"),
+		Handler: func(env *message.Envelope, _ peer.ID) {
+			if f := n.light.onFilterPush; f != nil {
+				f(env)
+			}
+		},
+	})
+	n.MarkMounted(HealthFilterClient, filter.SubscribeProtocolID)
+	n.light.lightpushClient = lightpush.NewClient(n.host, lightpush.ClientConfig{Counters: n.cfg.Counters})
+	n.MarkMounted(HealthLightpushClient, lightpush.ProtocolID)
+	n.MarkMounted(HealthLegacyLightpushClient, lightpush.LegacyProtocolID)
 	return nil
 }
 
@@ -161,36 +167,98 @@ func (n *Node) Filter() *filter.Service { return n.light.filter }
 // Lightpush returns the lightpush service, nil unless Config.Lightpush.
 func (n *Node) Lightpush() *lightpush.Service { return n.light.lightpush }
 
-// FilterClient returns the filter client and its service peer, nil unless
-// Config.FilterNode is set.
+// FilterClient returns the filter client and the peer it would use now:
+// --filternode, else a peer selected as SelectServicePeer does ("" when
+// none is known).
 func (n *Node) FilterClient() (*filter.Client, peer.ID) {
-	return n.light.filterClient, n.light.filterPeer
+	p, _ := n.SelectServicePeer(filter.SubscribeProtocolID)
+	return n.light.filterClient, p
 }
 
-// LightpushClient returns the lightpush client and its service peer, nil
-// unless Config.LightpushNode is set.
+// LightpushClient returns the lightpush client and the peer it would use
+// now, as FilterClient.
 func (n *Node) LightpushClient() (*lightpush.Client, peer.ID) {
-	return n.light.lightpushClient, n.light.lightpushPeer
+	p, _ := n.SelectServicePeer(lightpush.ProtocolID)
+	return n.light.lightpushClient, p
 }
 
-// Lightpush implements rest.LightBackend: through --lightpushnode, else
-// through the node's own service (nwaku useSelfHostedLightPush).
-func (b restBackend) Lightpush(ctx context.Context, req lightpush.Request) (lightpush.Response, error) {
-	l := &b.n.light
-	switch {
-	case l.lightpushClient != nil:
-		return l.lightpushClient.Send(ctx, l.lightpushPeer, req)
-	case l.lightpush != nil:
-		return l.lightpush.Push(ctx, req), nil
+// SelectServicePeer picks the peer a light client sends codec's requests
+// to, as nwaku v0.38.1's PeerManager.selectPeer
+// (waku/node/peer_manager/peer_manager.nim): the service slot
+// (--filternode for filter, --lightpushnode for lightpush v3 and v2) when
+// set, else a random known peer that supports codec, connected or not.
+// A peer supports codec when identify said so, or, for filter and
+// lightpush v3, when its discovery record announces the capability (nwaku
+// maps ENR capabilities to those codecs only). The node itself never
+// counts. ok is false when there is no such peer.
+func (n *Node) SelectServicePeer(codec protocol.ID) (p peer.ID, ok bool) {
+	var cap discovery.Capabilities
+	switch codec {
+	case filter.SubscribeProtocolID:
+		p, cap = n.light.filterSlot, discovery.Filter
+	case lightpush.ProtocolID:
+		p, cap = n.light.lightpushSlot, discovery.Lightpush
+	case lightpush.LegacyProtocolID:
+		p = n.light.lightpushSlot
 	}
-	return lightpush.Response{}, rest.ErrNoServicePeer
+	if p != "" {
+		return p, true
+	}
+	seen := map[peer.ID]bool{n.host.ID(): true}
+	var candidates []peer.ID
+	for _, id := range n.host.Peerstore().Peers() {
+		if seen[id] {
+			continue
+		}
+		if got, err := n.host.Peerstore().SupportsProtocols(id, codec); err == nil && len(got) > 0 {
+			seen[id] = true
+			candidates = append(candidates, id)
+		}
+	}
+	if cap != 0 {
+		for _, id := range n.peers.withCaps(cap) {
+			if !seen[id] {
+				seen[id] = true
+				candidates = append(candidates, id)
+			}
+		}
+	}
+	if len(candidates) == 0 {
+		return "", false
+	}
+	return candidates[rand.IntN(len(candidates))], true
+}
+
+// noServicePeer is the error of a REST light request with no service
+// peer: nwaku answers "none discovered" when discv5 runs (its discovery
+// handler found nothing), "no discovery method" otherwise
+// (waku/rest_api/endpoint/lightpush/handlers.nim). Courier's discv5 feeds
+// the peer manager continuously, so the peers it found are already
+// candidates; no extra lookup is made per request.
+func (n *Node) noServicePeer() error {
+	if n.discv5 != nil {
+		return rest.ErrNoneDiscovered
+	}
+	return rest.ErrNoServicePeer
+}
+
+// Lightpush implements rest.LightBackend: to the selected service peer.
+// nwaku v0.38.1 always mounts the lightpush client, so its REST handler
+// never uses the node's own service (useSelfHostedLightPush is false):
+// a node serving lightpush pushes through another peer too.
+func (b restBackend) Lightpush(ctx context.Context, req lightpush.Request) (lightpush.Response, error) {
+	p, ok := b.n.SelectServicePeer(lightpush.ProtocolID)
+	if !ok {
+		return lightpush.Response{}, b.n.noServicePeer()
+	}
+	return b.n.light.lightpushClient.Send(ctx, p, req)
 }
 
 // LightpushLegacy implements rest.LightBackend with lightpush v2.
 func (b restBackend) LightpushLegacy(ctx context.Context, pubsubTopic string, msg *message.Message) error {
-	l := &b.n.light
-	if l.lightpushClient == nil && l.lightpush == nil {
-		return rest.ErrNoServicePeer
+	p, ok := b.n.SelectServicePeer(lightpush.LegacyProtocolID)
+	if !ok {
+		return b.n.noServicePeer()
 	}
 	if pubsubTopic == "" {
 		t, err := b.ContentTopicShard(msg.ContentTopic)
@@ -200,35 +268,32 @@ func (b restBackend) LightpushLegacy(ctx context.Context, pubsubTopic string, ms
 		pubsubTopic = t
 	}
 	req := lightpush.LegacyRequest{PubsubTopic: pubsubTopic, Message: msg.Encode(b.n.cfg.Counters)}
-	if l.lightpushClient != nil {
-		return l.lightpushClient.SendLegacy(ctx, l.lightpushPeer, req)
-	}
-	if resp := l.lightpush.PushLegacy(ctx, req); !resp.IsSuccess {
-		return &lightpush.StatusError{Desc: resp.Info}
-	}
-	return nil
+	return b.n.light.lightpushClient.SendLegacy(ctx, p, req)
 }
 
-// FilterRequest implements rest.LightBackend: the request goes to
-// --filternode. A subscribe or unsubscribe that fails or is refused counts
-// in waku_node_errors as nwaku's filter API counts it
-// (waku/node/kernel_api/filter.nim: subscribe_filter_failure,
+// FilterService implements rest.LightBackend: requests go to the service
+// peer selected once for the REST call. A subscribe or unsubscribe that
+// fails or is refused counts in waku_node_errors as nwaku's filter API
+// counts it (waku/node/kernel_api/filter.nim: subscribe_filter_failure,
 // unsubscribe_filter_failure).
-func (b restBackend) FilterRequest(ctx context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error) {
-	l := &b.n.light
-	if l.filterClient == nil {
-		return filter.SubscribeResponse{}, rest.ErrNoServicePeer
+func (b restBackend) FilterService() (rest.FilterSender, error) {
+	p, ok := b.n.SelectServicePeer(filter.SubscribeProtocolID)
+	if !ok {
+		return nil, b.n.noServicePeer()
 	}
-	resp, err := l.filterClient.Request(ctx, l.filterPeer, req)
-	if err != nil || resp.StatusCode != filter.StatusOK {
-		switch req.Type {
-		case filter.Subscribe:
-			b.n.nwaku.nodeErrors.WithLabelValues("subscribe_filter_failure").Inc()
-		case filter.Unsubscribe, filter.UnsubscribeAll:
-			b.n.nwaku.nodeErrors.WithLabelValues("unsubscribe_filter_failure").Inc()
+	c, errs := b.n.light.filterClient, b.n.nwaku.nodeErrors
+	return func(ctx context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error) {
+		resp, err := c.Request(ctx, p, req)
+		if err != nil || resp.StatusCode != filter.StatusOK {
+			switch req.Type {
+			case filter.Subscribe:
+				errs.WithLabelValues("subscribe_filter_failure").Inc()
+			case filter.Unsubscribe, filter.UnsubscribeAll:
+				errs.WithLabelValues("unsubscribe_filter_failure").Inc()
+			}
 		}
-	}
-	return resp, err
+		return resp, err
+	}, nil
 }
 
 // FilterSubscriptions implements rest.LightBackend.

@@ -274,6 +274,10 @@ func TestFilterFailuresCounted(t *testing.T) {
 	server := start(Config{Relay: true, Filter: true})
 	client := start(Config{FilterNode: server.ListenAddresses()[0]})
 	topic := shard.RelayShard{}.PubsubTopic()
+	send, err := restBackend{client}.FilterService()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, c := range []struct {
 		req    filter.SubscribeRequest
 		status uint32
@@ -285,7 +289,7 @@ func TestFilterFailuresCounted(t *testing.T) {
 		{filter.SubscribeRequest{Type: filter.Subscribe, PubsubTopic: topic, HasPubsubTopic: true, ContentTopics: []string{"/app/1/t/proto"}}, 200},
 	} {
 		c.req.RequestID = strconv.Itoa(i)
-		resp, err := restBackend{client}.FilterRequest(ctx, c.req)
+		resp, err := send(ctx, c.req)
 		if err != nil || resp.StatusCode != c.status {
 			t.Fatalf("request %d: %+v %v, want status %d", i, resp, err, c.status)
 		}

@@ -201,6 +201,21 @@ func (pm *peerManager) recordShards(id peer.ID) (discovery.RelayShards, bool) {
 	return discovery.RelayShards{}, false
 }
 
+// withCaps returns the known peers whose discovery record (ENR) announces
+// every capability of c, as nwaku's peer store lists them under the codecs
+// of their record's capabilities (waku_core/peers.nim toRemotePeerInfo).
+func (pm *peerManager) withCaps(c discovery.Capabilities) []peer.ID {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	var out []peer.ID
+	for id, mp := range pm.peers {
+		if mp.hasCaps && mp.caps.Has(c) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // forget removes id, as after a failed metadata check (nwaku
 // onPeerMetadata disconnects and the pruning loop drops the peer).
 func (pm *peerManager) forget(id peer.ID, reason error) {

@@ -15,30 +15,41 @@ import (
 
 // Errors a LightBackend returns (wrapped with %w).
 var (
-	// ErrNoServicePeer: no --lightpushnode or --filternode and no service
-	// of the node's own to use. Answered 503 "No suitable service peer &
-	// no discovery method", as nwaku without a discovery handler.
+	// ErrNoServicePeer: no service peer known for the protocol and no
+	// discovery running. Answered 503 "No suitable service peer & no
+	// discovery method", as nwaku without a discovery handler.
 	ErrNoServicePeer = errors.New("rest: no service peer")
+	// ErrNoneDiscovered: no service peer known although discovery runs.
+	// Answered 503 "No suitable service peer & none discovered", as
+	// nwaku when its discovery handler finds none.
+	ErrNoneDiscovered = errors.New("rest: no service peer discovered")
 )
+
+// FilterSender sends one filter request to the service peer a
+// LightBackend selected and returns its response whatever the status.
+// Errors are the client's transport errors.
+type FilterSender func(ctx context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error)
 
 // LightBackend is implemented by a Backend that has light-client
 // protocols; a Backend without it answers the lightpush and filter routes
-// as a node with no service peer.
+// as a node with no service peer. The service peer of each request is
+// selected as nwaku v0.38.1's REST handlers do
+// (waku/rest_api/endpoint/lightpush/handlers.nim, filter/handlers.nim:
+// peerManager.selectPeer(codec)).
 type LightBackend interface {
-	// Lightpush sends req (lightpush v3) through the lightpush node
-	// (--lightpushnode) or, when the node serves lightpush itself and has
-	// no lightpush node, through its own service, and returns the answer.
-	// req.Message is handed over. Errors wrap ErrNoServicePeer or are the
-	// client's transport errors.
+	// Lightpush sends req (lightpush v3) to a lightpush service peer and
+	// returns the answer. req.Message is handed over. Errors wrap
+	// ErrNoServicePeer or ErrNoneDiscovered, or are the client's
+	// transport errors.
 	Lightpush(ctx context.Context, req lightpush.Request) (lightpush.Response, error)
 	// LightpushLegacy does the same with lightpush v2; pubsubTopic "" lets
 	// autosharding pick the topic. msg is handed over. A refusal is a
 	// *lightpush.StatusError.
 	LightpushLegacy(ctx context.Context, pubsubTopic string, msg *message.Message) error
-	// FilterRequest sends req to the filter node (--filternode) and returns
-	// its response whatever the status. Errors wrap ErrNoServicePeer or are
-	// the client's transport errors.
-	FilterRequest(ctx context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error)
+	// FilterService selects the filter service peer for one REST call
+	// and returns the sender bound to it. Errors wrap ErrNoServicePeer or
+	// ErrNoneDiscovered.
+	FilterService() (FilterSender, error)
 	// FilterSubscriptions returns the filter service's subscriptions; ok is
 	// false when the node does not serve filter.
 	FilterSubscriptions() (subs []filter.PeerSubscriptions, ok bool)
@@ -49,7 +60,22 @@ type LightBackend interface {
 // futTimeoutForSubscriptionProcessing (5 s).
 const LightTimeout = 5 * time.Second
 
-const noServicePeer = "No suitable service peer & no discovery method"
+const (
+	noServicePeer  = "No suitable service peer & no discovery method"
+	noneDiscovered = "No suitable service peer & none discovered"
+)
+
+// noPeerText is nwaku's text for a missing service peer, "" when err is
+// not one.
+func noPeerText(err error) string {
+	switch {
+	case errors.Is(err, ErrNoServicePeer):
+		return noServicePeer
+	case errors.Is(err, ErrNoneDiscovered):
+		return noneDiscovered
+	}
+	return ""
+}
 
 func (s *Server) lightRoutes() {
 	s.mux.HandleFunc("POST /lightpush/v3/message", s.postLightpush)
@@ -133,8 +159,8 @@ func (s *Server) postLightpush(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	resp, err := lb.Lightpush(ctx, lightpush.Request{RequestID: filter.NewRequestID(), PubsubTopic: topic, HasPubsubTopic: topic != "", Message: msg.Encode(nil)})
 	switch {
-	case errors.Is(err, ErrNoServicePeer):
-		writeLightpush(w, http.StatusServiceUnavailable, noServicePeer)
+	case noPeerText(err) != "":
+		writeLightpush(w, http.StatusServiceUnavailable, noPeerText(err))
 	case errors.Is(err, context.DeadlineExceeded):
 		writeLightpush(w, http.StatusServiceUnavailable, "Push request timed out")
 	case err != nil:
@@ -186,8 +212,8 @@ func (s *Server) postLightpushLegacy(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		writeOK(w)
-	case errors.Is(err, ErrNoServicePeer):
-		writeText(w, http.StatusServiceUnavailable, noServicePeer)
+	case noPeerText(err) != "":
+		writeText(w, http.StatusServiceUnavailable, noPeerText(err))
 	case errors.Is(err, context.DeadlineExceeded):
 		writeText(w, http.StatusServiceUnavailable, "Push request timed out")
 	case errors.As(err, &se):
@@ -238,31 +264,40 @@ func (s *Server) readFilterBody(w http.ResponseWriter, r *http.Request, all bool
 	return fb, true
 }
 
-// filterDo sends the requests of one REST call and answers as nwaku's
-// makeRestResponse: the service's status code as the HTTP status, its
-// description as statusDesc, "OK" on success.
-func (s *Server) filterDo(w http.ResponseWriter, r *http.Request, requestID string, reqs []filter.SubscribeRequest) {
+// filterDo sends the requests of one REST call to one selected service
+// peer and answers as nwaku's makeRestResponse: the service's status code
+// as the HTTP status, its description as statusDesc, "OK" on success.
+// reached is false when no service peer was selected or the call timed
+// out (timedOut is then nwaku's text): nwaku then leaves its message
+// cache as it was; a dial failure counts as reached, as in nwaku.
+func (s *Server) filterDo(w http.ResponseWriter, r *http.Request, requestID string, reqs []filter.SubscribeRequest, timedOut string) (reached bool) {
 	lb, ok := s.light()
 	if !ok {
 		writeJSONStatus(w, http.StatusServiceUnavailable, filterAnswer{requestID, "SERVICE_UNAVAILABLE: " + noServicePeer})
-		return
+		return false
+	}
+	send, err := lb.FilterService()
+	if err != nil {
+		text := noPeerText(err)
+		if text == "" {
+			text = err.Error()
+		}
+		writeJSONStatus(w, http.StatusServiceUnavailable, filterAnswer{requestID, "SERVICE_UNAVAILABLE: " + text})
+		return false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), LightTimeout)
 	defer cancel()
 	code, desc := uint32(filter.StatusOK), "OK"
 	for _, req := range reqs {
 		req.RequestID = requestID
-		resp, err := lb.FilterRequest(ctx, req)
+		resp, err := send(ctx, req)
 		switch {
-		case errors.Is(err, ErrNoServicePeer):
-			writeJSONStatus(w, http.StatusServiceUnavailable, filterAnswer{requestID, "SERVICE_UNAVAILABLE: " + noServicePeer})
-			return
 		case errors.Is(err, context.DeadlineExceeded):
-			writeJSONStatus(w, http.StatusServiceUnavailable, filterAnswer{requestID, "SERVICE_UNAVAILABLE: Subscription request timed out"})
-			return
+			writeJSONStatus(w, http.StatusServiceUnavailable, filterAnswer{requestID, "SERVICE_UNAVAILABLE: " + timedOut})
+			return false
 		case err != nil: // nwaku's PEER_DIAL_FAILURE: 504, the reason as statusDesc
 			writeJSONStatus(w, http.StatusGatewayTimeout, filterAnswer{requestID, err.Error()})
-			return
+			return true
 		case resp.StatusCode != filter.StatusOK:
 			code, desc = resp.StatusCode, resp.StatusDesc
 		}
@@ -278,6 +313,7 @@ func (s *Server) filterDo(w http.ResponseWriter, r *http.Request, requestID stri
 		desc = "UNKNOWN" // nwaku parses any other code as UNKNOWN, answered 200
 	}
 	writeJSONStatus(w, status, filterAnswer{requestID, desc})
+	return true
 }
 
 // filterRequests builds the requests of a (un)subscription: one per shard
@@ -309,14 +345,20 @@ func (s *Server) filterRequests(t filter.RequestType, fb filterBody) ([]filter.S
 	return reqs, shards
 }
 
+// postFilterSubscriptions answers POST and PUT /filter/v2/subscriptions;
+// the content topics join the filter message cache once the service peer
+// answered, whatever the answer (nwaku filter/handlers.nim
+// filterPostPutSubscriptionRequestHandler). The timeout texts below are
+// nwaku's, one per route.
 func (s *Server) postFilterSubscriptions(w http.ResponseWriter, r *http.Request) {
 	fb, ok := s.readFilterBody(w, r, false)
 	if !ok {
 		return
 	}
 	reqs, shards := s.filterRequests(filter.Subscribe, fb)
-	s.filterDo(w, r, *fb.RequestID, reqs)
-	s.filterCache.addContent(fb.ContentFilters, shards) // as nwaku, whatever the answer
+	if s.filterDo(w, r, *fb.RequestID, reqs, "Subscription request timed out") {
+		s.filterCache.addContent(fb.ContentFilters, shards)
+	}
 }
 
 func (s *Server) deleteFilterSubscriptions(w http.ResponseWriter, r *http.Request) {
@@ -325,8 +367,9 @@ func (s *Server) deleteFilterSubscriptions(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	reqs, shards := s.filterRequests(filter.Unsubscribe, fb)
-	s.filterDo(w, r, *fb.RequestID, reqs)
-	s.filterCache.removeContent(fb.ContentFilters, shards)
+	if s.filterDo(w, r, *fb.RequestID, reqs, "Failed to unsubscribe from contentFilters due to timeout!") {
+		s.filterCache.removeContent(fb.ContentFilters, shards)
+	}
 }
 
 func (s *Server) deleteAllFilterSubscriptions(w http.ResponseWriter, r *http.Request) {
@@ -334,12 +377,13 @@ func (s *Server) deleteAllFilterSubscriptions(w http.ResponseWriter, r *http.Req
 	if !ok {
 		return
 	}
-	s.filterDo(w, r, *fb.RequestID, []filter.SubscribeRequest{{Type: filter.UnsubscribeAll}})
-	s.filterCache.reset()
+	if s.filterDo(w, r, *fb.RequestID, []filter.SubscribeRequest{{Type: filter.UnsubscribeAll}}, "Failed to unsubscribe from all contentFilters due to timeout!") {
+		s.filterCache.reset()
+	}
 }
 
 func (s *Server) pingFilter(w http.ResponseWriter, r *http.Request) {
-	s.filterDo(w, r, r.PathValue("requestId"), []filter.SubscribeRequest{{Type: filter.SubscriberPing}})
+	s.filterDo(w, r, r.PathValue("requestId"), []filter.SubscribeRequest{{Type: filter.SubscriberPing}}, "Ping timed out")
 }
 
 func (s *Server) getFilterMessages(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -21,6 +22,7 @@ type lightFake struct {
 	legacy   error
 	filter   map[filter.RequestType]filter.SubscribeResponse
 	filterE  error
+	noPeer   error // FilterService's error
 	requests []filter.SubscribeRequest
 	pushed   []lightpush.Request
 }
@@ -34,11 +36,16 @@ func (l *lightFake) Lightpush(_ context.Context, req lightpush.Request) (lightpu
 
 func (l *lightFake) LightpushLegacy(context.Context, string, *message.Message) error { return l.legacy }
 
-func (l *lightFake) FilterRequest(_ context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error) {
-	l.requests = append(l.requests, req)
-	resp := l.filter[req.Type]
-	resp.RequestID = req.RequestID
-	return resp, l.filterE
+func (l *lightFake) FilterService() (FilterSender, error) {
+	if l.noPeer != nil {
+		return nil, l.noPeer
+	}
+	return func(_ context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error) {
+		l.requests = append(l.requests, req)
+		resp := l.filter[req.Type]
+		resp.RequestID = req.RequestID
+		return resp, l.filterE
+	}, nil
 }
 
 func (l *lightFake) FilterSubscriptions() ([]filter.PeerSubscriptions, bool) {
@@ -87,6 +94,15 @@ func TestLightpushRoutes(t *testing.T) {
 	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 503, "Failed to request a message push: not_published_to_any_peer")
 	lf.legacy = ErrNoServicePeer
 	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 503, "No suitable service peer & no discovery method")
+	// nwaku's texts without a service peer
+	// (waku/rest_api/endpoint/lightpush/handlers.nim and
+	// legacy_lightpush/handlers.nim NoPeerNoDiscoError, NoPeerNoneFoundError).
+	lf.legacy = fmt.Errorf("wrapped: %w", ErrNoneDiscovered)
+	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 503, "No suitable service peer & none discovered")
+	lf.pushErr = ErrNoServicePeer
+	expect(t, ls, "POST", "/lightpush/v3/message", pushBody, 503, `{"statusDesc":"No suitable service peer & no discovery method"}`)
+	lf.pushErr = ErrNoneDiscovered
+	expect(t, ls, "POST", "/lightpush/v3/message", pushBody, 503, `{"statusDesc":"No suitable service peer & none discovered"}`)
 }
 
 // TestFilterRoutes checks the filter client API: the service's status as
@@ -123,8 +139,24 @@ func TestFilterRoutes(t *testing.T) {
 	expect(t, s, "DELETE", "/filter/v2/subscriptions/all", `{"requestId":"4"}`, 503, `{"requestId":"4","statusDesc":"SERVICE_UNAVAILABLE: x"}`)
 	lf.filterE = errors.New("dial /ip4/1.2.3.4/tcp/1: refused")
 	expect(t, s, "GET", "/filter/v2/subscriptions/8", "", 504, `{"requestId":"8","statusDesc":"dial /ip4/1.2.3.4/tcp/1: refused"}`)
-	lf.filterE = ErrNoServicePeer
+	// Timeouts: one text per route (nwaku filter/handlers.nim).
+	lf.filterE = context.DeadlineExceeded
+	expect(t, s, "GET", "/filter/v2/subscriptions/10", "", 503, `{"requestId":"10","statusDesc":"SERVICE_UNAVAILABLE: Ping timed out"}`)
+	expect(t, s, "POST", "/filter/v2/subscriptions", `{"requestId":"11","contentFilters":["/t/1/t/proto"]}`, 503, `{"requestId":"11","statusDesc":"SERVICE_UNAVAILABLE: Subscription request timed out"}`)
+	expect(t, s, "DELETE", "/filter/v2/subscriptions", `{"requestId":"12","contentFilters":["/t/1/t/proto"]}`, 503, `{"requestId":"12","statusDesc":"SERVICE_UNAVAILABLE: Failed to unsubscribe from contentFilters due to timeout!"}`)
+	expect(t, s, "DELETE", "/filter/v2/subscriptions/all", `{"requestId":"13"}`, 503, `{"requestId":"13","statusDesc":"SERVICE_UNAVAILABLE: Failed to unsubscribe from all contentFilters due to timeout!"}`)
+	// A subscription that timed out leaves the message cache alone.
+	expect(t, s, "GET", "/filter/v2/messages/%2Ft%2F1%2Ft%2Fproto", "", 400, "Not subscribed to topic: /t/1/t/proto")
+	lf.filterE = nil
+
+	// No service peer: nwaku's NoPeerNoDiscoError and NoPeerNoneFoundError,
+	// and the cache is left alone.
+	lf.noPeer = ErrNoServicePeer
 	expect(t, s, "GET", "/filter/v2/subscriptions/9", "", 503, `{"requestId":"9","statusDesc":"SERVICE_UNAVAILABLE: No suitable service peer & no discovery method"}`)
+	expect(t, s, "POST", "/filter/v2/subscriptions", `{"requestId":"14","contentFilters":["/t/1/t/proto"]}`, 503, `{"requestId":"14","statusDesc":"SERVICE_UNAVAILABLE: No suitable service peer & no discovery method"}`)
+	expect(t, s, "GET", "/filter/v2/messages/%2Ft%2F1%2Ft%2Fproto", "", 400, "Not subscribed to topic: /t/1/t/proto")
+	lf.noPeer = ErrNoneDiscovered
+	expect(t, s, "DELETE", "/filter/v2/subscriptions/all", `{"requestId":"15"}`, 503, `{"requestId":"15","statusDesc":"SERVICE_UNAVAILABLE: No suitable service peer & none discovered"}`)
 	expect(t, s, "GET", "/admin/v1/filter/subscriptions", "", 200, `[{"peerId":"`+peer.ID("x").String()+`","filterCriteria":[{"pubsubTopic":"/waku/2/rs/1/0","contentTopic":"/a/1/b/proto"}]}]`)
 }
 
