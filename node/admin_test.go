@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -151,6 +153,55 @@ func TestAdminRelayMeshPeers(t *testing.T) {
 			ids := peerIDs(t, on5.Peers)
 			return len(ids) == 1 && ids[0] == id2
 		})
+	}
+	testConnectednessAfterStop(t, n1, id3)
+}
+
+// testConnectednessAfterStop checks what n1 says of node 3 once it left: as
+// nwaku's peer manager, CanConnect after the peer disconnected
+// (waku/node/peer_manager/peer_manager.nim onPeerEvent, Left) with the
+// shards it reported in its metadata kept (nwaku's ShardBook); then a dial
+// that fails through POST /admin/v1/peers leaves the peer CannotConnect
+// (peer_manager.nim connectPeer; tests/wakunode_rest/test_rest_admin.nim
+// "Set wrong peer": connected == CannotConnect).
+func testConnectednessAfterStop(t *testing.T, n1 *Node, id3 string) {
+	peerOf := func(id string) rest.Peer {
+		t.Helper()
+		code, body := restCall(t, n1, "GET", "/admin/v1/peer/"+id, "")
+		var p rest.Peer
+		if code != 200 || json.Unmarshal([]byte(body), &p) != nil {
+			t.Fatalf("GET /admin/v1/peer/%s: %d %s", id, code, body)
+		}
+		return p
+	}
+	testwait.Until(t, "node 3 CanConnect", func() bool { return peerOf(id3).Connected == rest.CanConnect })
+	if p := peerOf(id3); !slices.Equal(p.Shards, []uint16{5}) {
+		t.Errorf("node 3 after it left: shards %v, want [5]", p.Shards)
+	}
+
+	wrongID := "16Uiu2HAm6HZZr7aToTvEBPpiys4UxajCTU97zj5v7RNR2gbniy1D" // nwaku's test's
+	wrong := "/ip4/127.0.0.1/tcp/" + strconv.Itoa(freePort(t)) + "/p2p/" + wrongID
+	if code, body := restCall(t, n1, "POST", "/admin/v1/peers", `["`+wrong+`"]`); code != 400 || body != "Failed to connect to peer at index: 0 - "+wrong {
+		t.Fatalf("POST /admin/v1/peers %s: %d %s", wrong, code, body)
+	}
+	if p := peerOf(wrongID); p.Connected != rest.CannotConnect || p.Multiaddr != wrong {
+		t.Errorf("peer of the failed dial: %+v, want CannotConnect at %s", p, wrong)
+	}
+
+	code, body := restCall(t, n1, "GET", "/admin/v1/peers/stats", "")
+	if code != 200 || !strings.HasPrefix(body, `{"Sum":{"Total peers":3},"By Connectedness":{"Connected":1,"NotConnected":0,"CannotConnect":1,"CanConnect":1},`) {
+		t.Errorf("GET /admin/v1/peers/stats: %d %s", code, body)
+	}
+	// Protocols are listed sorted, the same on every call.
+	code, body = restCall(t, n1, "GET", "/admin/v1/peers", "")
+	var peers []rest.Peer
+	if code != 200 || json.Unmarshal([]byte(body), &peers) != nil {
+		t.Fatalf("GET /admin/v1/peers: %d %s", code, body)
+	}
+	for _, p := range peers {
+		if !slices.IsSorted(p.Protocols) {
+			t.Errorf("peer %s: protocols %q not sorted", p.Multiaddr, p.Protocols)
+		}
 	}
 }
 

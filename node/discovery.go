@@ -552,6 +552,11 @@ func (n *Node) PeerExchangeStats() (peerexchange.ServerStats, peerexchange.Clien
 
 // onMetadataChecked forgets peers that fail the metadata check.
 func (n *Node) onMetadataChecked(id peer.ID, err error) {
+	if err == nil {
+		if info, ok := n.metadata.Peer(id); ok {
+			n.keepShards(id, info.Shards)
+		}
+	}
 	if err != nil && n.peers != nil {
 		n.peers.forget(id, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	ma "github.com/multiformats/go-multiaddr"
@@ -191,17 +190,16 @@ func (b restBackend) peer(id peer.ID) rest.Peer {
 	} else {
 		p.Multiaddr = "/p2p/" + id.String()
 	}
+	// Sorted: the peerstore keeps no order (nwaku lists them in the order
+	// of the peer's identify message).
 	if protos, err := h.Peerstore().GetProtocols(id); err == nil {
 		for _, pr := range protos {
 			p.Protocols = append(p.Protocols, string(pr))
 		}
+		slices.Sort(p.Protocols)
 	}
-	if info, ok := b.n.metadata.Peer(id); ok {
-		p.Shards = info.Shards
-	}
-	if h.Network().Connectedness(id) == network.Connected {
-		p.Connected = rest.Connected
-	}
+	p.Shards = b.n.knownShards(id)
+	p.Connected = b.n.connectedness(id)
 	if agent, err := h.Peerstore().Get(id, "AgentVersion"); err == nil {
 		p.Agent, _ = agent.(string)
 	}
@@ -274,14 +272,14 @@ func parsePeerAddr(addr string) (*peer.AddrInfo, error) {
 }
 
 // ConnectPeer implements rest.AdminBackend: the peer's addresses are kept
-// and the peer dialled.
+// and the peer dialled; a failed dial leaves it CannotConnect.
 func (b restBackend) ConnectPeer(ctx context.Context, addr string) error {
 	pi, err := parsePeerAddr(addr)
 	if err != nil {
 		return err
 	}
 	b.n.host.Peerstore().AddAddrs(pi.ID, pi.Addrs, peerstore.PermanentAddrTTL)
-	return b.n.host.Connect(ctx, *pi)
+	return b.n.connect(ctx, *pi)
 }
 
 // SetLogLevel implements rest.AdminBackend with nwaku's level names.

@@ -172,6 +172,7 @@ func (n *Node) build() error {
 	if err := n.buildLight(); err != nil {
 		return err
 	}
+	n.watchConnectedness()
 	n.metadata, err = metadata.New(n.host, metadata.Config{ClusterID: n.cfg.ClusterID, Shards: n.shards, OnChecked: n.onMetadataChecked, Logger: n.cfg.Logger})
 	return err
 }
@@ -433,7 +434,7 @@ func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
 			backoff = n.cfg.StaticRedialMin
 		} else {
 			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := n.host.Connect(dctx, pi)
+			err := n.connect(dctx, pi)
 			cancel()
 			switch {
 			case err != nil && !failing:

@@ -362,7 +362,7 @@ func backoff(failed int) time.Duration {
 func (pm *peerManager) dial(ctx context.Context, pi peer.AddrInfo) {
 	pm.stats.dials.Add(1)
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	err := pm.h.Connect(dctx, pi)
+	err := pm.n.connect(dctx, pi)
 	cancel()
 	if ctx.Err() != nil {
 		return
