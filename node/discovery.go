@@ -557,6 +557,9 @@ func (n *Node) onMetadataChecked(id peer.ID, err error) {
 			n.keepShards(id, info.Shards)
 		}
 	}
+	if err != nil {
+		n.refuseStatic(id, err)
+	}
 	if err != nil && n.peers != nil {
 		n.peers.forget(id, err)
 	}

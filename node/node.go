@@ -70,17 +70,20 @@ type Node struct {
 	httpAddrs  []string
 	removeREST func()
 	static     map[peer.ID]bool
-	lock       *os.File // flock on DataDir/LOCK
-	key        crypto.PrivKey
-	record     *discovery.LocalRecord
-	discv5     *discovery.Discv5
-	peers      *peerManager
-	pxServer   *peerexchange.Server
-	pxClient   *peerexchange.Client
-	rest       *rest.Server
-	storeSync  *storesync.Service
-	store      storeParts
-	light      light
+	// refused holds the static nodes the metadata check disconnected for
+	// their cluster, with the reason; they are not dialled again.
+	refused   map[peer.ID]error
+	lock      *os.File // flock on DataDir/LOCK
+	key       crypto.PrivKey
+	record    *discovery.LocalRecord
+	discv5    *discovery.Discv5
+	peers     *peerManager
+	pxServer  *peerexchange.Server
+	pxClient  *peerexchange.Client
+	rest      *rest.Server
+	storeSync *storesync.Service
+	store     storeParts
+	light     light
 
 	health health
 
@@ -386,7 +389,7 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	n.mu.Lock()
-	n.static = map[peer.ID]bool{}
+	n.static, n.refused = map[peer.ID]bool{}, map[peer.ID]error{}
 	for _, pi := range peers {
 		n.static[pi.ID] = true
 	}
@@ -421,18 +424,29 @@ func startCanceled(ctx context.Context) error {
 
 // keepConnected dials pi now and again whenever it is not connected. Each
 // dial, failed or not, doubles the wait before the next check, from
-// StaticRedialMin up to StaticRedialMax; the wait starts over only once the
-// peer is found still connected, so a peer that drops us at once (another
-// cluster, say) is not re-dialled every second. The first failure of a
-// run of failures is logged as a warning, the others at debug level.
+// StaticRedialMin up to StaticRedialMax; the wait starts over only when
+// the peer was found connected at two checks in a row, so a peer that
+// drops us soon after each dial is not re-dialled at the shortest wait.
+// The first failure of a run of failures is logged as a warning, the
+// others at debug level. A peer the metadata check disconnected for its
+// cluster is not dialled again: nwaku disconnects such a peer and deletes
+// it from its peer store (waku/node/peer_manager/peer_manager.nim
+// refreshPeerMetadata), so never dials it again either; that is logged
+// once, as a warning.
 func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
 	defer n.wg.Done()
 	backoff := n.cfg.StaticRedialMin
-	failing := false
+	failing, wasConnected := false, false
 	for {
-		if n.host.Network().Connectedness(pi.ID) == network.Connected {
+		if err := n.staticRefused(pi.ID); err != nil {
+			n.cfg.Logger.Warn("static node refused by the metadata check; not dialling it again", "peer", pi.ID, "reason", err)
+			return
+		}
+		connected := n.host.Network().Connectedness(pi.ID) == network.Connected
+		switch {
+		case connected && wasConnected:
 			backoff = n.cfg.StaticRedialMin
-		} else {
+		case !connected:
 			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := n.connect(dctx, pi)
 			cancel()
@@ -447,6 +461,7 @@ func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
 			failing = err != nil
 			backoff = min(backoff*2, n.cfg.StaticRedialMax)
 		}
+		wasConnected = connected
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -455,6 +470,27 @@ func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
 		case <-t.C:
 		}
 	}
+}
+
+// refuseStatic records that the metadata check disconnected the static
+// node id because of its cluster (metadata.ErrClusterMismatch or
+// ErrNoClusterID); other failures, a timeout say, leave it to the backoff.
+func (n *Node) refuseStatic(id peer.ID, err error) {
+	if !errors.Is(err, metadata.ErrClusterMismatch) && !errors.Is(err, metadata.ErrNoClusterID) {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.static[id] {
+		n.refused[id] = err
+	}
+}
+
+// staticRefused returns why the metadata check refused id, or nil.
+func (n *Node) staticRefused(id peer.ID) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.refused[id]
 }
 
 // Stop shuts the node down: the HTTP servers finish the requests in

@@ -3,14 +3,19 @@ package node
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/discovery"
+	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/rest"
 )
 
@@ -132,5 +137,61 @@ func TestPeerPersistence(t *testing.T) {
 	n2.peers.load()
 	if o, ok := n2.peers.origin(p.ID); !ok || o != rest.PeerExchange {
 		t.Fatalf("after restart: origin %q, known %v", o, ok)
+	}
+}
+
+// countingHandler counts the records whose message contains match.
+type countingHandler struct {
+	match string
+	n     *atomic.Int64
+}
+
+func (h countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.match) {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestStaticNodeOfAnotherCluster: a static node the metadata check
+// disconnects for its cluster is not re-dialled, as nwaku deletes such a
+// peer from its peer store (waku/node/peer_manager/peer_manager.nim
+// refreshPeerMetadata); the node says so once, as a warning. The re-dial
+// wait is tiny, so a node that kept dialling would dial again between
+// that warning and Stop.
+func TestStaticNodeOfAnotherCluster(t *testing.T) {
+	ctx := context.Background()
+	other, err := New(Config{ListenAddress: "127.0.0.1", Relay: true, ClusterID: 3, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Stop(ctx) })
+	if err := other.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var inbound atomic.Int64
+	other.Host().Network().Notify(&network.NotifyBundle{ConnectedF: func(network.Network, network.Conn) { inbound.Add(1) }})
+
+	var warned atomic.Int64
+	n, err := New(Config{ListenAddress: "127.0.0.1", Relay: true, StaticNodes: other.ListenAddresses()[:1],
+		StaticRedialMin: time.Millisecond, StaticRedialMax: time.Millisecond,
+		Logger: slog.New(countingHandler{"not dialling it again", &warned})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop(ctx) })
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the static node refused", func() bool { return warned.Load() == 1 })
+	dials := inbound.Load()
+	if err := n.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := inbound.Load(); got != dials || warned.Load() != 1 {
+		t.Errorf("%d connections after the refusal, %d before; warned %d times, want once", got, dials, warned.Load())
 	}
 }
