@@ -319,7 +319,11 @@ func (n *Node) announcedAddresses() []string {
 	var out []string
 	if !dc.ExtMultiaddrOnly {
 		host, external := n.announcedHost()
-		for _, a := range n.host.Network().ListenAddresses() {
+		// The host lists its listen addresses in no fixed order; nwaku
+		// announces the TCP one first, then the WebSocket one.
+		listen := slices.Clone(n.host.Network().ListenAddresses())
+		slices.SortStableFunc(listen, func(a, b ma.Multiaddr) int { return cmp.Compare(btoi(isWS(a)), btoi(isWS(b))) })
+		for _, a := range listen {
 			first, rest := ma.SplitFirst(a)
 			if first == nil || (first.Protocol().Code != ma.P_IP4 && first.Protocol().Code != ma.P_IP6) {
 				continue // /p2p-circuit and the like: nothing to dial directly
@@ -346,6 +350,13 @@ func (n *Node) announcedAddresses() []string {
 		}
 	}
 	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // announcedHost returns the host part that replaces the listen address in
