@@ -192,9 +192,15 @@ func httpCode(code uint32) int {
 	return int(code)
 }
 
+// legacyTooManyRequests is the info of a lightpush v2 service refusing a
+// request over its rate limit (nwaku waku_lightpush_legacy/common.nim
+// TooManyRequestsMessage).
+const legacyTooManyRequests = "TOO_MANY_REQUESTS"
+
 // postLightpushLegacy answers POST /lightpush/v1/message as nwaku's
-// rest_api/endpoint/legacy_lightpush/handlers.nim: plain text, 200 "OK" or
-// 503 "Failed to request a message push: <info>".
+// rest_api/endpoint/legacy_lightpush/handlers.nim: plain text, 200 "OK",
+// 429 when the service peer rate-limits, else 503 "Failed to request a
+// message push: <info>".
 func (s *Server) postLightpushLegacy(w http.ResponseWriter, r *http.Request) {
 	topic, msg, ok := s.readLightpushBody(w, r, func(text string) { writeText(w, http.StatusBadRequest, text) })
 	if !ok {
@@ -216,6 +222,8 @@ func (s *Server) postLightpushLegacy(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusServiceUnavailable, noPeerText(err))
 	case errors.Is(err, context.DeadlineExceeded):
 		writeText(w, http.StatusServiceUnavailable, "Push request timed out")
+	case errors.As(err, &se) && se.Desc == legacyTooManyRequests:
+		writeText(w, http.StatusTooManyRequests, "Request rate limmit reached") // sic, nwaku's text
 	case errors.As(err, &se):
 		writeText(w, http.StatusServiceUnavailable, "Failed to request a message push: "+se.Desc)
 	default:

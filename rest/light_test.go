@@ -92,6 +92,9 @@ func TestLightpushRoutes(t *testing.T) {
 	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 200, "OK")
 	lf.legacy = &lightpush.StatusError{Desc: "not_published_to_any_peer"}
 	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 503, "Failed to request a message push: not_published_to_any_peer")
+	// nwaku legacy_lightpush/handlers.nim: TooManyRequestsMessage.
+	lf.legacy = &lightpush.StatusError{Desc: "TOO_MANY_REQUESTS"}
+	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 429, "Request rate limmit reached")
 	lf.legacy = ErrNoServicePeer
 	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 503, "No suitable service peer & no discovery method")
 	// nwaku's texts without a service peer
