@@ -342,14 +342,20 @@ func (n *Node) boundPorts() (tcpPort, wsPort int) {
 
 // listenIP returns the listen address when it is specific, else the
 // address of the interface that routes outward, else the first
-// non-loopback interface address, else 127.0.0.1.
+// non-loopback interface address, else the loopback address; of the
+// listen address's family, as the host listens on that family only.
 func (n *Node) listenIP() net.IP {
 	ip := net.ParseIP(n.cfg.ListenAddress)
 	if ip != nil && !ip.IsUnspecified() {
 		return ip
 	}
+	v6 := ip != nil && ip.To4() == nil
+	network, probe, loopback := "udp4", "192.0.2.1:9", net.IPv4(127, 0, 0, 1)
+	if v6 {
+		network, probe, loopback = "udp6", "[2001:db8::1]:9", net.IPv6loopback
+	}
 	// A UDP "connection" only picks the route; nothing is sent.
-	if c, err := net.Dial("udp4", "192.0.2.1:9"); err == nil {
+	if c, err := net.Dial(network, probe); err == nil {
 		defer c.Close()
 		if a, ok := c.LocalAddr().(*net.UDPAddr); ok && !a.IP.IsUnspecified() {
 			return a.IP
@@ -357,11 +363,11 @@ func (n *Node) listenIP() net.IP {
 	}
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
-		if in, ok := a.(*net.IPNet); ok && in.IP.To4() != nil && !in.IP.IsLoopback() {
+		if in, ok := a.(*net.IPNet); ok && (in.IP.To4() == nil) == v6 && !in.IP.IsLoopback() && !in.IP.IsLinkLocalUnicast() {
 			return in.IP
 		}
 	}
-	return net.IPv4(127, 0, 0, 1)
+	return loopback
 }
 
 func isWS(a ma.Multiaddr) bool {

@@ -304,8 +304,8 @@ func (b restBackend) SetLogLevel(level string) error {
 // then its WebSocket one, then every --ext-multiaddr; with
 // --ext-multiaddr-only only the latter. The host part of the first two is
 // /dns4/<--dns4-domain-name>, else the --nat=extip: address, else the
-// listen address, where 0.0.0.0 is given once with the address of the
-// interface that routes outward (listenIP), not once per interface. As in
+// listen address, where 0.0.0.0 (or ::) is given once with the address of
+// the interface that routes outward (listenIP), not once per interface. As in
 // nwaku, the WebSocket listen address is left out when an --ext-multiaddr
 // is a WebSocket one and neither a domain name nor an extip is set.
 func (n *Node) announcedAddresses() []string {
@@ -334,7 +334,7 @@ func (n *Node) announcedAddresses() []string {
 			h := host
 			if h == "" {
 				h = ipMultiaddr(net.ParseIP(first.Value()))
-				if ip := net.ParseIP(first.Value()); ip.To4() != nil && ip.IsUnspecified() {
+				if net.ParseIP(first.Value()).IsUnspecified() {
 					h = ipMultiaddr(n.listenIP())
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,6 +88,11 @@ func TestConfigValidate(t *testing.T) {
 // --listen-address: /ip6/ multiaddrs (waku/node/net_config.nim), also in
 // /debug/v1/info.
 func TestIPv6ListenAddress(t *testing.T) {
+	if l, err := net.Listen("tcp6", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback on this machine: %v", err)
+	} else {
+		l.Close()
+	}
 	n, err := New(Config{ListenAddress: "::1", Relay: true})
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +107,21 @@ func TestIPv6ListenAddress(t *testing.T) {
 	}
 	if got := n.announcedAddresses(); !slices.Equal(got, addrs) {
 		t.Fatalf("announced %q, want %q", got, addrs)
+	}
+
+	// On ::, the announced address and the ENR's are IPv6 ones too: the
+	// host listens on IPv6 only.
+	any6, err := New(Config{ListenAddress: "::", Relay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { any6.Stop(context.Background()) })
+	got := any6.announcedAddresses()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "/ip6/") || strings.HasPrefix(got[0], "/ip6/::/") {
+		t.Fatalf("announced on :: %q, want one /ip6/ address of an interface", got)
+	}
+	if ip := any6.listenIP(); ip.To4() != nil {
+		t.Fatalf("listenIP on :: = %v, want an IPv6 address", ip)
 	}
 }
 
