@@ -115,25 +115,37 @@ func writeLightpush(w http.ResponseWriter, code int, desc string) {
 	writeJSONStatus(w, code, lightpushAnswer{StatusDesc: &desc})
 }
 
+// lightpushTexts are the beginnings of a lightpush route's answers to a
+// body it cannot read and to a message it cannot take.
+type lightpushTexts struct{ badRequest, badMessage string }
+
+var (
+	// lightpush/handlers.nim (v3).
+	lightpushV3Texts = lightpushTexts{"Invalid push request! ", "Invalid message! "}
+	// legacy_lightpush/handlers.nim (v1): decodeRequestBody's text
+	// (rest_serdes.nim), then its own.
+	lightpushV1Texts = lightpushTexts{"Invalid content body, could not decode: ", "Invalid message: "}
+)
+
 // readLightpushBody reads the request and its message; on failure it has
-// answered with bad(text).
-func (s *Server) readLightpushBody(w http.ResponseWriter, r *http.Request, bad func(string)) (string, *message.Message, bool) {
+// answered with bad(text), text beginning as texts says.
+func (s *Server) readLightpushBody(w http.ResponseWriter, r *http.Request, texts lightpushTexts, bad func(string)) (string, *message.Message, bool) {
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return "", nil, false
 	}
 	var req lightpushBody
 	if err := json.Unmarshal(body, &req); err != nil {
-		bad("Invalid push request! " + err.Error())
+		bad(texts.badRequest + err.Error())
 		return "", nil, false
 	}
 	if len(req.Message) == 0 {
-		bad("Invalid push request! Field `message` is missing")
+		bad(texts.badRequest + "Field `message` is missing")
 		return "", nil, false
 	}
 	msg, err := ParseMessage(req.Message)
 	if err != nil {
-		bad("Invalid message! " + err.Error())
+		bad(texts.badMessage + err.Error())
 		return "", nil, false
 	}
 	if msg.Timestamp == 0 {
@@ -146,7 +158,7 @@ func (s *Server) readLightpushBody(w http.ResponseWriter, r *http.Request, bad f
 // rest_api/endpoint/lightpush/handlers.nim: the HTTP status is the
 // lightpush status code, the body {statusDesc?, relayPeerCount?}.
 func (s *Server) postLightpush(w http.ResponseWriter, r *http.Request) {
-	topic, msg, ok := s.readLightpushBody(w, r, func(text string) { writeLightpush(w, http.StatusBadRequest, text) })
+	topic, msg, ok := s.readLightpushBody(w, r, lightpushV3Texts, func(text string) { writeLightpush(w, http.StatusBadRequest, text) })
 	if !ok {
 		return
 	}
@@ -202,7 +214,7 @@ const legacyTooManyRequests = "TOO_MANY_REQUESTS"
 // 429 when the service peer rate-limits, else 503 "Failed to request a
 // message push: <info>".
 func (s *Server) postLightpushLegacy(w http.ResponseWriter, r *http.Request) {
-	topic, msg, ok := s.readLightpushBody(w, r, func(text string) { writeText(w, http.StatusBadRequest, text) })
+	topic, msg, ok := s.readLightpushBody(w, r, lightpushV1Texts, func(text string) { writeText(w, http.StatusBadRequest, text) })
 	if !ok {
 		return
 	}

@@ -95,6 +95,13 @@ func TestLightpushRoutes(t *testing.T) {
 	// nwaku legacy_lightpush/handlers.nim: TooManyRequestsMessage.
 	lf.legacy = &lightpush.StatusError{Desc: "TOO_MANY_REQUESTS"}
 	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 429, "Request rate limmit reached")
+	// Bodies v1 cannot read, with nwaku's beginnings (rest_serdes.nim
+	// decodeRequestBody, legacy_lightpush/handlers.nim).
+	expect(t, ls, "POST", "/lightpush/v1/message", `{"pubsubTopic":"/waku/2/rs/1/0"}`, 400,
+		"Invalid content body, could not decode: Field `message` is missing")
+	expect(t, ls, "POST", "/lightpush/v1/message", `{"message":{"contentTopic":"/a/1/b/proto"}}`, 400,
+		"Invalid message: "+badMessageText(t, `{"contentTopic":"/a/1/b/proto"}`))
+	expect(t, ls, "POST", "/lightpush/v1/message", ``, 400, "Missing content body")
 	lf.legacy = ErrNoServicePeer
 	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 503, "No suitable service peer & no discovery method")
 	// nwaku's texts without a service peer
@@ -168,4 +175,14 @@ func boolToInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// badMessageText is ParseMessage's error text for body.
+func badMessageText(t *testing.T, body string) string {
+	t.Helper()
+	_, err := ParseMessage([]byte(body))
+	if err == nil {
+		t.Fatalf("%s parses", body)
+	}
+	return err.Error()
 }

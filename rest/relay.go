@@ -256,16 +256,17 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 // path does: an empty 400 where the handler checks for a body first
 // (waku/rest_api/endpoint/relay/handlers.nim), "Missing content body"
 // where it reads the body with decodeRequestBody alone (relay's auto
-// subscriptions, rest_serdes.nim; filter/handlers.nim), inside the text
+// subscriptions and lightpush v1, rest_serdes.nim; filter/handlers.nim),
+// inside the text
 // the admin and lightpush handlers give a body they cannot decode.
 func missingBody(w http.ResponseWriter, r *http.Request) {
 	const text = "Missing content body"
 	switch p := r.URL.Path; {
-	case p == "/relay/v1/auto/subscriptions" || strings.HasPrefix(p, "/filter/"):
+	case p == "/relay/v1/auto/subscriptions" || p == "/lightpush/v1/message" || strings.HasPrefix(p, "/filter/"):
 		writeText(w, http.StatusBadRequest, text)
 	case strings.HasPrefix(p, "/admin/"):
 		writeText(w, http.StatusBadRequest, "Failed to decode request: "+text)
-	case strings.HasPrefix(p, "/lightpush/"):
+	case p == "/lightpush/v3/message":
 		writeLightpush(w, http.StatusBadRequest, "Invalid push request! "+text)
 	default:
 		writeText(w, http.StatusBadRequest, "")
