@@ -3,7 +3,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -81,10 +83,23 @@ func testE2EDiscovery(t *testing.T, bin string) {
 }
 
 // publishEach publishes one message on every node and checks that every
-// node receives every message (its REST cache of e2eTopic).
+// node receives every message (its REST cache of e2eTopic). It first waits
+// until every node has a gossipsub mesh peer on the shard: a message
+// published before a node knows any peer's subscription reaches no one.
 func publishEach(t *testing.T, nodes []*nodeProc, tag string) {
 	t.Helper()
 	for _, n := range nodes {
+		waitFor(t, 30*time.Second, n.name+" has a mesh peer on shard 0", func() (bool, string) {
+			code, body, err := httpDo(http.MethodGet, n.rest+"/admin/v1/peers/mesh/on/0", nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			var mesh struct{ Peers []json.RawMessage }
+			if code != http.StatusOK || json.Unmarshal(body, &mesh) != nil {
+				return false, fmt.Sprintf("%d %s", code, body)
+			}
+			return len(mesh.Peers) > 0, string(body)
+		})
 		n.drain(t)
 	}
 	want := map[string]bool{}
