@@ -135,8 +135,20 @@ func (b restBackend) RelayPublish(ctx context.Context, topic string, msg *messag
 		return fmt.Errorf("%w: %s", rest.ErrNotSubscribed, topic)
 	}
 	_, err := b.n.Publish(ctx, topic, msg)
-	if errors.Is(err, relay.ErrInvalid) {
+	return b.published(topic, err)
+}
+
+// published maps a relay publish's outcome to the REST API's errors: a
+// message the validators refuse is rest.ErrInvalidMessage, one no relay
+// peer of the topic can be sent to rest.ErrNoPeersToPublish (nwaku's
+// gossipsub publish returns the number of peers sent to, and 0 is
+// NoPeersToPublish).
+func (b restBackend) published(topic string, err error) error {
+	switch {
+	case errors.Is(err, relay.ErrInvalid):
 		return fmt.Errorf("%w: %w", rest.ErrInvalidMessage, err)
+	case err == nil && len(b.n.relay.TopicPeers(topic)) == 0:
+		return fmt.Errorf("%w: %s", rest.ErrNoPeersToPublish, topic)
 	}
 	return err
 }
@@ -149,10 +161,7 @@ func (b restBackend) RelayPublishWith(ctx context.Context, topic string, msg *me
 		return fmt.Errorf("%w: %s", rest.ErrNotSubscribed, topic)
 	}
 	_, err := b.n.PublishWith(ctx, topic, msg, n, fill)
-	if errors.Is(err, relay.ErrInvalid) {
-		return fmt.Errorf("%w: %w", rest.ErrInvalidMessage, err)
-	}
-	return err
+	return b.published(topic, err)
 }
 
 func (b restBackend) ContentTopicShard(ct string) (string, error) {

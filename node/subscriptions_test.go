@@ -2,10 +2,15 @@ package node
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/relay"
 )
@@ -52,5 +57,57 @@ func TestRESTUnsubscribeKeepsConfiguredShard(t *testing.T) {
 	}
 	if got, want := n.Relay().Owners(shard0), []relay.Owner{relay.OwnerConfig}; !slices.Equal(got, want) {
 		t.Fatalf("owners of %s = %v, want %v", shard0, got, want)
+	}
+}
+
+// TestAutoPublishWithoutPeers: POST /relay/v1/auto/messages on a node with
+// no relay peer on the shard answers nwaku's 400 "Failed to publish:
+// publish failed in relay: NoPeersToPublish"; with a peer it answers OK.
+// POST /relay/v1/messages answers OK in both cases, as nwaku's handler.
+func TestAutoPublishWithoutPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := func(rest bool) *Node {
+		n, err := New(Config{ListenAddress: "127.0.0.1", Relay: true, NumShardsInNetwork: 1, Shards: []uint16{0},
+			REST: rest, RESTAddress: "127.0.0.1", Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Stop(context.Background()) })
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a := start(true)
+	base := "http://" + a.HTTPAddrs()[0]
+	post := func(path, body string) (int, string) {
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const msg = `{"payload":"AQ==","contentTopic":"/app/1/chat/proto"}`
+	if code, body := post("/relay/v1/auto/messages", msg); code != 400 || body != "Failed to publish: publish failed in relay: NoPeersToPublish" {
+		t.Errorf("auto, no peers: %d %q", code, body)
+	}
+	if code, body := post("/relay/v1/messages/%2Fwaku%2F2%2Frs%2F0%2F0", msg); code != 200 || body != "OK" {
+		t.Errorf("static, no peers: %d %q", code, body)
+	}
+	b := start(false)
+	if err := a.Host().Connect(ctx, peer.AddrInfo{ID: b.Host().ID(), Addrs: b.Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	for len(a.Relay().TopicPeers("/waku/2/rs/0/0")) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("b never joined the shard")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, body := post("/relay/v1/auto/messages", msg); code != 200 || body != "OK" {
+		t.Errorf("auto, one peer: %d %q", code, body)
 	}
 }

@@ -141,7 +141,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	s.publish(w, r, r.PathValue("pubsubTopic"), msg, text)
+	s.publish(w, r, r.PathValue("pubsubTopic"), msg, text, false)
 }
 
 func (s *Server) postAutoMessage(w http.ResponseWriter, r *http.Request) {
@@ -159,13 +159,14 @@ func (s *Server) postAutoMessage(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusBadRequest, "Failed to publish. "+autoshardingText(err))
 		return
 	}
-	s.publish(w, r, topic, msg, text)
+	s.publish(w, r, topic, msg, text, true)
 }
 
 // publish fills an absent or zero timestamp with the current time (nwaku
 // relay/types.nim toWakuMessage), checks the size limit and hands msg to the
-// Backend.
-func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, msg *message.Message, text *payloadText) {
+// Backend, and answers; auto says the request came through the
+// autosharding route, which reports ErrNoPeersToPublish.
+func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, msg *message.Message, text *payloadText, auto bool) {
 	if msg.Timestamp == 0 {
 		msg.Timestamp = now().UnixNano()
 		msg.Present |= message.HasTimestamp
@@ -187,8 +188,10 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, m
 		err = s.b.RelayPublish(ctx, topic, msg)
 	}
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, ErrNoPeersToPublish) && !auto:
 		writeOK(w)
+	case errors.Is(err, ErrNoPeersToPublish):
+		writeText(w, http.StatusBadRequest, "Failed to publish: publish failed in relay: NoPeersToPublish")
 	case errors.Is(err, ErrBase64): // checked before; here only if the checks missed a case
 		writeText(w, http.StatusBadRequest, "Incorrect base64 string")
 	case errors.Is(err, ErrNotSubscribed):
@@ -245,7 +248,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	case err != nil:
 		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
 		return nil, false
-	case len(bytes.TrimSpace(body)) == 0:
+	case len(body) == 0:
 		missingBody(w, r)
 		return nil, false
 	}
@@ -334,7 +337,7 @@ func (s *Server) readPooledBody(w http.ResponseWriter, r *http.Request) (body []
 		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
 		return nil, nil, false
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	if len(body) == 0 {
 		release()
 		missingBody(w, r)
 		return nil, nil, false

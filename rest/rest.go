@@ -60,6 +60,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -76,6 +77,14 @@ var (
 	// ErrInvalidMessage: the relay's validators rejected the message.
 	// Answered 400 "Failed to publish: <error>".
 	ErrInvalidMessage = errors.New("rest: invalid message")
+	// ErrNoPeersToPublish: the message was published (and delivered to
+	// the node's own handlers) but no relay peer is subscribed to its pubsub
+	// topic. POST /relay/v1/messages answers "OK" all the same, as nwaku's
+	// handler, which does not read the outcome; POST /relay/v1/auto/messages
+	// answers 400 "Failed to publish: publish failed in relay:
+	// NoPeersToPublish" (nwaku rest_api/endpoint/relay/handlers.nim,
+	// waku_relay/protocol.nim publish).
+	ErrNoPeersToPublish = errors.New("rest: no relay peers to publish to")
 	// ErrAutoshardingDisabled: the node uses static sharding, so content
 	// topics have no shard. Answered 400 "Failed to publish. Autosharding
 	// is disabled" (nwaku rest_api/endpoint/relay/handlers.nim).
@@ -290,10 +299,20 @@ func (s *Server) routes() {
 }
 
 // ServeHTTP serves the routes listed in the package documentation.
+//
+// nwaku's router has no HEAD route and no path cleaning, so a HEAD request,
+// and a path with an empty, "." or ".." segment or a trailing slash, are
+// answered as an unknown path rather than run as a GET (which would drain
+// a message cache) or redirected as http.ServeMux would.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.origins.check(w, r) {
-		s.mux.ServeHTTP(w, r)
+	if !s.origins.check(w, r) {
+		return
 	}
+	if p := r.URL.EscapedPath(); r.Method == http.MethodHead || p != "/" && path.Clean(p) != p {
+		s.notServed(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
 }
 
 // Deliver offers one relayed message to the caches: it is kept if its

@@ -545,3 +545,50 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("defaults %+v, %v", c, err)
 	}
 }
+
+// TestRoutingAsNwaku: nwaku's router (nim-presto) has no HEAD routes and
+// cleans no paths, so these are unknown paths there (builder.nim
+// requestErrorHandler) and must not reach a handler here: a HEAD run as a
+// GET would drain a message cache.
+func TestRoutingAsNwaku(t *testing.T) {
+	f := newFake(t)
+	s := newServer(t, f, Config{})
+	expect(t, s, "POST", "/relay/v1/subscriptions", `["/waku/2/rs/0/0"]`, 200, "OK")
+	s.Deliver(env(t, "/waku/2/rs/0/0", &message.Message{Payload: []byte("kept"), ContentTopic: "/a/1/b/c", Timestamp: 1}))
+	const invalid = "Bad request initiated. Invalid path or method used."
+	req := httptest.NewRequest("HEAD", msgsPath("/waku/2/rs/0/0"), nil)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if rec.Code != 400 {
+		t.Errorf("HEAD: %d", rec.Code)
+	}
+	for _, p := range []string{"/relay/v1/messages//waku/2/rs/0/0", "/relay/v1/subscriptions/", "/relay/v1/../v1/subscriptions", "/health/"} {
+		expect(t, s, "GET", p, "", 400, invalid)
+	}
+	if envs, ok := s.cache.drainPubsub("/waku/2/rs/0/0"); !ok || len(envs) != 1 {
+		t.Fatalf("cache holds %d messages after HEAD, want the 1 delivered", len(envs))
+	}
+}
+
+// TestPublishWithoutPeers: nwaku's POST /relay/v1/messages answers OK
+// whatever the relay's outcome, POST /relay/v1/auto/messages reports
+// NoPeersToPublish (relay/handlers.nim).
+func TestPublishWithoutPeers(t *testing.T) {
+	f := newFake(t)
+	s := newServer(t, f, Config{})
+	expect(t, s, "POST", "/relay/v1/subscriptions", `["/waku/2/rs/1/3"]`, 200, "OK")
+	f.publishErr = fmt.Errorf("%w: /waku/2/rs/1/3", ErrNoPeersToPublish)
+	expect(t, s, "POST", msgsPath("/waku/2/rs/1/3"), `{"payload":"AQ==","contentTopic":"/toychat/2/huilong/proto"}`, 200, "OK")
+	expect(t, s, "POST", "/relay/v1/auto/messages", `{"payload":"AQ==","contentTopic":"/toychat/2/huilong/proto"}`, 400,
+		"Failed to publish: publish failed in relay: NoPeersToPublish")
+}
+
+// TestWhitespaceBody: only an empty body is a missing one (nim-presto
+// passes any other to the handler, whose decoder refuses it).
+func TestWhitespaceBody(t *testing.T) {
+	s := newServer(t, newFake(t), Config{})
+	code, _, body := do(t, s, "POST", "/relay/v1/subscriptions", "   ")
+	if code != 400 || !strings.HasPrefix(body, "Invalid content body, could not decode: ") {
+		t.Fatalf("whitespace body: %d %q", code, body)
+	}
+}
