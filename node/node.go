@@ -132,8 +132,11 @@ func (n *Node) build() error {
 			return fmt.Errorf("node: data directory: %w", err)
 		}
 		lock, err := dirlock.Lock(n.cfg.DataDir)
-		if err != nil {
+		if errors.Is(err, dirlock.ErrLocked) {
 			return fmt.Errorf("node: data directory %s: %w (is another node running on it?)", n.cfg.DataDir, err)
+		}
+		if err != nil {
+			return fmt.Errorf("node: data directory %s: %w", n.cfg.DataDir, err)
 		}
 		n.lock = lock
 	}

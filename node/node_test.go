@@ -241,7 +241,7 @@ func TestDataDirHeldByOneNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "in use") {
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), "is another node running on it?") {
 		t.Fatalf("second node on %s: %v", dir, err)
 	}
 	if err := a.Stop(context.Background()); err != nil {
@@ -255,6 +255,21 @@ func TestDataDirHeldByOneNode(t *testing.T) {
 		t.Fatal("the node key was not kept")
 	}
 	b.Stop(context.Background())
+}
+
+// A data directory that cannot be locked for another reason than a second
+// holder (here LOCK is a directory: EISDIR; read-only or unwritable
+// directories give EROFS or EACCES the same way) says what failed and does
+// not suggest another node.
+func TestDataDirLockErrorNotHeld(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "LOCK"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(Config{ListenAddress: "127.0.0.1", DataDir: dir})
+	if err == nil || strings.Contains(err.Error(), "another node") || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("New on %s = %v; want the open error without the another-node hint", dir, err)
+	}
 }
 
 func TestNodeKeyFileError(t *testing.T) {
