@@ -182,6 +182,13 @@ func TestStoreThroughNodes(t *testing.T) {
 	if want := `{"requestId":"","statusCode":300,"statusDesc":"BAD_RESPONSE: BAD_RESPONSE: archive error: DRIVER_ERROR: cursor not found","messages":[]}`; code != 200 || body != want {
 		t.Fatalf("unknown cursor through B: %d %s", code, body)
 	}
+	// An all-zero cursor is refused by B's client before it asks A, as
+	// nwaku's store client (waku/waku_store/client.nim, query) and
+	// node.query (waku/node/kernel_api/store.nim) answer it.
+	code, body = get(b, "cursor="+hex0x(message.Hash{}))
+	if want := `{"requestId":"","statusCode":400,"statusDesc":"BAD_REQUEST: invalid cursor","messages":[]}`; code != 200 || body != want {
+		t.Fatalf("all-zero cursor through B: %d %s", code, body)
+	}
 
 	if h := health(a); h != "Store=READY Store Client=READY" {
 		t.Errorf("A health %s", h)

@@ -41,9 +41,15 @@ func (e *StatusError) Error() string { return fmt.Sprintf("store: status %d: %s"
 // not counted), and alias the response frame. A response whose status
 // is not 2xx is returned as a *StatusError; a 2xx response for another
 // request id as ErrRequestID; a failure to open the stream wraps ErrDial.
+// A request whose cursor is all zeroes is not sent: it is refused with a
+// *StatusError{Code: StatusBadRequest, Desc: "invalid cursor"}, as nwaku's
+// store client does before dialing (waku/waku_store/client.nim, query).
 // Other errors come from the stream or wrap ErrMalformed or
 // lpframe.ErrTooLarge.
 func Query(ctx context.Context, h host.Host, p peer.ID, req *Request, c *message.Counters) (*Response, error) {
+	if req.Cursor != nil && *req.Cursor == (message.Hash{}) {
+		return nil, &StatusError{Code: StatusBadRequest, Desc: "invalid cursor"}
+	}
 	r := *req
 	if r.RequestID == "" {
 		var id [16]byte

@@ -397,6 +397,12 @@ func testErrors(t *testing.T, open func(testing.TB) archive.Archive) {
 	if !errors.As(err, &se) || se.Code != 300 || se.Desc != "BAD_RESPONSE: archive error: DRIVER_ERROR: cursor not found" {
 		t.Fatalf("client error %v", err)
 	}
+	// An all-zero cursor is refused by the client without asking the
+	// server (nwaku's waku/waku_store/client.nim, query).
+	_, err = f.query(t, &Request{Cursor: &zero})
+	if !errors.As(err, &se) || se.Code != 400 || se.Desc != "invalid cursor" {
+		t.Fatalf("client with an all-zero cursor: %v", err)
+	}
 }
 
 // TestRateLimit: with --rate-limit store:1/1h the first request is served
