@@ -20,6 +20,26 @@ import (
 	"github.com/couriernet/courier/message"
 )
 
+// ErrDial is matched by a *DialError: no stream to the service peer could
+// be opened (nwaku's PEER_DIAL_FAILURE, waku/waku_filter_v2/client.nim).
+var ErrDial = errors.New("filter: peer dial failure")
+
+// DialError is returned when no stream to Peer could be opened; Err is
+// go-libp2p's reason. errors.Is(err, ErrDial) holds.
+type DialError struct {
+	Peer peer.ID
+	Err  error
+}
+
+func (e *DialError) Error() string {
+	return fmt.Sprintf("filter: open stream to %s: %v", e.Peer, e.Err)
+}
+
+// Is reports target == ErrDial.
+func (e *DialError) Is(target error) bool { return target == ErrDial }
+
+func (e *DialError) Unwrap() error { return e.Err }
+
 // StatusError is a response whose status code is not 200.
 type StatusError struct {
 	Code uint32
@@ -187,7 +207,8 @@ func (c *Client) do(ctx context.Context, p peer.ID, req SubscribeRequest) error 
 }
 
 // Request sends req to p and returns the response as it came, whatever its
-// status. Errors are stream, framing or decode errors, or a response whose
+// status. A stream that cannot be opened is a *DialError; other errors
+// are stream, framing or decode errors, or a response whose
 // request id differs (other than "N/A", which a rate-limited answer has).
 func (c *Client) Request(ctx context.Context, p peer.ID, req SubscribeRequest) (SubscribeResponse, error) {
 	c.mu.Lock()
@@ -203,7 +224,7 @@ func (c *Client) Request(ctx context.Context, p peer.ID, req SubscribeRequest) (
 	}
 	st, err := c.h.NewStream(ctx, p, SubscribeProtocolID)
 	if err != nil {
-		return SubscribeResponse{}, fmt.Errorf("filter: open stream to %s: %w", p, err)
+		return SubscribeResponse{}, &DialError{Peer: p, Err: err}
 	}
 	stop := context.AfterFunc(ctx, func() { st.Reset() })
 	defer stop()

@@ -231,3 +231,19 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("rate limited %d", st.RateLimited)
 	}
 }
+
+// TestClientDialFailure: a service peer that is gone gives a *DialError
+// naming it, matching ErrDial.
+func TestClientDialFailure(t *testing.T) {
+	hs, hc := newHost(t), newHost(t)
+	gone := peer.AddrInfo{ID: hs.ID(), Addrs: hs.Addrs()}
+	hs.Close()
+	hc.Peerstore().AddAddrs(gone.ID, gone.Addrs, time.Hour)
+	c := filter.NewClient(hc, filter.ClientConfig{})
+	t.Cleanup(func() { c.Close() })
+	err := c.Ping(ctx(t), gone.ID)
+	var de *filter.DialError
+	if !errors.As(err, &de) || de.Peer != gone.ID || !errors.Is(err, filter.ErrDial) {
+		t.Fatalf("ping to a closed peer: %v", err)
+	}
+}

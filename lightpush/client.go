@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,6 +17,26 @@ import (
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
 )
+
+// ErrDial is matched by a *DialError: no stream to the service peer could
+// be opened (nwaku's dial_failure, waku/waku_lightpush/client.nim).
+var ErrDial = errors.New("lightpush: peer dial failure")
+
+// DialError is returned when no stream to Peer could be opened; Err is
+// go-libp2p's reason. errors.Is(err, ErrDial) holds.
+type DialError struct {
+	Peer peer.ID
+	Err  error
+}
+
+func (e *DialError) Error() string {
+	return fmt.Sprintf("lightpush: open stream to %s: %v", e.Peer, e.Err)
+}
+
+// Is reports target == ErrDial.
+func (e *DialError) Is(target error) bool { return target == ErrDial }
+
+func (e *DialError) Unwrap() error { return e.Err }
 
 // StatusError is a v3 answer other than 200, or a v2 answer with
 // is_success false (Code 0 then).
@@ -70,7 +91,8 @@ func NewClient(h host.Host, cfg ClientConfig) *Client {
 // Push encodes msg once and asks p to publish it with lightpush v3 on
 // pubsubTopic, or on the topic autosharding gives when pubsubTopic is "".
 // It returns the answer whatever its status (see Response.Err); errors are
-// transport, framing or decode errors.
+// a *DialError when no stream to p opens, else transport, framing or
+// decode errors.
 // The message is encoded once, straight into the framed request.
 func (c *Client) Push(ctx context.Context, p peer.ID, pubsubTopic string, msg *message.Message) (Response, error) {
 	req := Request{RequestID: newRequestID(), PubsubTopic: pubsubTopic, HasPubsubTopic: pubsubTopic != ""}
@@ -141,7 +163,8 @@ func (c *Client) SendLegacy(ctx context.Context, p peer.ID, req LegacyRequest) e
 }
 
 // exchange writes frame (a request behind its length prefix) on a new
-// stream to p and reads the response.
+// stream to p and reads the response. A stream that cannot be opened is a
+// *DialError.
 func (c *Client) exchange(ctx context.Context, p peer.ID, proto protocol.ID, frame []byte) ([]byte, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -150,7 +173,7 @@ func (c *Client) exchange(ctx context.Context, p peer.ID, proto protocol.ID, fra
 	}
 	st, err := c.h.NewStream(ctx, p, proto)
 	if err != nil {
-		return nil, fmt.Errorf("lightpush: open stream to %s: %w", p, err)
+		return nil, &DialError{Peer: p, Err: err}
 	}
 	stop := context.AfterFunc(ctx, func() { st.Reset() })
 	defer stop()

@@ -162,3 +162,23 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("second v2 push: %v", err)
 	}
 }
+
+// TestClientDialFailure: a service peer that is gone gives a *DialError
+// naming it, matching ErrDial, in v3 and v2 (the REST API answers it with
+// nwaku's dial_failure texts).
+func TestClientDialFailure(t *testing.T) {
+	hs, hc := newHost(t), newHost(t)
+	gone := peer.AddrInfo{ID: hs.ID(), Addrs: hs.Addrs()}
+	hs.Close()
+	hc.Peerstore().AddAddrs(gone.ID, gone.Addrs, time.Hour)
+	client := lightpush.NewClient(hc, lightpush.ClientConfig{})
+	msg := &message.Message{Payload: []byte("x"), ContentTopic: "/a/1/b/proto"}
+	_, err := client.Push(ctx(t), gone.ID, topic, msg)
+	var de *lightpush.DialError
+	if !errors.As(err, &de) || de.Peer != gone.ID || !errors.Is(err, lightpush.ErrDial) {
+		t.Fatalf("v3 push to a closed peer: %v", err)
+	}
+	if err := client.PushLegacy(ctx(t), gone.ID, topic, msg); !errors.As(err, &de) || de.Peer != gone.ID || !errors.Is(err, lightpush.ErrDial) {
+		t.Fatalf("v2 push to a closed peer: %v", err)
+	}
+}

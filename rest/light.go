@@ -170,11 +170,16 @@ func (s *Server) postLightpush(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), LightTimeout)
 	defer cancel()
 	resp, err := lb.Lightpush(ctx, lightpush.Request{RequestID: filter.NewRequestID(), PubsubTopic: topic, HasPubsubTopic: topic != "", Message: msg.Encode(nil)})
+	var dial *lightpush.DialError
 	switch {
 	case noPeerText(err) != "":
 		writeLightpush(w, http.StatusServiceUnavailable, noPeerText(err))
 	case errors.Is(err, context.DeadlineExceeded):
 		writeLightpush(w, http.StatusServiceUnavailable, "Push request timed out")
+	case errors.As(err, &dial):
+		// nwaku's client: NO_PEERS_TO_RELAY, "dial_failure: <peer id> is
+		// not accessible" (waku/waku_lightpush/client.nim sendPushRequest).
+		writeLightpush(w, lightpush.StatusNoPeersToRelay, "dial_failure: "+dial.Peer.String()+" is not accessible")
 	case err != nil:
 		writeLightpush(w, http.StatusInternalServerError, err.Error())
 	case resp.StatusCode == lightpush.StatusOK && resp.RelayPeerCount == 0:
@@ -234,6 +239,10 @@ func (s *Server) postLightpushLegacy(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusServiceUnavailable, noPeerText(err))
 	case errors.Is(err, context.DeadlineExceeded):
 		writeText(w, http.StatusServiceUnavailable, "Push request timed out")
+	case errors.Is(err, lightpush.ErrDial):
+		// nwaku's legacy client answers dial_failure alone
+		// (waku/waku_lightpush_legacy/client.nim sendPushRequest).
+		writeText(w, http.StatusServiceUnavailable, "Failed to request a message push: dial_failure")
 	case errors.As(err, &se) && se.Desc == legacyTooManyRequests:
 		writeText(w, http.StatusTooManyRequests, "Request rate limmit reached") // sic, nwaku's text
 	case errors.As(err, &se):
@@ -278,10 +287,19 @@ func (s *Server) readFilterBody(w http.ResponseWriter, r *http.Request, all bool
 		err = errors.New("Field `contentFilters` is empty")
 	}
 	if err != nil {
-		writeJSONStatus(w, http.StatusBadRequest, filterAnswer{RequestID: "unknown", StatusDesc: "BAD_REQUEST: Failed to decode request: " + err.Error()})
+		filterBadBody(w, err.Error())
 		return filterBody{}, false
 	}
 	return fb, true
+}
+
+// filterBadBody answers a filter route's body that cannot be read as
+// nwaku's handlers do: 400, request id "unknown", the reason behind
+// "BAD_REQUEST: Failed to decode request: " (filter/handlers.nim:
+// decodeRequestBody's failures wrapped in FilterSubscribeError.badRequest).
+// Missing and wrongly typed bodies are answered here too (readBody).
+func filterBadBody(w http.ResponseWriter, reason string) {
+	writeJSONStatus(w, http.StatusBadRequest, filterAnswer{RequestID: "unknown", StatusDesc: "BAD_REQUEST: Failed to decode request: " + reason})
 }
 
 // filterDo sends the requests of one REST call to one selected service
@@ -289,7 +307,8 @@ func (s *Server) readFilterBody(w http.ResponseWriter, r *http.Request, all bool
 // as the HTTP status, its description as statusDesc, "OK" on success.
 // reached is false when no service peer was selected or the call timed
 // out (timedOut is then nwaku's text): nwaku then leaves its message
-// cache as it was; a dial failure counts as reached, as in nwaku.
+// cache as it was; a dial failure or a bad response counts as reached, as
+// in nwaku.
 func (s *Server) filterDo(w http.ResponseWriter, r *http.Request, requestID string, reqs []filter.SubscribeRequest, timedOut string) (reached bool) {
 	lb, ok := s.light()
 	if !ok {
@@ -308,6 +327,7 @@ func (s *Server) filterDo(w http.ResponseWriter, r *http.Request, requestID stri
 	ctx, cancel := context.WithTimeout(r.Context(), LightTimeout)
 	defer cancel()
 	code, desc := uint32(filter.StatusOK), "OK"
+	var dial *filter.DialError
 	for _, req := range reqs {
 		req.RequestID = requestID
 		resp, err := send(ctx, req)
@@ -315,8 +335,15 @@ func (s *Server) filterDo(w http.ResponseWriter, r *http.Request, requestID stri
 		case errors.Is(err, context.DeadlineExceeded):
 			writeJSONStatus(w, http.StatusServiceUnavailable, filterAnswer{requestID, "SERVICE_UNAVAILABLE: " + timedOut})
 			return false
-		case err != nil: // nwaku's PEER_DIAL_FAILURE: 504, the reason as statusDesc
-			writeJSONStatus(w, http.StatusGatewayTimeout, filterAnswer{requestID, err.Error()})
+		case errors.As(err, &dial):
+			// nwaku's PEER_DIAL_FAILURE: 504, the peer as statusDesc
+			// (filter/handlers.nim getStatusDesc; the address is
+			// $servicePeer, its peer id, waku/waku_filter_v2/client.nim).
+			writeJSONStatus(w, http.StatusGatewayTimeout, filterAnswer{requestID, dial.Peer.String()})
+			return true
+		case err != nil:
+			// nwaku's BAD_RESPONSE: 500, the cause as statusDesc.
+			writeJSONStatus(w, http.StatusInternalServerError, filterAnswer{requestID, err.Error()})
 			return true
 		case resp.StatusCode != filter.StatusOK:
 			code, desc = resp.StatusCode, resp.StatusDesc

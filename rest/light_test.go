@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -115,6 +117,81 @@ func TestLightpushRoutes(t *testing.T) {
 	expect(t, ls, "POST", "/lightpush/v3/message", pushBody, 503, `{"statusDesc":"No suitable service peer & none discovered"}`)
 }
 
+// servicePeerID is the service peer of the dial failures below.
+const servicePeerID = "16Uiu2HAm4v86W3bmT1BiH6oSPzcsSr24iDQpSN5Qa992BCjjwgrD"
+
+func dialFailure(t *testing.T) (peer.ID, error) {
+	t.Helper()
+	p, err := peer.Decode(servicePeerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, errors.New("failed to dial: all dials failed: dial backoff")
+}
+
+// TestLightDialFailure: a service peer that cannot be reached is answered
+// with nwaku's texts, not the go-libp2p error: v3 505 NO_PEERS_TO_RELAY
+// "dial_failure: <peer id> is not accessible" (waku/waku_lightpush/client.nim
+// sendPushRequest; lightpush/handlers.nim makeRestResponse), v1 503 with
+// dial_failure alone (waku/waku_lightpush_legacy/client.nim,
+// legacy_lightpush/handlers.nim), filter 504 with the peer id as statusDesc
+// (filter/handlers.nim getStatusDesc and convertErrorKindToHttpStatus for
+// PEER_DIAL_FAILURE).
+func TestLightDialFailure(t *testing.T) {
+	p, reason := dialFailure(t)
+	lf := &lightFake{fakeBackend: newFake(t),
+		pushErr: fmt.Errorf("wrapped: %w", &lightpush.DialError{Peer: p, Err: reason}),
+		legacy:  &lightpush.DialError{Peer: p, Err: reason},
+		filterE: &filter.DialError{Peer: p, Err: reason}}
+	s, err := New(lf, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, s, "POST", "/lightpush/v3/message", pushBody, 505, `{"statusDesc":"dial_failure: `+servicePeerID+` is not accessible"}`)
+	expect(t, s, "POST", "/lightpush/v1/message", pushBody, 503, "Failed to request a message push: dial_failure")
+	expect(t, s, "POST", "/filter/v2/subscriptions", `{"requestId":"1","contentFilters":["/a/1/b/proto"]}`, 504, `{"requestId":"1","statusDesc":"`+servicePeerID+`"}`)
+	expect(t, s, "GET", "/filter/v2/subscriptions/2", "", 504, `{"requestId":"2","statusDesc":"`+servicePeerID+`"}`)
+	expect(t, s, "DELETE", "/filter/v2/subscriptions/all", `{"requestId":"3"}`, 504, `{"requestId":"3","statusDesc":"`+servicePeerID+`"}`)
+	// A failure after the stream opened is nwaku's BAD_RESPONSE: 500, the
+	// cause as statusDesc.
+	lf.filterE = errors.New("filter: read response: EOF")
+	expect(t, s, "GET", "/filter/v2/subscriptions/4", "", 500, `{"requestId":"4","statusDesc":"filter: read response: EOF"}`)
+}
+
+// TestFilterBadBody: a filter route's missing or non-JSON body is answered
+// in JSON as nwaku's filter handlers: decodeRequestBody's text behind
+// "BAD_REQUEST: Failed to decode request: " (filter/handlers.nim
+// decodeRequestBody, wrapped in FilterSubscribeError.badRequest with
+// request id "unknown"; tests/wakunode_rest/test_rest_filter.nim checks the
+// beginning).
+func TestFilterBadBody(t *testing.T) {
+	lf := &lightFake{fakeBackend: newFake(t)}
+	s, err := New(lf, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const missing = `{"requestId":"unknown","statusDesc":"BAD_REQUEST: Failed to decode request: Missing content body"}`
+	const wrongType = `{"requestId":"unknown","statusDesc":"BAD_REQUEST: Failed to decode request: Wrong Content-Type, expected application/json"}`
+	for _, route := range []struct{ method, path string }{
+		{"POST", "/filter/v2/subscriptions"},
+		{"PUT", "/filter/v2/subscriptions"},
+		{"DELETE", "/filter/v2/subscriptions"},
+		{"DELETE", "/filter/v2/subscriptions/all"},
+	} {
+		expect(t, s, route.method, route.path, "", 400, missing)
+		req := httptest.NewRequest(route.method, route.path, strings.NewReader(`{"requestId":"1","contentFilters":["/a/1/b/proto"]}`))
+		req.Header.Set("Content-Type", "text/plain")
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code != 400 || rec.Body.String() != wrongType || rec.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s %s with text/plain: %d %q %q", route.method, route.path, rec.Code, rec.Body, rec.Header().Get("Content-Type"))
+		}
+	}
+	if len(lf.requests) != 0 {
+		t.Fatalf("requests sent: %+v", lf.requests)
+	}
+}
+
 // TestFilterRoutes checks the filter client API: the service's status as
 // the HTTP status, autosharding per shard, the message cache fed by pushes.
 func TestFilterRoutes(t *testing.T) {
@@ -147,8 +224,6 @@ func TestFilterRoutes(t *testing.T) {
 	expect(t, s, "DELETE", "/filter/v2/subscriptions", `{"requestId":"3","pubsubTopic":"/waku/2/rs/1/0","contentFilters":["/a/1/b/proto"]}`, 404, `{"requestId":"3","statusDesc":"NOT_FOUND: peer has no subscriptions"}`)
 	expect(t, s, "GET", "/filter/v2/messages/%2Fa%2F1%2Fb%2Fproto", "", 400, "Not subscribed to topic: /a/1/b/proto")
 	expect(t, s, "DELETE", "/filter/v2/subscriptions/all", `{"requestId":"4"}`, 503, `{"requestId":"4","statusDesc":"SERVICE_UNAVAILABLE: x"}`)
-	lf.filterE = errors.New("dial /ip4/1.2.3.4/tcp/1: refused")
-	expect(t, s, "GET", "/filter/v2/subscriptions/8", "", 504, `{"requestId":"8","statusDesc":"dial /ip4/1.2.3.4/tcp/1: refused"}`)
 	// Timeouts: one text per route (nwaku filter/handlers.nim).
 	lf.filterE = context.DeadlineExceeded
 	expect(t, s, "GET", "/filter/v2/subscriptions/10", "", 503, `{"requestId":"10","statusDesc":"SERVICE_UNAVAILABLE: Ping timed out"}`)

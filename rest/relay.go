@@ -224,7 +224,7 @@ func contentTypeOK(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	case strings.HasPrefix(r.URL.Path, "/filter/") && mt != "application/json":
 		// The filter handlers read JSON only (filter/handlers.nim).
-		writeText(w, http.StatusBadRequest, "Wrong Content-Type, expected application/json")
+		filterBadBody(w, "Wrong Content-Type, expected application/json")
 		return false
 	case mt != "application/json" && mt != "text/plain":
 		writeText(w, http.StatusBadRequest, "Wrong Content-Type, expected application/json or text/plain")
@@ -265,8 +265,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 func missingBody(w http.ResponseWriter, r *http.Request) {
 	const text = "Missing content body"
 	switch p := r.URL.Path; {
-	case p == "/relay/v1/auto/subscriptions" || p == "/lightpush/v1/message" || strings.HasPrefix(p, "/filter/"):
+	case p == "/relay/v1/auto/subscriptions" || p == "/lightpush/v1/message":
 		writeText(w, http.StatusBadRequest, text)
+	case strings.HasPrefix(p, "/filter/"):
+		filterBadBody(w, text)
 	case strings.HasPrefix(p, "/admin/"):
 		writeText(w, http.StatusBadRequest, "Failed to decode request: "+text)
 	case p == "/lightpush/v3/message":

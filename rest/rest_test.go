@@ -505,7 +505,7 @@ func TestContentType(t *testing.T) {
 		msgsPath("/waku/2/rs/0/0"):     "",
 		"/relay/v1/auto/messages":      "",
 		"/relay/v1/auto/subscriptions": "Missing content body",
-		"/filter/v2/subscriptions":     "Missing content body",
+		"/filter/v2/subscriptions":     `{"requestId":"unknown","statusDesc":"BAD_REQUEST: Failed to decode request: Missing content body"}`,
 		"/lightpush/v3/message":        `{"statusDesc":"Invalid push request! Missing content body"}`,
 	} {
 		expect(t, s, "POST", path, "", 400, want)
@@ -515,7 +515,7 @@ func TestContentType(t *testing.T) {
 	req.Header.Set("Content-Type", "text/plain")
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, req)
-	if rec.Code != 400 || rec.Body.String() != "Wrong Content-Type, expected application/json" {
+	if rec.Code != 400 || rec.Body.String() != `{"requestId":"unknown","statusDesc":"BAD_REQUEST: Failed to decode request: Wrong Content-Type, expected application/json"}` {
 		t.Errorf("filter with text/plain: %d %q", rec.Code, rec.Body)
 	}
 }
