@@ -218,24 +218,23 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	if n.cfg.Discovery.portMapping() {
 		opts = append(opts, libp2p.NATPortMap())
 	}
+	var listen []listenAddr
 	if n.cfg.NoListen {
 		opts = append(opts, libp2p.NoListenAddrs)
 	} else {
-		host := ipMultiaddr(net.ParseIP(n.cfg.ListenAddress))
-		addrs := []string{fmt.Sprintf("%s/tcp/%d", host, n.cfg.TCPPort)}
-		if n.cfg.WebSocket {
-			scheme := "ws"
-			if n.cfg.WebSocketSecure {
-				scheme = "wss"
-			}
-			addrs = append(addrs, fmt.Sprintf("%s/tcp/%d/%s", host, n.cfg.WebSocketPort, scheme))
+		if listen, err = n.cfg.configuredListen(ipMultiaddr(net.ParseIP(n.cfg.ListenAddress))); err != nil {
+			return nil, err
 		}
-		opts = append(opts, libp2p.ListenAddrStrings(addrs...))
+		opts = append(opts, libp2p.ListenAddrs(listenAddrs(listen)...))
 	}
 	opts = append(opts, libp2p.PrometheusRegisterer(n.reg))
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
+	}
+	if err := checkListening(h, listen); err != nil {
+		h.Close()
+		return nil, err
 	}
 	return h, nil
 }

@@ -1,0 +1,56 @@
+package node
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/couriernet/courier/internal/testcert"
+)
+
+// A configured port in use stops the node with an error naming the flag
+// and the port, although go-libp2p starts when any listen address works:
+// WebSocket, secure WebSocket, and TCP while WebSocket works.
+func TestListenPortInUse(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	port := held.Addr().(*net.TCPAddr).Port
+	certPath, keyPath, err := testcert.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"ws", func(c *Config) { c.WebSocketPort = port }, "--websocket-port " + strconv.Itoa(port)},
+		{"wss", func(c *Config) {
+			c.WebSocketPort, c.WebSocketSecure, c.WebSocketSecureCertPath, c.WebSocketSecureKeyPath = port, true, certPath, keyPath
+		}, "--websocket-port " + strconv.Itoa(port)},
+		{"tcp", func(c *Config) { c.TCPPort, c.WebSocketPort = port, 0 }, "--tcp-port " + strconv.Itoa(port)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{ListenAddress: "127.0.0.1", Relay: true, WebSocket: true}
+			tt.set(&cfg)
+			n, err := New(cfg)
+			if err == nil {
+				n.Stop(t.Context())
+				t.Fatalf("started with port %d in use", port)
+			}
+			if !strings.Contains(err.Error(), tt.want+": cannot listen on ") || !strings.Contains(err.Error(), "address already in use") {
+				t.Fatalf("error %q; want it to name %s and the reason", err, tt.want)
+			}
+		})
+	}
+	// With free ports the same configuration starts.
+	n, err := New(Config{ListenAddress: "127.0.0.1", Relay: true, WebSocket: true, WebSocketPort: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Stop(t.Context())
+}
