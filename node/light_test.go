@@ -144,6 +144,21 @@ func TestLightClientThroughNodes(t *testing.T) {
 	if h := health(c); h != "Relay=NOT_MOUNTED Lightpush=NOT_MOUNTED Legacy Lightpush=NOT_MOUNTED Filter=NOT_MOUNTED Store=NOT_MOUNTED Peer Exchange=NOT_MOUNTED Rendezvous=NOT_MOUNTED Mix=NOT_MOUNTED Lightpush Client=READY Legacy Lightpush Client=READY Store Client=NOT_READY Filter Client=READY Rln Relay=NOT_MOUNTED " {
 		t.Errorf("C health %s", h)
 	}
+	// With its service nodes gone, C answers its REST calls with nwaku's
+	// dial failure texts (waku/waku_lightpush/client.nim,
+	// waku_lightpush_legacy/client.nim, rest_api/endpoint/filter/handlers.nim).
+	a.Stop(ctx)
+	b.Stop(ctx)
+	push := `{"pubsubTopic":"` + topic + `","message":{"payload":"cmVzdA==","contentTopic":"/app/1/rest/proto"}}`
+	if code, body := post("/lightpush/v3/message", push); code != 505 || body != `{"statusDesc":"dial_failure: `+a.Host().ID().String()+` is not accessible"}` {
+		t.Errorf("lightpush v3 to a stopped node: %d %s", code, body)
+	}
+	if code, body := post("/lightpush/v1/message", push); code != 503 || body != "Failed to request a message push: dial_failure" {
+		t.Errorf("lightpush v1 to a stopped node: %d %s", code, body)
+	}
+	if code, body := post("/filter/v2/subscriptions", `{"requestId":"r2","pubsubTopic":"`+topic+`","contentFilters":["/app/1/rest/proto"]}`); code != 504 || body != `{"requestId":"r2","statusDesc":"`+b.Host().ID().String()+`"}` {
+		t.Errorf("filter subscribe to a stopped node: %d %s", code, body)
+	}
 }
 
 // TestLightClientsWithoutNodeFlags runs a node C with the REST API and
