@@ -64,6 +64,7 @@ func TestE2E(t *testing.T) {
 	t.Run("StoreSyncPostgres", func(t *testing.T) { testE2EStoreSync(t, bin, pgtest.DB(t)) })
 	t.Run("LightClients", func(t *testing.T) { testE2ELightClients(t, bin) })
 	t.Run("Discovery", func(t *testing.T) { testE2EDiscovery(t, bin) })
+	t.Run("PortInUse", func(t *testing.T) { testE2EPortInUse(t, bin) })
 }
 
 // buildCourier builds the package in the current directory (the test's

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/couriernet/courier/internal/p2plog"
 	"github.com/couriernet/courier/node"
 )
 
@@ -68,6 +69,7 @@ func runNode(args []string) error {
 	level.Set(o.logLevel)
 	logger := newLogger(level, o.logJSON)
 	o.cfg.Logger, o.cfg.LogLevel = logger, level
+	p2plog.Install(logger.Handler())
 	return serveNode(o.cfg, o.notes)
 }
 
