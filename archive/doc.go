@@ -162,6 +162,9 @@
 // Config.RetentionInterval (30 minutes), beside the writer. The embedded
 // archive deletes whole segments once every message in them has expired:
 // the writer deletes their rows between batches, a few thousand at a time,
-// and the file is then removed; nothing is rewritten. Postgres deletes the
+// and the file is then removed; nothing is rewritten. The rows of expired
+// messages in the segments left are deleted the same way (time and
+// capacity), so they are no longer served, while their bytes wait for
+// their segment to go; the newest row always stays. Postgres deletes the
 // oldest rows in batches of a few thousand, each its own transaction.
 package archive

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 )
 
@@ -21,9 +22,28 @@ type segStat struct {
 	keep             bool  // the segment appended to, or the newest row's
 }
 
-// retain implements retainer: it deletes whole segments once every
-// message in them has expired, never the segment being appended to (nor
-// the one holding the newest row). A segment expires under r.Time when its
+// retain implements retainer. It deletes whole segments once every message
+// in them has expired (dropSegments), then the rows of the expired
+// messages in the segments left (deleteRows), as nwaku deletes rows
+// whatever the archive's size (waku_archive/retention_policy); a segment
+// those deletes empty goes in the same run.
+func (a *Embedded) retain(ctx context.Context, r Retention, now time.Time) (int64, error) {
+	deleted, err := a.dropSegments(ctx, r, now)
+	if err != nil {
+		return deleted, err
+	}
+	n, err := a.deleteRows(ctx, r, now)
+	deleted += n
+	if err != nil || n == 0 {
+		return deleted, err
+	}
+	m, err := a.dropSegments(ctx, Retention{}, now) // only segments no row points into
+	return deleted + m, err
+}
+
+// dropSegments deletes whole segments once every message in them has
+// expired, never the segment being appended to (nor the one holding the
+// newest row). A segment expires under r.Time when its
 // newest timestamp is older than now-r.Time; under r.Capacity when the
 // archive holds capacityTrigger messages and the segments after it hold at
 // least capacityKeep; under r.Size when it and the segment files after it
@@ -31,7 +51,7 @@ type segStat struct {
 // are in append order), time by the messages' timestamps. A segment's rows
 // are deleted by the writer between batches, embDeleteBatch at a time;
 // then the file is removed while no query reads.
-func (a *Embedded) retain(ctx context.Context, r Retention, now time.Time) (int64, error) {
+func (a *Embedded) dropSegments(ctx context.Context, r Retention, now time.Time) (int64, error) {
 	segs, err := a.segStats(ctx)
 	if err != nil {
 		return 0, err
@@ -152,6 +172,84 @@ func (a *Embedded) dropSegment(ctx context.Context, s segStat) (int64, error) {
 		return deleted, fmt.Errorf("archive: retention: %w", err)
 	}
 	return deleted, nil
+}
+
+// deleteRows deletes the index rows of the messages r says have expired:
+// under r.Time those older than the cutoff, under r.Capacity the oldest
+// beyond capacityKeep once the archive holds capacityTrigger. The newest
+// row always stays, so that row ids never start over (the power-loss
+// check reads the rows after a watermark id); it goes once a newer
+// message arrives. The messages' bytes stay in their segment until the
+// segment is dropped whole. r.Size counts segment files, which row
+// deletes do not shrink, and is left to dropSegments.
+func (a *Embedded) deleteRows(ctx context.Context, r Retention, now time.Time) (int64, error) {
+	if r.Time <= 0 && r.Capacity <= 0 {
+		return 0, nil
+	}
+	var newest, count int64
+	if err := a.queryRow(ctx, "SELECT IFNULL(MAX(id), 0), COUNT(*) FROM messages", nil, &newest, &count); err != nil {
+		return 0, err
+	}
+	var deleted int64
+	if r.Time > 0 {
+		n, err := a.deleteWhere(ctx, "ts < ? AND id < ?", now.Add(-r.Time).UnixNano(), newest)
+		deleted, count = deleted+n, count-n
+		if err != nil {
+			return deleted, err
+		}
+	}
+	if r.Capacity > 0 && count >= capacityTrigger(r.Capacity) {
+		var keepFrom int64 // the oldest row kept
+		if err := a.queryRow(ctx, "SELECT id FROM messages ORDER BY id DESC LIMIT 1 OFFSET ?", []any{capacityKeep(r.Capacity) - 1}, &keepFrom); err != nil {
+			return deleted, err
+		}
+		n, err := a.deleteWhere(ctx, "id < ?", keepFrom)
+		deleted += n
+		if err != nil {
+			return deleted, err
+		}
+	}
+	return deleted, nil
+}
+
+// queryRow scans one row of q on the read connection.
+func (a *Embedded) queryRow(ctx context.Context, q string, args []any, dest ...any) error {
+	a.readMu.RLock()
+	defer a.readMu.RUnlock()
+	if a.readClosed {
+		return ErrClosed
+	}
+	if err := a.rdb.QueryRowContext(ctx, q, args...).Scan(dest...); err != nil {
+		return fmt.Errorf("archive: index: %w", err)
+	}
+	return nil
+}
+
+// deleteWhere deletes the rows matching cond on the writer, embDeleteBatch
+// at a time between two batches, and returns how many it deleted.
+func (a *Embedded) deleteWhere(ctx context.Context, cond string, args ...any) (int64, error) {
+	q := "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE " + cond + " LIMIT " + strconv.Itoa(embDeleteBatch) + ")"
+	var deleted int64
+	for {
+		var n int64
+		var err error
+		if werr := a.onWriter(ctx, func() {
+			var res interface{ RowsAffected() (int64, error) }
+			res, err = a.wcon.ExecContext(ctx, q, args...)
+			if err == nil {
+				n, err = res.RowsAffected()
+			}
+		}); werr != nil {
+			return deleted, werr
+		}
+		deleted += n
+		if err != nil {
+			return deleted, fmt.Errorf("archive: index: %w", err)
+		}
+		if n < embDeleteBatch {
+			return deleted, nil
+		}
+	}
 }
 
 // onWriter runs f on the writer goroutine between batches and waits for it.

@@ -169,12 +169,24 @@ func TestRetentionRemovesSegments(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// Segment 1 has no rows, segment 2 (3 h, 4 h) expired, segment 3
-	// (2 h, 1 min) keeps a live message, segment 4 is appended to.
+	// (2 h, 1 min) keeps a live message, so its file stays while the 2 h
+	// message's row goes; segment 4 is appended to.
 	if got := segs(); !slices.Equal(got, []string{"0000000003.seg", "0000000004.seg"}) {
 		t.Fatalf("segments after retention %v", got)
 	}
-	if st := a.Stats(); st.Deleted != 2 || st.Messages != 3 {
-		t.Fatalf("stats %+v; want 2 deleted, 3 left", st)
+	if st := a.Stats(); st.Deleted != 3 || st.Messages != 2 {
+		t.Fatalf("stats %+v; want 3 deleted, 2 left", st)
+	}
+	res, err := a.Query(context.Background(), archive.Query{Forward: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ages2 []time.Duration
+	for _, m := range res.Messages {
+		ages2 = append(ages2, now.Sub(time.Unix(0, m.Timestamp)))
+	}
+	if !slices.Equal(ages2, []time.Duration{time.Minute, 0}) {
+		t.Fatalf("messages left are %v old, want 1m0s and 0s", ages2)
 	}
 }
 
@@ -247,4 +259,57 @@ func TestRetentionManyRows(t *testing.T) {
 			a.Close()
 		}
 	})
+}
+
+// TestRetentionWithinSegment: a small embedded archive, all of it in the
+// segment being appended to, still loses its expired messages, as nwaku's
+// archive does whatever its size. The newest message stays even when it
+// has expired too (row ids never start over) and goes once a newer one
+// arrives.
+func TestRetentionWithinSegment(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	for _, tt := range []struct {
+		policy string
+		ages   []time.Duration
+		left   []time.Duration
+	}{
+		{"time:60", []time.Duration{time.Hour, 30 * time.Minute, 2 * time.Minute, 30 * time.Second, 0}, []time.Duration{30 * time.Second, 0}},
+		{"time:60", []time.Duration{3 * time.Hour, 2 * time.Hour, time.Hour}, []time.Duration{time.Hour}},
+		// capacity 10: runs from 13 messages and keeps 11.
+		{"capacity:10", []time.Duration{14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, []time.Duration{11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}},
+	} {
+		t.Run(tt.policy, func(t *testing.T) {
+			dir := t.TempDir()
+			a := openT(t, dir, archive.Config{})
+			for i, age := range tt.ages {
+				appendWait(t, a, newEnv(t, "p", "/a/1/b/c", now.Add(-age).UnixNano(), []byte{byte(i)}))
+			}
+			if err := a.Close(); err != nil {
+				t.Fatal(err)
+			}
+			a = openT(t, dir, archive.Config{Retention: tt.policy, Now: func() time.Time { return now }})
+			defer a.Close()
+			deadline := time.Now().Add(time.Minute)
+			for a.Stats().RetentionRuns == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("retention did not run")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			res, err := a.Query(context.Background(), archive.Query{Forward: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []time.Duration
+			for _, m := range res.Messages {
+				left = append(left, now.Sub(time.Unix(0, m.Timestamp)))
+			}
+			if !slices.Equal(left, tt.left) {
+				t.Fatalf("left %v, want %v", left, tt.left)
+			}
+			if st := a.Stats(); st.Deleted != uint64(len(tt.ages)-len(tt.left)) || st.Messages != uint64(len(tt.left)) {
+				t.Fatalf("stats %+v", st)
+			}
+		})
+	}
 }
