@@ -362,21 +362,29 @@ func TestNodeFlagsRefuseEveryOwnedRow(t *testing.T) {
 
 func TestIsNodeInvocation(t *testing.T) {
 	cases := []struct {
-		argv0 string
-		args  []string
-		want  bool
+		argv0   string
+		args    []string
+		environ []string
+		want    bool
 	}{
-		{"/usr/bin/wakunode2", nil, true},
-		{"wakunode2", []string{"--help"}, true},
-		{"courier", []string{"--relay=true"}, true},
-		{"courier", []string{"node", "--relay=true"}, false},
-		{"courier", []string{"--help"}, false},
-		{"courier", nil, false},
-		{"./courier", []string{"bench"}, false},
+		{"/usr/bin/wakunode2", nil, nil, true},
+		{"wakunode2", []string{"--help"}, nil, true},
+		{"courier", []string{"--relay=true"}, nil, true},
+		{"courier", []string{"node", "--relay=true"}, nil, false},
+		{"courier", []string{"--help"}, nil, false},
+		{"courier", nil, nil, false},
+		{"./courier", []string{"bench"}, nil, false},
+		// No arguments: the environment decides, as for nwaku's docker image.
+		{"courier", nil, []string{"HOME=/root", "WAKUNODE2_TCP_PORT=61101", "WAKUNODE2_REST=TRUE"}, true},
+		{"/bin/courier", nil, []string{"COURIER_CLUSTER_ID=16"}, true},
+		{"courier", nil, []string{"WAKUNODE2_CONFIG_FILE=/etc/waku.toml"}, true},
+		{"courier", nil, []string{"COURIER_E2E_RACE=1", "WAKUNODE2_NO_SUCH_FLAG=1", "PATH=/bin"}, false},
+		{"courier", nil, []string{"TCP_PORT=1", "wakunode2_tcp_port=1"}, false},
+		{"courier", []string{"bench"}, []string{"WAKUNODE2_TCP_PORT=61101"}, false},
 	}
 	for _, tc := range cases {
-		if got := isNodeInvocation(tc.argv0, tc.args); got != tc.want {
-			t.Errorf("isNodeInvocation(%q, %q) = %v, want %v", tc.argv0, tc.args, got, tc.want)
+		if got := isNodeInvocation(tc.argv0, tc.args, tc.environ); got != tc.want {
+			t.Errorf("isNodeInvocation(%q, %q, %q) = %v, want %v", tc.argv0, tc.args, tc.environ, got, tc.want)
 		}
 	}
 }

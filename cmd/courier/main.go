@@ -1,7 +1,7 @@
 // Command courier is a Waku node, a message-path benchmark and a set of
 // small clients. Run `courier help` for the subcommands. With nwaku's flags
-// and no subcommand, or under the name wakunode2, it runs a node with
-// nwaku v0.38.1's command line.
+// and no subcommand, with no arguments but WAKUNODE2_<FLAG> variables, or
+// under the name wakunode2, it runs a node with nwaku v0.38.1's command line.
 package main
 
 import (
@@ -30,7 +30,7 @@ func init() {
 }
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: courier <command> [flags]\n       courier [node flags]   (runs a node, as nwaku's wakunode2)\n\ncommands:\n")
+	fmt.Fprintf(os.Stderr, "usage: courier <command> [flags]\n       courier [node flags]   (runs a node, as nwaku's wakunode2)\n       WAKUNODE2_<FLAG>=... courier   (the same, flags from the environment)\n\ncommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
 	}
@@ -38,7 +38,7 @@ func usage() {
 }
 
 func main() {
-	if isNodeInvocation(os.Args[0], os.Args[1:]) {
+	if isNodeInvocation(os.Args[0], os.Args[1:], os.Environ()) {
 		exit("node", runNode(os.Args[1:]))
 		return
 	}

@@ -194,16 +194,38 @@ func serveNode(cfg node.Config, notes []string) error {
 }
 
 // isNodeInvocation reports whether the command line runs a node without
-// the `node` subcommand: the binary is called wakunode2, or the first
-// argument is a flag other than help.
-func isNodeInvocation(argv0 string, args []string) bool {
+// the `node` subcommand: the binary is called wakunode2, the first argument
+// is a flag other than help, or there are no arguments and environ (as
+// os.Environ) sets a node flag, as `docker run -e WAKUNODE2_TCP_PORT=...`
+// does with nwaku's image.
+func isNodeInvocation(argv0 string, args, environ []string) bool {
 	base := argv0[strings.LastIndexAny(argv0, `/\`)+1:]
 	if strings.TrimSuffix(base, ".exe") == "wakunode2" {
 		return true
 	}
 	if len(args) == 0 {
-		return false
+		return setsNodeFlag(environ)
 	}
 	a := args[0]
 	return strings.HasPrefix(a, "-") && a != "-h" && a != "--help" && a != "-help"
+}
+
+// setsNodeFlag reports whether environ holds a COURIER_<FLAG> or
+// WAKUNODE2_<FLAG> variable naming one of nodeFlags.
+func setsNodeFlag(environ []string) bool {
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		for _, prefix := range envPrefixes {
+			suffix, ok := strings.CutPrefix(name, prefix)
+			if !ok {
+				continue
+			}
+			for _, d := range nodeFlags {
+				if strings.ToUpper(strings.ReplaceAll(d.name, "-", "_")) == suffix {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
