@@ -105,7 +105,7 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { return ipAddress(&o.cfg.ListenAddress, v) }},
 	{name: "tcp-port", kind: kindInt, nwaku: "60000", usage: "libp2p TCP port (0: any free port)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.TCPPort = v.int(); return nil }},
-	{name: "ports-shift", kind: kindInt, nwaku: "0", usage: "added to the TCP, WebSocket, REST and metrics ports",
+	{name: "ports-shift", kind: kindInt, nwaku: "0", usage: "added to the TCP, WebSocket, REST, metrics and discv5 UDP ports",
 		apply: func(o *nodeOptions, v flagVal) error { o.portsShift = v.int(); return nil }},
 	// nat: nwaku's "any" sends UPnP/NAT-PMP probes off the machine; courier
 	// does nothing of the kind unless asked.

@@ -183,7 +183,12 @@ func TestNodeFlagsForms(t *testing.T) {
 			func(o *nodeOptions) bool { return o.logLevel > slog.LevelInfo && o.logLevel < slog.LevelWarn }},
 		{"ports shift", []string{"--ports-shift=10", "--websocket-support=true"}, nil,
 			func(o *nodeOptions) bool {
-				return o.cfg.TCPPort == 60010 && o.cfg.RESTPort == 8655 && o.cfg.MetricsPort == 8018 && o.cfg.WebSocket && o.cfg.WebSocketPort == 8010
+				return o.cfg.TCPPort == 60010 && o.cfg.RESTPort == 8655 && o.cfg.MetricsPort == 8018 && o.cfg.WebSocket && o.cfg.WebSocketPort == 8010 &&
+					o.cfg.Discovery.Discv5UDPPort == 9010
+			}},
+		{"ports shift keeps any free port", []string{"--ports-shift=10", "--tcp-port=0", "--discv5-udp-port=0", "--discv5-discovery=true"}, nil,
+			func(o *nodeOptions) bool {
+				return o.cfg.TCPPort == 0 && o.cfg.Discovery.Discv5UDPPort == 0 && o.cfg.RESTPort == 8655
 			}},
 		{"websocket port alone", []string{"--websocket-port=9000"}, nil,
 			func(o *nodeOptions) bool { return !o.cfg.WebSocket && o.cfg.WebSocketPort == 9000 }},

@@ -107,8 +107,11 @@ func (o *nodeOptions) finish(p *parsedFlags) {
 	o.entries.apply(o)
 	// As in nwaku, --websocket-port alone does not turn WebSocket on.
 	c.WebSocket, c.WebSocketPort = o.wsSupport, o.wsPort
+	// --ports-shift moves every port nwaku's does, discv5's UDP port too
+	// (waku/discovery/waku_discv5.nim setupDiscoveryV5, and the ENR's udp in
+	// waku/factory/internal_config.nim); 0, any free port, stays 0.
 	if s := o.portsShift; s != 0 {
-		for _, port := range []*int{&c.TCPPort, &c.WebSocketPort, &c.RESTPort, &c.MetricsPort} {
+		for _, port := range []*int{&c.TCPPort, &c.WebSocketPort, &c.RESTPort, &c.MetricsPort, &c.Discovery.Discv5UDPPort} {
 			if *port != 0 {
 				*port += s
 			}
