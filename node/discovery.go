@@ -406,7 +406,7 @@ func (n *Node) startDiscovery() error {
 	var conn *net.UDPConn
 	udpPort := 0
 	if dc.Discv5 {
-		conn, err = net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(n.cfg.ListenAddress), Port: dc.Discv5UDPPort})
+		conn, err = net.ListenUDP(ipNetwork("udp", n.cfg.ListenAddress), &net.UDPAddr{IP: net.ParseIP(n.cfg.ListenAddress), Port: dc.Discv5UDPPort})
 		if err != nil {
 			return fmt.Errorf("node: discv5 UDP port %d: %w", dc.Discv5UDPPort, err)
 		}

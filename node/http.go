@@ -64,8 +64,10 @@ func (n *Node) startHTTP() error {
 	return nil
 }
 
+// serve binds addr:port in addr's family only, as nwaku binds the IpAddress
+// it is given: 0.0.0.0 is every IPv4 address, not IPv6's as well.
 func (n *Node) serve(what, addr string, port int, h http.Handler) error {
-	ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
+	ln, err := net.Listen(ipNetwork("tcp", addr), net.JoinHostPort(addr, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("node: %s: %w", what, err)
 	}
@@ -81,6 +83,21 @@ func (n *Node) serve(what, addr string, port int, h http.Handler) error {
 		}
 	}()
 	return nil
+}
+
+// ipNetwork returns network ("tcp" or "udp") with the family of the IP
+// address ip: "tcp4" for an IPv4 address (IPv4-mapped IPv6 included),
+// "tcp6" for an IPv6 one, network itself for what is not an address.
+func ipNetwork(network, ip string) string {
+	a := net.ParseIP(ip)
+	switch {
+	case a == nil:
+		return network
+	case a.To4() != nil:
+		return network + "4"
+	default:
+		return network + "6"
+	}
 }
 
 // stopHTTP shuts the servers down, letting requests in progress finish

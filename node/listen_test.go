@@ -54,3 +54,48 @@ func TestListenPortInUse(t *testing.T) {
 	}
 	n.Stop(t.Context())
 }
+
+// The REST API and metrics servers listen in the family of the address
+// they are given only, as nwaku binds the IpAddress of --rest-address and
+// --metrics-server-address: 0.0.0.0 takes no IPv6 connection and :: no
+// IPv4 one.
+func TestHTTPListensInAddressFamily(t *testing.T) {
+	if ln, err := net.Listen("tcp6", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	} else {
+		ln.Close()
+	}
+	n, err := New(Config{ListenAddress: "127.0.0.1", Relay: true, REST: true, RESTAddress: "0.0.0.0", MetricsServer: true, MetricsAddress: "::"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop(t.Context())
+	if err := n.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	addrs := n.HTTPAddrs()
+	if len(addrs) != 2 {
+		t.Fatalf("HTTPAddrs %q, want the REST and metrics servers'", addrs)
+	}
+	for _, tt := range []struct {
+		what, addr, reach, miss string
+	}{
+		{"REST on 0.0.0.0", addrs[0], "127.0.0.1", "::1"},
+		{"metrics on ::", addrs[1], "::1", "127.0.0.1"},
+	} {
+		_, port, err := net.SplitHostPort(tt.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := net.Dial("tcp", net.JoinHostPort(tt.reach, port))
+		if err != nil {
+			t.Errorf("%s: %s not reachable: %v", tt.what, tt.reach, err)
+		} else {
+			c.Close()
+		}
+		if c, err := net.Dial("tcp", net.JoinHostPort(tt.miss, port)); err == nil {
+			c.Close()
+			t.Errorf("%s: %s reachable, want only the given family", tt.what, tt.miss)
+		}
+	}
+}
