@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 
@@ -60,6 +63,9 @@ type managedPeer struct {
 	failed     int
 	lastFailed time.Time
 	added      time.Time
+	// protos are the protocols saved in peers.json, until identify on a
+	// new connection replaces them in the peerstore.
+	protos []string
 }
 
 // PeerStats counts the peer manager's work. Take a copy with
@@ -153,6 +159,30 @@ func (pm *peerManager) add(p discovery.Peer, origin rest.Origin) {
 	pm.wake()
 }
 
+// connected records a peer on each connection and disconnection, as
+// nwaku's onPeerEvent writes every peer to its peer storage on Joined and
+// Left (waku/node/peer_manager/peer_manager.nim): a peer not yet known (an
+// inbound one, or one dialled through POST /admin/v1/peers) is kept with
+// origin UnknownOrigin, nwaku's addPeer default; its addresses are those
+// identify leaves in the peerstore, read when the peers are saved.
+func (pm *peerManager) connected(id peer.ID) {
+	if id == pm.h.ID() {
+		return
+	}
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	pm.dirty = true
+	if _, ok := pm.peers[id]; ok {
+		return
+	}
+	if len(pm.peers) >= pm.capacity && !pm.evictLocked() {
+		pm.stats.storeFull.Add(1)
+		return
+	}
+	pm.peers[id] = &managedPeer{origin: rest.UnknownOrigin, added: time.Now()}
+	pm.stats.added.Add(1)
+}
+
 // evictLocked forgets the not-connected, non-static peer with the most
 // failures (the oldest among equals); false when there is none.
 func (pm *peerManager) evictLocked() bool {
@@ -236,8 +266,21 @@ func (pm *peerManager) forget(id peer.ID, reason error) {
 
 // run keeps the relay connections at target until ctx ends.
 func (pm *peerManager) run(ctx context.Context) {
-	pm.load()
-	pm.h.Network().Notify(&network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { pm.checkColocation(c) }})
+	relayPeers := pm.load()
+	pm.h.Network().Notify(&network.NotifyBundle{
+		ConnectedF: func(_ network.Network, c network.Conn) {
+			pm.checkColocation(c)
+			if pm.path != "" {
+				pm.connected(c.RemotePeer())
+			}
+		},
+		DisconnectedF: func(_ network.Network, c network.Conn) {
+			if pm.path != "" {
+				pm.connected(c.RemotePeer())
+			}
+		},
+	})
+	pm.reconnect(ctx, relayPeers)
 	lastSave := time.Now()
 	for {
 		below := pm.round(ctx)
@@ -332,7 +375,8 @@ func (pm *peerManager) candidates() []peer.AddrInfo {
 	defer pm.mu.Unlock()
 	var out []peer.AddrInfo
 	for id, mp := range pm.peers {
-		if mp.origin == rest.Static || (mp.hasCaps && !mp.caps.Has(discovery.Relay)) {
+		if mp.origin == rest.Static || len(mp.addrs) == 0 || (mp.hasCaps && !mp.caps.Has(discovery.Relay)) ||
+			(mp.protos != nil && !slices.Contains(mp.protos, string(relay.ProtocolID))) {
 			continue
 		}
 		if pm.h.Network().Connectedness(id) == network.Connected {
@@ -463,13 +507,18 @@ func (pm *peerManager) snapshot() PeerStats {
 
 // savedPeer is one line of peers.json.
 type savedPeer struct {
-	ID     string      `json:"id"`
-	Addrs  []string    `json:"addrs"`
-	Origin rest.Origin `json:"origin"`
-	ENR    string      `json:"enr,omitempty"`
+	ID        string      `json:"id"`
+	Addrs     []string    `json:"addrs"`
+	Origin    rest.Origin `json:"origin"`
+	ENR       string      `json:"enr,omitempty"`
+	Protocols []string    `json:"protocols,omitempty"`
 }
 
-// save writes the known peers to peers.json when they changed.
+// save writes the known peers to peers.json when they changed: at most
+// --peer-store-capacity of them, as the manager keeps no more. A peer's
+// addresses are those it was learned with, else those the peerstore holds
+// (identify's, or those POST /admin/v1/peers gave); its protocols are
+// those identify reported, else those saved before.
 func (pm *peerManager) save() {
 	if pm.path == "" {
 		return
@@ -479,19 +528,32 @@ func (pm *peerManager) save() {
 		pm.mu.Unlock()
 		return
 	}
+	ps := pm.h.Peerstore()
 	var out []savedPeer
 	for id, mp := range pm.peers {
-		sp := savedPeer{ID: id.String(), Origin: mp.origin}
+		sp := savedPeer{ID: id.String(), Origin: mp.origin, Protocols: mp.protos}
 		if mp.record != nil {
 			sp.ENR = mp.record.String()
 		}
-		for _, a := range mp.addrs {
+		addrs := mp.addrs
+		if len(addrs) == 0 {
+			addrs = ps.Addrs(id)
+		}
+		for _, a := range addrs {
 			sp.Addrs = append(sp.Addrs, a.String())
+		}
+		if protos, err := ps.GetProtocols(id); err == nil && len(protos) > 0 {
+			sp.Protocols = sp.Protocols[:0:0]
+			for _, p := range protos {
+				sp.Protocols = append(sp.Protocols, string(p))
+			}
+			slices.Sort(sp.Protocols)
 		}
 		out = append(out, sp)
 	}
 	pm.dirty = false
 	pm.mu.Unlock()
+	slices.SortFunc(out, func(a, b savedPeer) int { return strings.Compare(a.ID, b.ID) })
 	b, err := json.MarshalIndent(out, "", " ")
 	if err == nil {
 		tmp := pm.path + ".tmp"
@@ -505,13 +567,15 @@ func (pm *peerManager) save() {
 }
 
 // load reads peers.json; entries that do not parse are skipped and logged.
-func (pm *peerManager) load() {
+// It returns the saved peers with addresses whose saved protocols include
+// relay, those the node reconnects to at start.
+func (pm *peerManager) load() []peer.AddrInfo {
 	if pm.path == "" {
-		return
+		return nil
 	}
 	b, err := os.ReadFile(pm.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return
+		return nil
 	}
 	var saved []savedPeer
 	if err == nil {
@@ -519,12 +583,13 @@ func (pm *peerManager) load() {
 	}
 	if err != nil {
 		pm.log.Warn("peer persistence: unreadable, starting without saved peers", "path", pm.path, "err", err)
-		return
+		return nil
 	}
 	loaded := 0
+	var relayPeers []peer.AddrInfo
 	for _, sp := range saved {
 		id, err := peer.Decode(sp.ID)
-		if err != nil {
+		if err != nil || id == pm.h.ID() {
 			continue
 		}
 		p := discovery.Peer{ID: id}
@@ -540,8 +605,70 @@ func (pm *peerManager) load() {
 				}
 			}
 		}
-		pm.add(p, sp.Origin)
+		if !pm.restore(p, sp.Origin, sp.Protocols) {
+			continue
+		}
 		loaded++
+		if len(p.Addrs) > 0 && slices.Contains(sp.Protocols, string(relay.ProtocolID)) {
+			relayPeers = append(relayPeers, peer.AddrInfo{ID: id, Addrs: p.Addrs})
+		}
 	}
-	pm.log.Info("peer persistence: loaded peers", "path", pm.path, "peers", loaded, "of", len(saved))
+	pm.log.Info("peer persistence: loaded peers", "path", pm.path, "peers", loaded, "of", len(saved), "relay", len(relayPeers))
+	return relayPeers
+}
+
+// restore keeps a saved peer with its origin and protocols; a peer saved
+// without addresses (an inbound light client) is known but never dialled.
+// It reports false when the store is full.
+func (pm *peerManager) restore(p discovery.Peer, origin rest.Origin, protos []string) bool {
+	if len(p.Addrs) > 0 {
+		pm.add(p, origin)
+	} else {
+		pm.connected(p.ID)
+	}
+	pm.mu.Lock()
+	mp, ok := pm.peers[p.ID]
+	if ok {
+		if mp.origin != rest.Static {
+			mp.origin = origin
+		}
+		if protos != nil {
+			mp.protos = slices.Clone(protos)
+		}
+	}
+	pm.mu.Unlock()
+	if ok && len(protos) > 0 {
+		ids := make([]protocol.ID, len(protos))
+		for i, s := range protos {
+			ids[i] = protocol.ID(s)
+		}
+		_ = pm.h.Peerstore().AddProtocols(p.ID, ids...)
+	}
+	return ok
+}
+
+// reconnect dials the saved relay peers at start, as nwaku's startRelay
+// reconnects the relay peers of its peer storage
+// (waku/node/waku_node.nim, peer_manager.nim reconnectPeers). nwaku first
+// waits out gossipsub's prune backoff; a restarted node held no mesh to
+// be pruned from, so these dials go out at once.
+func (pm *peerManager) reconnect(ctx context.Context, peers []peer.AddrInfo) {
+	if len(peers) == 0 {
+		return
+	}
+	sem := make(chan struct{}, maxParallelDials)
+	var wg sync.WaitGroup
+	for _, pi := range peers {
+		if pm.h.Network().Connectedness(pi.ID) == network.Connected {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			pm.dial(ctx, pi)
+		}()
+	}
+	wg.Wait()
+	pm.log.Info("peer persistence: reconnected to saved relay peers", "peers", len(peers))
 }

@@ -2,8 +2,11 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/internal/testwait"
+	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/rest"
 )
 
@@ -193,5 +197,119 @@ func TestStaticNodeOfAnotherCluster(t *testing.T) {
 	}
 	if got := inbound.Load(); got != dials || warned.Load() != 1 {
 		t.Errorf("%d connections after the refusal, %d before; warned %d times, want once", got, dials, warned.Load())
+	}
+}
+
+// TestPeerPersistenceKeepsEveryPeer: a peer dialled through POST
+// /admin/v1/peers and one that connected inbound are written too, as
+// nwaku stores every peer on Joined and Left; after a restart both are
+// known (UnknownOrigin, nwaku's default) and, being relay peers, dialled
+// again (nwaku startRelay reconnectPeers).
+func TestPeerPersistenceKeepsEveryPeer(t *testing.T) {
+	ctx := context.Background()
+	start := func(cfg Config) *Node {
+		t.Helper()
+		cfg.ListenAddress, cfg.Relay = "127.0.0.1", true
+		n, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Stop(ctx) })
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	cfg := Config{DataDir: t.TempDir(), Discovery: DiscoveryConfig{PeerPersistence: true}}
+	n1, viaAdmin, inbound := start(cfg), start(Config{}), start(Config{})
+	if err := (restBackend{n1}).ConnectPeer(ctx, viaAdmin.ListenAddresses()[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := inbound.Host().Connect(ctx, peer.AddrInfo{ID: n1.Host().ID(), Addrs: n1.Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []peer.ID{viaAdmin.Host().ID(), inbound.Host().ID()}
+	testwait.Until(t, "identify of both peers", func() bool {
+		for _, id := range ids {
+			if p, _ := n1.Host().Peerstore().SupportsProtocols(id, relay.ProtocolID); len(p) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := n1.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	n1 = start(cfg)
+	testwait.Until(t, "reconnection to both peers", func() bool {
+		for _, id := range ids {
+			if n1.Host().Network().Connectedness(id) != network.Connected {
+				return false
+			}
+		}
+		return true
+	})
+	known := map[string]rest.Origin{}
+	for _, p := range (restBackend{n1}).Peers() {
+		_, id, _ := strings.Cut(p.Multiaddr, "/p2p/")
+		known[id] = p.Origin
+	}
+	for _, id := range ids {
+		if o, ok := known[id.String()]; !ok || o != rest.UnknownOrigin {
+			t.Errorf("peer %s after restart: origin %q, listed %v", id, o, ok)
+		}
+	}
+}
+
+// TestPeerPersistenceBounded: peers.json holds at most
+// --peer-store-capacity peers, inbound ones included, with their saved
+// protocols and origins read back.
+func TestPeerPersistenceBounded(t *testing.T) {
+	cfg := Config{ListenAddress: "127.0.0.1", DataDir: t.TempDir(), Discovery: DiscoveryConfig{PeerPersistence: true, PeerStoreCapacity: 2}}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop(context.Background())
+	pm := n.peers
+	a, b, c := randomPeer(t, "/ip4/127.0.0.1/tcp/1"), randomPeer(t, "/ip4/127.0.0.1/tcp/2"), randomPeer(t, "/ip4/127.0.0.1/tcp/3")
+	pm.add(a, rest.DNS)
+	pm.connected(b.ID)
+	n.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
+	if err := n.host.Peerstore().AddProtocols(b.ID, relay.ProtocolID); err != nil {
+		t.Fatal(err)
+	}
+	pm.save()
+	pm.connected(c.ID) // evicts the oldest
+	pm.save()
+	b2, err := os.ReadFile(filepath.Join(cfg.DataDir, "peers.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved []savedPeer
+	if err := json.Unmarshal(b2, &saved); err != nil {
+		t.Fatal(err)
+	}
+	if len(saved) != 2 {
+		t.Fatalf("saved %d peers, want 2: %s", len(saved), b2)
+	}
+	if err := n.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n2, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Stop(context.Background())
+	relayPeers := n2.peers.load()
+	if len(relayPeers) != 1 || relayPeers[0].ID != b.ID || relayPeers[0].Addrs[0].String() != "/ip4/127.0.0.1/tcp/2" {
+		t.Errorf("relay peers to reconnect: %v", relayPeers)
+	}
+	if o, ok := n2.peers.origin(b.ID); !ok || o != rest.UnknownOrigin {
+		t.Errorf("inbound peer: origin %q, known %v", o, ok)
+	}
+	if _, ok := n2.peers.origin(c.ID); !ok {
+		t.Error("peer without addresses not kept")
 	}
 }
