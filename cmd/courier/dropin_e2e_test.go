@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -55,13 +56,17 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 	a := startNwakuLine(t, link, "A")
 	b := startNwakuLine(t, bin, "B", "--staticnode="+a.addr)
 	for _, n := range []*nodeProc{a, b} {
-		if n.log.count("relaying shard 0") != 0 {
+		if lines := n.log.snapshot(); len(lines) != 0 {
+			t.Errorf("%s: node logs on stderr, want them on stdout as nwaku's: %q", n.name, lines)
+		}
+		if n.out.count("relaying shard 0") != 0 {
 			t.Errorf("%s: start note about shard 0 although --shard=0 was given", n.name)
 		}
 		if _, err := os.Stat(filepath.Join(n.dataDir, "store.sqlite3")); err != nil {
 			t.Errorf("%s: --store=true without a data directory: %v", n.name, err)
 		}
 	}
+	testEnvOnly(t, bin, a)
 	waitFor(t, 20*time.Second, "B sees A connected with shard 0", func() (bool, string) {
 		peers, err := b.peers()
 		if err != nil {
@@ -184,4 +189,30 @@ func logMetrics(t *testing.T, n *nodeProc) {
 func spew(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// testEnvOnly runs courier with no arguments, configured by WAKUNODE2_
+// variables alone as nwaku's docker image is, with JSON logs: it runs a
+// node (not the usage) that logs nwaku's JSON records on stdout and
+// connects to a.
+func testEnvOnly(t *testing.T, bin string, a *nodeProc) {
+	t.Helper()
+	dir := t.TempDir()
+	env := []string{"WAKUNODE2_LISTEN_ADDRESS=127.0.0.1", "WAKUNODE2_TCP_PORT=0", "WAKUNODE2_REST=TRUE",
+		"WAKUNODE2_REST_PORT=0", "WAKUNODE2_CLUSTER_ID=0", "WAKUNODE2_SHARD=0", "WAKUNODE2_NAT=none",
+		"WAKUNODE2_LOG_FORMAT=JSON", "WAKUNODE2_STATICNODE=" + a.addr, "WAKUNODE2_DATA_DIR=" + dir}
+	c := startProcEnv(t, "C (environment only)", dir, bin, env)
+	reJSON := regexp.MustCompile(`^\{"ts":"[^"]+","lvl":"INF","msg":"listening","addr":"(/ip4/127\.0\.0\.1/tcp/\d+/p2p/\w+)"\}$`)
+	c.waitLog(t, reJSON, 15*time.Second)
+	c.waitLog(t, regexp.MustCompile(`"msg":"connected to static node"`), 20*time.Second)
+	c.stop(t)
+	if lines := c.log.snapshot(); len(lines) != 0 {
+		t.Errorf("C: stderr %q, want none", lines)
+	}
+	for _, line := range c.out.snapshot() {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec["lvl"] == nil || rec["ts"] == nil || rec["msg"] == nil {
+			t.Errorf("C: stdout line %q is not a JSON record with lvl, ts and msg", line)
+		}
+	}
 }

@@ -233,10 +233,16 @@ func startProc(t *testing.T, name, bin string, args ...string) *proc {
 // test's).
 func startProcIn(t *testing.T, name, dir, bin string, args ...string) *proc {
 	t.Helper()
+	return startProcEnv(t, name, dir, bin, nil, args...)
+}
+
+// startProcEnv is startProcIn with env added to childEnv.
+func startProcEnv(t *testing.T, name, dir, bin string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{name: name, log: new(logBuf), out: new(logBuf), done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = dir
-	p.cmd.Env = childEnv()
+	p.cmd.Env = append(childEnv(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -270,13 +276,13 @@ func (p *proc) exited() bool {
 	}
 }
 
-// waitLog waits until a line of the process's stderr matches re and returns
-// its submatches. It fails at once if the process exits first.
+// waitLog waits until a line of the process's stdout, where a node logs,
+// matches re and returns its submatches. It fails at once if the process exits first.
 func (p *proc) waitLog(t *testing.T, re *regexp.Regexp, timeout time.Duration) []string {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		if m := p.log.find(re); m != nil {
+		if m := p.out.find(re); m != nil {
 			return m
 		}
 		if p.exited() {
@@ -677,7 +683,7 @@ func testE2ERelayLine(t *testing.T, bin string) {
 	stop := func(n *nodeProc) {
 		t.Helper()
 		took := n.stop(t)
-		if n.log.count(`msg=stopped`) != 1 {
+		if n.out.count(`msg=stopped`) != 1 {
 			t.Errorf("%s exited 0 without logging msg=stopped", n.name)
 		}
 		step(fmt.Sprintf("%s exited 0 after SIGTERM in %v", n.name, took.Round(time.Millisecond)))
@@ -872,8 +878,8 @@ func checkOtherCluster(t *testing.T, bin string, a, b *nodeProc) {
 	t.Helper()
 	d := startNode(t, bin, "D", "--cluster-id", "16", "--staticnode", a.addr)
 	refused := func() int {
-		return a.log.count(`msg="disconnecting peer"`, "peer="+d.id, "another cluster") +
-			d.log.count(`msg="disconnecting peer"`, "peer="+a.id, "another cluster")
+		return a.out.count(`msg="disconnecting peer"`, "peer="+d.id, "another cluster") +
+			d.out.count(`msg="disconnecting peer"`, "peer="+a.id, "another cluster")
 	}
 	waitFor(t, 10*time.Second, "cluster mismatch logged by A or D", func() (bool, string) {
 		return refused() > 0, "no disconnect logged"
@@ -920,9 +926,9 @@ func checkOtherCluster(t *testing.T, bin string, a, b *nodeProc) {
 		}
 	}
 	t.Logf("cluster mismatch disconnects logged: A %d, D %d; D dialled A %d times",
-		a.log.count(`msg="disconnecting peer"`, "peer="+d.id),
-		d.log.count(`msg="disconnecting peer"`, "peer="+a.id),
-		d.log.count(`msg="connected to static node"`))
+		a.out.count(`msg="disconnecting peer"`, "peer="+d.id),
+		d.out.count(`msg="disconnecting peer"`, "peer="+a.id),
+		d.out.count(`msg="connected to static node"`))
 	if ps, _ := a.peers(); ps[b.id].Connected != "Connected" {
 		t.Errorf("A lost B while refusing D: %+v", ps[b.id])
 	}

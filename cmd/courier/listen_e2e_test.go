@@ -35,8 +35,8 @@ func testE2EPortInUse(t *testing.T, bin string) {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(bin, append([]string{"--listen-address=127.0.0.1", "--rest=false", "--metrics-server=false"}, tt.args...)...)
 			cmd.Env = childEnv()
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
+			var stderr, stdout bytes.Buffer
+			cmd.Stderr, cmd.Stdout = &stderr, &stdout
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -50,8 +50,8 @@ func testE2EPortInUse(t *testing.T, bin string) {
 			}
 			var exit *exec.ExitError
 			out := stderr.String()
-			if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasSuffix(out, tt.want) || strings.Contains(out, "fx") {
-				t.Fatalf("exit %v, stderr\n%s\nwant exit 1, no fx lines, and last\n%s", err, out, tt.want)
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || out != tt.want || strings.Contains(stdout.String(), "fx") {
+				t.Fatalf("exit %v, stderr\n%s\nstdout\n%s\nwant exit 1, no fx lines, and the error alone on stderr\n%s", err, out, stdout.String(), tt.want)
 			}
 		})
 	}

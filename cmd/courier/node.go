@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -40,8 +41,10 @@ keys named like the flags, lists for repeatable flags) or from the
 environment as COURIER_<FLAG> or WAKUNODE2_<FLAG>, dashes as underscores,
 for example WAKUNODE2_CLUSTER_ID=16 (lists comma-separated or as a JSON
 array). Flags win over the environment, COURIER_ over WAKUNODE2_, and both
-over the file. SIGINT or SIGTERM stops the node cleanly: the archive
-commits and fsyncs what it holds, connections close, and the exit code is 0.
+over the file. The node logs to stdout (with --log-format=JSON, nwaku's
+records: ts, lvl, msg). SIGINT or SIGTERM stops the node cleanly: the
+archive commits and fsyncs what it holds, connections close, and the exit
+code is 0.
 
 Example, two nodes on one machine:
   courier --relay=true --rest=true --store=true --data-dir=./a \
@@ -67,7 +70,7 @@ func runNode(args []string) error {
 	}
 	level := new(slog.LevelVar)
 	level.Set(o.logLevel)
-	logger := newLogger(level, o.logJSON)
+	logger := newLogger(os.Stdout, level, o.logJSON)
 	o.cfg.Logger, o.cfg.LogLevel = logger, level
 	p2plog.Install(logger.Handler())
 	return serveNode(o.cfg, o.notes)
@@ -132,14 +135,14 @@ func printNodeHelp() {
 	p.fs.PrintDefaults()
 }
 
-// newLogger returns a text or JSON logger on stderr at level, which POST
-// /admin/v1/log-level may change.
-func newLogger(level *slog.LevelVar, json bool) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: levelNames}
+// newLogger returns a text or JSON logger on w at level, which POST
+// /admin/v1/log-level may change. The node logs to stdout, as nwaku does
+// (waku/common/logging.nim setupLogFormat writes both formats there).
+func newLogger(w io.Writer, level *slog.LevelVar, json bool) *slog.Logger {
 	if json {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: chroniclesJSON}))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: levelNames}))
 }
 
 // levelNames writes nwaku's names for the levels between slog's.
@@ -158,6 +161,51 @@ func levelNames(_ []string, a slog.Attr) slog.Attr {
 		}
 	}
 	return a
+}
+
+// chroniclesTime is the layout of nim-chronicles' default RfcTime
+// timestamps, local time with milliseconds (chronicles/timestamp.nim).
+const chroniclesTime = "2006-01-02 15:04:05.000-07:00"
+
+// chroniclesJSON names a JSON record's time and level as nwaku's records
+// do (nim-chronicles chronicles/json_records.nim): "lvl" with the
+// three-letter level (TRC, DBG, INF, NTC, WRN, ERR, FAT; log_output.nim
+// shortName), "ts" with an RfcTime timestamp, then "msg" and the fields.
+func chroniclesJSON(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) > 0 {
+		return a
+	}
+	switch a.Key {
+	case slog.TimeKey:
+		if t, ok := a.Value.Any().(time.Time); ok {
+			return slog.String("ts", t.Format(chroniclesTime))
+		}
+	case slog.LevelKey:
+		if l, ok := a.Value.Any().(slog.Level); ok {
+			return slog.String("lvl", shortLevel(l))
+		}
+	}
+	return a
+}
+
+// shortLevel is nim-chronicles' three-letter name of the level l falls in.
+func shortLevel(l slog.Level) string {
+	switch {
+	case l < slog.LevelDebug:
+		return "TRC"
+	case l < slog.LevelInfo:
+		return "DBG"
+	case l == slog.LevelInfo:
+		return "INF"
+	case l < slog.LevelWarn:
+		return "NTC"
+	case l < slog.LevelError:
+		return "WRN"
+	case l == slog.LevelError:
+		return "ERR"
+	default:
+		return "FAT"
+	}
 }
 
 // serveNode runs a node until SIGINT or SIGTERM, logging notes once the
