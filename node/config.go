@@ -166,6 +166,11 @@ type Config struct {
 	MetricsServer  bool
 	MetricsAddress string
 	MetricsPort    int
+	// MetricsLogging logs the node's totals (messages, errors and the
+	// others nwaku logs) at INFO every 10 minutes while MetricsServer is on,
+	// as nwaku (--metrics-logging, waku/node/waku_metrics.nim).
+	// DefaultConfig: true, nwaku's default.
+	MetricsLogging bool
 	// ArchiveConfig tunes the embedded archive; zero means its defaults.
 	// Its OnInsert and OnQuery are replaced by the node's metrics'.
 	ArchiveConfig archive.Config
@@ -205,7 +210,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		ListenAddress: "0.0.0.0", TCPPort: 60000, WebSocketPort: 8000, Relay: true, MaxConnections: 150,
-		RESTAddress: "127.0.0.1", RESTPort: 8645, MetricsAddress: "127.0.0.1", MetricsPort: 8008,
+		RESTAddress: "127.0.0.1", RESTPort: 8645, MetricsAddress: "127.0.0.1", MetricsPort: 8008, MetricsLogging: true,
 		Discovery: DefaultDiscoveryConfig(),
 	}
 }

@@ -406,6 +406,15 @@ func (n *Node) Start(ctx context.Context) error {
 		n.wg.Add(1)
 		go n.resume(runCtx)
 	}
+	// nwaku logs its totals only along with its metrics server
+	// (waku/node/waku_metrics.nim startMetricsServerAndLogging).
+	if n.cfg.MetricsServer && n.cfg.MetricsLogging {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			logTotals(runCtx, n.reg, n.cfg.Logger, metricsLogInterval)
+		}()
+	}
 	if err := startCanceled(ctx); err != nil {
 		return err
 	}

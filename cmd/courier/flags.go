@@ -275,10 +275,10 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { return ipAddress(&o.cfg.MetricsAddress, v) }},
 	{name: "metrics-server-port", kind: kindInt, nwaku: "8008", usage: "metrics port",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MetricsPort = v.int(); return nil }},
-	// metrics-logging: nwaku logs a summary of its metrics every 30 s;
-	// courier serves them only.
-	{name: "metrics-logging", kind: kindBool, nwaku: "true", usage: "ignored (nwaku: log metrics periodically)",
-		apply: func(*nodeOptions, flagVal) error { return nil }},
+	// metrics-logging: as nwaku, the totals every 10 minutes, with
+	// --metrics-server only (waku/node/waku_metrics.nim).
+	{name: "metrics-logging", kind: kindBool, nwaku: "true", usage: "log the node's totals every 10 minutes (with --metrics-server)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MetricsLogging = v.bool(); return nil }},
 
 	// Discovery.
 	{name: "dns-discovery", kind: kindBool, nwaku: "false", usage: "fetch --dns-discovery-url at start (EIP-1459)",

@@ -190,6 +190,8 @@ func TestNodeFlagsForms(t *testing.T) {
 			func(o *nodeOptions) bool {
 				return o.cfg.TCPPort == 0 && o.cfg.Discovery.Discv5UDPPort == 0 && o.cfg.RESTPort == 8655
 			}},
+		{"metrics logging by default", nil, nil, func(o *nodeOptions) bool { return o.cfg.MetricsLogging }},
+		{"metrics logging off", []string{"--metrics-logging=false"}, nil, func(o *nodeOptions) bool { return !o.cfg.MetricsLogging }},
 		{"websocket port alone", []string{"--websocket-port=9000"}, nil,
 			func(o *nodeOptions) bool { return !o.cfg.WebSocket && o.cfg.WebSocketPort == 9000 }},
 		{"secure websocket", []string{"--websocket-secure-support=true", "--websocket-secure-key-path=k.pem", "--websocket-secure-cert-path=c.pem"}, nil,
