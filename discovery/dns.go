@@ -78,6 +78,44 @@ func ResolveTree(url string, cfg DNSConfig) (peers []Peer, malformed int, err er
 	return nil, 0, fmt.Errorf("%w: %s: %w", ErrDNS, url, errors.Join(errs...))
 }
 
+// ResolveIPv4 returns the first IPv4 address of domain, asking
+// cfg.NameServers in turn until one answers, as nwaku resolves
+// --dns4-domain-name with its --dns-addrs-name-server servers
+// (waku/factory/internal_config.nim dnsResolve). nwaku takes the first
+// answer of either family; the name is announced as /dns4, so here it is
+// the first A record. A name without one, or no answer, is an error
+// wrapping ErrDNS.
+func ResolveIPv4(domain string, cfg DNSConfig) (net.IP, error) {
+	servers := cfg.NameServers
+	if len(servers) == 0 {
+		servers = DefaultNameServers()
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	var errs []error
+	for _, ns := range servers {
+		addr, err := nameServerAddr(ns)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrDNS, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ips, err := resolverAt(addr).LookupIP(ctx, "ip4", domain)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("name server %s: %w", addr, err))
+			continue
+		}
+		if len(ips) == 0 {
+			errs = append(errs, fmt.Errorf("name server %s: no IPv4 address", addr))
+			continue
+		}
+		return ips[0], nil
+	}
+	return nil, fmt.Errorf("%w: %s: %w", ErrDNS, domain, errors.Join(errs...))
+}
+
 // nameServerAddr returns ns as host:port, port 53 when ns is a bare IP.
 func nameServerAddr(ns string) (string, error) {
 	if ip := net.ParseIP(ns); ip != nil {

@@ -248,8 +248,26 @@ func (n *Node) capabilities() discovery.Capabilities {
 	return c
 }
 
+// resolveDNS4 resolves --dns4-domain-name, when given without
+// --nat=extip:, into the external IP the ENR announces; a name that does
+// not resolve fails the start, as in nwaku (waku/factory/internal_config.nim
+// networkConfiguration).
+func (n *Node) resolveDNS4() error {
+	dc := n.cfg.Discovery
+	if ip, _ := dc.extIP(); ip != nil || dc.DNS4DomainName == "" {
+		return nil
+	}
+	ip, err := discovery.ResolveIPv4(dc.DNS4DomainName, discovery.DNSConfig{NameServers: dc.DNSNameServers, Logger: n.cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("node: --dns4-domain-name %s: could not resolve the external IP: %w", dc.DNS4DomainName, err)
+	}
+	n.dns4IP = ip
+	return nil
+}
+
 // recordConfig chooses what the node's ENR says, as nwaku's NetConfig
-// (waku/node/net_config.nim) does: the IP is the --nat=extip: one, else an
+// (waku/node/net_config.nim) does: the IP is the --nat=extip: one, else the
+// address --dns4-domain-name resolves to, else an
 // /ip4/.../tcp/... --ext-multiaddr, else the listen address when it is
 // specific, else the host's primary interface address; /ws, /wss and /dns4
 // addresses go in the multiaddrs field.
@@ -269,6 +287,9 @@ func (n *Node) recordConfig(udpPort int) (discovery.RecordConfig, error) {
 		ext = append(ext, a)
 	}
 	extIP, _ := dc.extIP()
+	if extIP == nil {
+		extIP = n.dns4IP
+	}
 	var extTCP ma.Multiaddr
 	for _, a := range ext {
 		if isPlainTCP(a) && extTCP == nil {
@@ -402,6 +423,9 @@ func (n *Node) startDiscovery() error {
 	ek, err := discovery.ECDSAKey(n.key)
 	if err != nil {
 		return fmt.Errorf("node: ENR: %w", err)
+	}
+	if err := n.resolveDNS4(); err != nil {
+		return err
 	}
 	var conn *net.UDPConn
 	udpPort := 0

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -104,5 +105,74 @@ func TestDNSDiscoveryConnects(t *testing.T) {
 	}
 	if st := m.PeerStats(); st.DNSFailures != 1 || st.Added != 0 {
 		t.Errorf("bad signature: stats %+v", st)
+	}
+}
+
+// serveA answers A queries for the names in addrs from a DNS server on
+// 127.0.0.1 (NXDOMAIN for others) and returns its address.
+func serveA(t *testing.T, addrs map[string]string) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(req)
+		m.Rcode = dns.RcodeNameError
+		for _, q := range req.Question {
+			if ip, ok := addrs[strings.TrimSuffix(q.Name, ".")]; ok {
+				m.Rcode = dns.RcodeSuccess
+				if q.Qtype == dns.TypeA {
+					m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.ParseIP(ip)})
+				}
+			}
+		}
+		w.WriteMsg(m)
+	})}
+	go srv.ActivateAndServe()
+	t.Cleanup(func() { srv.Shutdown() })
+	return pc.LocalAddr().String()
+}
+
+// TestDNS4DomainNameResolved: as nwaku (waku/factory/internal_config.nim),
+// --dns4-domain-name is resolved at start and its address is the ENR's ip,
+// --nat=extip: wins over it, and a name that does not resolve fails the
+// start.
+func TestDNS4DomainNameResolved(t *testing.T) {
+	ns := serveA(t, map[string]string{"node.example.org": "203.0.113.9"})
+	for _, tc := range []struct {
+		name, domain, nat, wantIP, wantErr string
+	}{
+		{name: "resolved", domain: "node.example.org", wantIP: "203.0.113.9"},
+		{name: "extip wins", domain: "node.example.org", nat: "extip:198.51.100.4", wantIP: "198.51.100.4"},
+		{name: "unknown name", domain: "nowhere.example.org", wantErr: "--dns4-domain-name nowhere.example.org: could not resolve the external IP"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{ListenAddress: "127.0.0.1", Relay: true}
+			cfg.Discovery = DiscoveryConfig{NAT: tc.nat, DNS4DomainName: tc.domain, DNSNameServers: []string{ns}}
+			n, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Stop(context.Background())
+			err = n.Start(context.Background())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, discovery.ErrDNS) {
+					t.Fatalf("start: %v, want an error with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			en, err := discovery.ParseENR(n.ENR())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := en.IP(); got == nil || got.String() != tc.wantIP {
+				t.Errorf("ENR ip %v, want %s", got, tc.wantIP)
+			}
+		})
 	}
 }

@@ -76,6 +76,7 @@ type Node struct {
 	lock      *os.File // flock on DataDir/LOCK
 	key       crypto.PrivKey
 	record    *discovery.LocalRecord
+	dns4IP    net.IP // --dns4-domain-name resolved at start, nil without it or with --nat=extip:
 	discv5    *discovery.Discv5
 	peers     *peerManager
 	pxServer  *peerexchange.Server

@@ -156,7 +156,7 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.PeerPersistence = v.bool(); return nil }},
 	{name: "dns-addrs-name-server", kind: kindList, nwaku: "1.1.1.1,1.0.0.1", usage: "name server for DNS discovery: IP (port 53) or, courier's extension, IP:port (repeatable)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.DNSNameServers = v.vals; return nil }},
-	{name: "dns4-domain-name", usage: "domain name of the node's public IPv4 address (announced as /dns4)",
+	{name: "dns4-domain-name", usage: "domain name of the node's public IPv4 address (announced as /dns4; resolved at start for the ENR's ip)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.DNS4DomainName = v.str(); return nil }},
 	{name: "relay-client", kind: kindBool, nwaku: "false", usage: "circuit-relay client",
 		refuse: "circuit relay is not supported by this node", quiet: whenFalse},
