@@ -65,6 +65,18 @@ type Config struct {
 	// leaves, so that the node can relay the topics filter clients need. It
 	// is called with the service's lock held and must not call the Service.
 	OnTopic func(pubsubTopic string, subscribed bool)
+	// OnRequest, when set, is called with the type of each subscribe
+	// request of a known type and the time applying it took, for nwaku's
+	// waku_filter_request_duration_seconds (waku_filter_v2/protocol.nim
+	// handleSubscribeRequest). OnMessage, when set, is called for each
+	// message that matched a subscriber with the time Push took, for
+	// waku_filter_handle_message_duration_seconds (protocol.nim
+	// handleMessage). nwaku's handleMessage waits for the pushes to be
+	// written; Push queues them for each subscriber's writer, so this is
+	// the time to hand the message to every subscriber. Both must be safe
+	// for concurrent use and must not call the Service.
+	OnRequest func(t RequestType, d time.Duration)
+	OnMessage func(d time.Duration)
 	// Logger receives debug and warning records. Nil means slog.Default().
 	Logger *slog.Logger
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
@@ -172,6 +173,7 @@ func (s *Service) handle(st network.Stream) {
 		st.Reset()
 		return
 	}
+	s.c.bytesIn.Add(uint64(len(b)))
 	req, err := DecodeSubscribeRequest(b)
 	if err != nil {
 		s.c.badRequests.Add(1)
@@ -189,10 +191,15 @@ func (s *Service) handle(st network.Stream) {
 // nwaku's status codes and descriptions (waku_filter_v2/protocol.nim). The
 // stream handler calls it; it is exported for in-process clients.
 func (s *Service) Answer(p peer.ID, req SubscribeRequest) SubscribeResponse {
-	if int(req.Type) < len(s.c.requests) {
+	known := int(req.Type) < len(s.c.requests)
+	if known {
 		s.c.requests[req.Type].Add(1)
 	}
+	start := time.Now()
 	code, desc := s.apply(p, req)
+	if known && s.cfg.OnRequest != nil {
+		s.cfg.OnRequest(req.Type, time.Since(start))
+	}
 	if code != StatusOK {
 		s.c.refused.Add(1)
 	}
@@ -368,12 +375,16 @@ func (s *Service) expired(sub *subscriber, now time.Time) bool {
 // buffer is queued for every subscriber; Push never blocks. It is safe for
 // concurrent use and is the relay dispatcher's handler.
 func (s *Service) Push(env *message.Envelope) {
+	start := time.Now()
 	key := Criterion{env.PubsubTopic(), env.Message().ContentTopic}
 	s.mu.RLock()
 	n := len(s.index[key])
 	s.mu.RUnlock()
 	if n == 0 {
 		return
+	}
+	if s.cfg.OnMessage != nil {
+		defer func() { s.cfg.OnMessage(time.Since(start)) }()
 	}
 	now := s.now()
 	if s.seen.check(env.Hash(), now) {
@@ -445,6 +456,8 @@ func (s *Service) write(sub *subscriber, st network.Stream, frame []byte) networ
 		return nil
 	}
 	s.c.pushed.Add(1)
+	_, n := protowire.ConsumeVarint(frame)
+	s.c.bytesOut.Add(uint64(len(frame) - max(n, 0)))
 	return st
 }
 
@@ -522,6 +535,12 @@ type Stats struct {
 	Failed      uint64            // push stream opens or writes that failed
 	Expired     uint64            // subscribers removed because they expired
 	RateLimited uint64            // requests answered 429 by the rate limit
+	// BytesIn and BytesOut count protocol bytes as nwaku's
+	// waku_service_network_bytes does for filter (waku_filter_v2/protocol.nim):
+	// in, each subscribe request read within the rate limit (decodable or
+	// not); out, each MessagePush written to a subscriber. Lengths are of
+	// the protobuf message, without the length prefix.
+	BytesIn, BytesOut uint64
 }
 
 type counters struct {
@@ -529,6 +548,7 @@ type counters struct {
 	refused, badRequests                          atomic.Uint64
 	messages, duplicates, pushed, dropped, failed atomic.Uint64
 	expired, limited                              atomic.Uint64
+	bytesIn, bytesOut                             atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -541,6 +561,7 @@ func (s *Service) Stats() Stats {
 	st.Messages, st.Duplicates = s.c.messages.Load(), s.c.duplicates.Load()
 	st.Pushed, st.Dropped, st.Failed = s.c.pushed.Load(), s.c.dropped.Load(), s.c.failed.Load()
 	st.Expired, st.RateLimited = s.c.expired.Load(), s.c.limited.Load()
+	st.BytesIn, st.BytesOut = s.c.bytesIn.Load(), s.c.bytesOut.Load()
 	s.mu.RLock()
 	st.Subscribers, st.Criteria = len(s.peers), len(s.index)
 	s.mu.RUnlock()

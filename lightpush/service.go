@@ -149,7 +149,7 @@ func (s *Service) handleV3(st network.Stream) {
 		s.refuse(st, 3, limitedV3)
 		return
 	}
-	s.serve(st, func(ctx context.Context, b []byte) []byte {
+	s.serve(st, &s.c.bytesInV3, func(ctx context.Context, b []byte) []byte {
 		resp := s.answerV3(ctx, b)
 		return resp.Append(nil)
 	})
@@ -160,7 +160,7 @@ func (s *Service) handleV2(st network.Stream) {
 		s.refuse(st, 2, limitedV2)
 		return
 	}
-	s.serve(st, func(ctx context.Context, b []byte) []byte {
+	s.serve(st, &s.c.bytesInV2, func(ctx context.Context, b []byte) []byte {
 		resp := s.answerV2(ctx, b)
 		return resp.Append(nil)
 	})
@@ -177,8 +177,9 @@ func (s *Service) refuse(st network.Stream, version int, answer []byte) {
 	st.Close()
 }
 
-// serve reads one request from st, answers it and closes the stream.
-func (s *Service) serve(st network.Stream, answer func(context.Context, []byte) []byte) {
+// serve reads one request from st, adds its length to bytesIn, answers it
+// and closes the stream.
+func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(context.Context, []byte) []byte) {
 	if !s.enter() {
 		st.Reset()
 		return
@@ -193,6 +194,7 @@ func (s *Service) serve(st network.Stream, answer func(context.Context, []byte) 
 		st.Reset()
 		return
 	}
+	bytesIn.Add(uint64(len(b)))
 	if err := lpframe.Write(st, answer(ctx, b)); err != nil {
 		st.Reset()
 		return
@@ -315,12 +317,19 @@ type Stats struct {
 	PublishedAsArrived, Reencoded uint64
 	// Unreadable counts streams whose request could not be read.
 	Unreadable uint64
+	// BytesIn counts, by protocol version ("v3", "v2"), the bytes of the
+	// requests read within the rate limit, without their length prefix, as
+	// nwaku's waku_service_network_bytes "in" (waku_lightpush/protocol.nim,
+	// waku_lightpush_legacy/protocol.nim); nwaku counts no "out" for
+	// lightpush.
+	BytesIn map[string]uint64
 }
 
 type counters struct {
 	mu                               sync.Mutex
 	answers                          map[string]map[uint32]uint64
 	asArrived, reencoded, unreadable atomic.Uint64
+	bytesInV3, bytesInV2             atomic.Uint64
 }
 
 func (c *counters) count(version int, code uint32) {
@@ -339,7 +348,8 @@ func (c *counters) count(version int, code uint32) {
 // Stats returns a snapshot of the counters.
 func (s *Service) Stats() Stats {
 	st := Stats{Answers: map[string]map[uint32]uint64{},
-		PublishedAsArrived: s.c.asArrived.Load(), Reencoded: s.c.reencoded.Load(), Unreadable: s.c.unreadable.Load()}
+		PublishedAsArrived: s.c.asArrived.Load(), Reencoded: s.c.reencoded.Load(), Unreadable: s.c.unreadable.Load(),
+		BytesIn: map[string]uint64{"v3": s.c.bytesInV3.Load(), "v2": s.c.bytesInV2.Load()}}
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
 	for v, codes := range s.c.answers {

@@ -45,13 +45,15 @@ func (n *Node) buildLight() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if n.cfg.Filter {
-		svc, err := filter.New(n.host, filter.Config{
+		fc := filter.Config{
 			MaxPeers: n.cfg.FilterMaxPeersToServe, MaxCriteria: n.cfg.FilterMaxCriteria,
 			SubscriptionTimeout: n.cfg.FilterSubscriptionTimeout,
 			OnTopic:             n.filterTopic,
 			RateLimit:           limits.Get(ratelimit.Filter),
 			Logger:              n.cfg.Logger.With("protocol", "filter"),
-		})
+		}
+		n.nwaku.observeFilter(&fc)
+		svc, err := filter.New(n.host, fc)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}

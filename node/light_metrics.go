@@ -4,6 +4,9 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/couriernet/courier/filter"
+	"github.com/couriernet/courier/lightpush"
 )
 
 // Filter and lightpush metrics, with nwaku's names
@@ -49,6 +52,8 @@ func (c lightCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descFilterPushes, s.Dropped, "dropped")
 		counter(descFilterPushes, s.Failed, "failed")
 		counter(descFilterDupes, s.Duplicates)
+		serviceBytes(ch, s.BytesIn, filter.SubscribeProtocolID, "in")
+		serviceBytes(ch, s.BytesOut, filter.PushProtocolID, "out")
 	}
 	if l := c.n.light.lightpush; l != nil {
 		s := l.Stats()
@@ -64,5 +69,7 @@ func (c lightCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(descLightpushPub, s.PublishedAsArrived, "as_arrived")
 		counter(descLightpushPub, s.Reencoded, "reencoded")
+		serviceBytes(ch, s.BytesIn["v3"], lightpush.ProtocolID, "in")
+		serviceBytes(ch, s.BytesIn["v2"], lightpush.LegacyProtocolID, "in")
 	}
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -34,12 +35,29 @@ var (
 	descStoreQueries = prometheus.NewDesc("waku_store_queries_total", "number of store queries received", nil, nil)
 	descStoreErrors  = prometheus.NewDesc("waku_store_errors_total", "number of store protocol errors", []string{"type"}, nil)
 	descService      = prometheus.NewDesc("waku_service_requests_total", "number of non-relay service requests received", []string{"service", "state"}, nil)
+	// waku_service_network_bytes: per service protocol and direction
+	// ("in", "out"), the bytes nwaku counts (store.ServerStats,
+	// filter.Stats, lightpush.Stats say which). As with nim-metrics'
+	// labelled counters, a series appears once it has counted.
+	descServiceBytes = prometheus.NewDesc("waku_service_network_bytes_total", "total incoming traffic of specific waku services", []string{"service", "direction"}, nil)
+	// waku_store_time_seconds: the duration of the last store request's
+	// phase, "query-db-time" and "send-store-resp-time", each listed once
+	// measured (a gauge nwaku sets per request).
+	descStoreTime = prometheus.NewDesc("waku_store_time_seconds", "Time in seconds spent by each store phase", []string{"phase"}, nil)
 )
+
+// serviceBytes sends one waku_service_network_bytes_total sample when v
+// counted anything.
+func serviceBytes(ch chan<- prometheus.Metric, v uint64, service protocol.ID, direction string) {
+	if v > 0 {
+		ch <- prometheus.MustNewConstMetric(descServiceBytes, prometheus.CounterValue, float64(v), string(service), direction)
+	}
+}
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descNodeMessages, descArchive, descArchiveBat, descArchiveErrors, descArchiveQueue,
 		descCodec, descCodecBytes, descMsgID, descDrops, descTopicMsgs, descTopicBytes,
-		descStoreQueries, descStoreErrors, descService} {
+		descStoreQueries, descStoreErrors, descService, descServiceBytes, descStoreTime} {
 		ch <- d
 	}
 }
@@ -80,6 +98,14 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descStoreErrors, float64(ss.BadRequests), "decode_rpc_failure")
 		counter(descService, float64(ss.Answered+ss.Failed-ss.RateLimited), string(store.ProtocolID), "served")
 		counter(descService, float64(ss.RateLimited), string(store.ProtocolID), "rejected")
+		serviceBytes(ch, ss.BytesIn, store.ProtocolID, "in")
+		serviceBytes(ch, ss.BytesOut, store.ProtocolID, "out")
+		if ss.QueryTime >= 0 {
+			gauge(descStoreTime, ss.QueryTime.Seconds(), "query-db-time")
+		}
+		if ss.WriteTime >= 0 {
+			gauge(descStoreTime, ss.WriteTime.Seconds(), "send-store-resp-time")
+		}
 	}
 	if n.archive != nil {
 		as := n.archive.Stats()

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/filter"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/shard"
@@ -35,6 +37,13 @@ var (
 	descConnectedPerAgent = prometheus.NewDesc("waku_connected_peers_per_agent", "Number of physical connections per agent", []string{"agent"}, nil)
 	descConnectedPerShard = prometheus.NewDesc("waku_connected_peers_per_shard", "Number of physical connections per shard", []string{"shard"}, nil)
 	descPeerStoreSize     = prometheus.NewDesc("waku_peer_store_size", "Number of peers managed by the peer store", nil, nil)
+	// waku/node/waku_node.nim declares these gauges and nothing in nwaku
+	// v0.38.1 sets them (waku_metrics.nim only reads them), so nim-metrics
+	// lists them at 0, as a gauge without labels is listed from its
+	// declaration; dashboards query them, so courier lists them at 0 too.
+	descStorePeers     = prometheus.NewDesc("waku_store_peers", "number of store peers", nil, nil)
+	descLightpushPeers = prometheus.NewDesc("waku_lightpush_peers", "number of lightpush peers", nil, nil)
+	descFilterPeers    = prometheus.NewDesc("waku_filter_peers", "number of filter peers", nil, nil)
 	// waku/node/waku_node.nim.
 	descVersion = prometheus.NewDesc("waku_version", "Waku version info (in git describe format)", []string{"version"}, nil)
 	// nim-libp2p's gauge of connected peers (libp2p/switch.nim).
@@ -74,6 +83,13 @@ type nwakuMetrics struct {
 	// waku_histogram_message_size (waku/node/kernel_api/relay.nim): the
 	// payload of every message the relay delivers, in kB of 1000 bytes.
 	messageSize prometheus.Histogram
+	// waku_filter_v2/protocol_metrics.nim: per subscribe request, by its
+	// type, the time applying it took; per message matching a subscriber,
+	// the time handing it to the subscribers took (filter.Config
+	// OnRequest, OnMessage). Like nwaku, durations are in whole
+	// milliseconds.
+	filterRequest *prometheus.HistogramVec
+	filterMessage prometheus.Histogram
 }
 
 // nimMetricsBuckets are nim-metrics' default histogram buckets
@@ -92,14 +108,40 @@ func newNwakuMetrics() nwakuMetrics {
 			Help: "number of historical messages per shard "}, []string{"shard"}),
 		messageSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "waku_histogram_message_size",
 			Help: "message size histogram in kB", Buckets: []float64{0, 1, 3, 5, 15, 50, 75, 100, 125, 150, 500, 700, 1000}}),
+		filterRequest: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "waku_filter_request_duration_seconds",
+			Help: "duration of filter subscribe requests", Buckets: nimMetricsBuckets}, []string{"type"}),
+		filterMessage: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "waku_filter_handle_message_duration_seconds",
+			Help: "duration to push message to filter subscribers", Buckets: append(slices.Clone(nimMetricsBuckets), 15, 20, 30)}),
 	}
 	m.nodeErrors.WithLabelValues("publish_failure")
 	return m
 }
 
 func (m nwakuMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.nodeErrors, m.insertDuration, m.queryDuration, m.archivedPerShard, m.messageSize}
+	return []prometheus.Collector{m.nodeErrors, m.insertDuration, m.queryDuration, m.archivedPerShard, m.messageSize, m.filterRequest, m.filterMessage}
 }
+
+// observeFilter has cfg's filter service report its request and message
+// durations to m. A request type's series is made on its first
+// observation, as nim-metrics lists a labelled histogram once observed,
+// and kept, so that later observations allocate nothing.
+func (m nwakuMetrics) observeFilter(cfg *filter.Config) {
+	var once [4]sync.Once
+	var byType [4]prometheus.Observer
+	vec, msg := m.filterRequest, m.filterMessage
+	cfg.OnRequest = func(t filter.RequestType, d time.Duration) {
+		if int(t) >= len(byType) {
+			return
+		}
+		once[t].Do(func() { byType[t] = vec.WithLabelValues(t.String()) })
+		byType[t].Observe(wholeMillis(d))
+	}
+	cfg.OnMessage = func(d time.Duration) { msg.Observe(wholeMillis(d)) }
+}
+
+// wholeMillis is d in seconds, truncated to the millisecond as nwaku
+// measures its filter durations.
+func wholeMillis(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
 // observeRelay has the relay report each delivered message's payload size.
 func (m nwakuMetrics) observeRelay(cfg *relay.Config) {
@@ -137,6 +179,7 @@ type nwakuCollector struct{ n *Node }
 
 func (c nwakuCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnectedPeers, descStreamsPeers, descConnectedPerAgent, descConnectedPerShard, descPeerStoreSize, descVersion, descLibp2pPeers,
+		descStorePeers, descLightpushPeers, descFilterPeers,
 		descRelayNetworkBytes, descRelayTotalBytes, descRelayMaxBytes, descRelayAvgBytes} {
 		ch <- d
 	}
@@ -148,6 +191,9 @@ func (c nwakuCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	gauge(descVersion, 1, Version)
+	gauge(descStorePeers, 0)
+	gauge(descLightpushPeers, 0)
+	gauge(descFilterPeers, 0)
 	peers := n.host.Network().Peers()
 	gauge(descLibp2pPeers, float64(len(peers)))
 	gauge(descPeerStoreSize, float64(max(0, len(n.host.Peerstore().Peers())-1))) // less the node itself

@@ -106,6 +106,8 @@ type Server struct {
 	closed bool
 
 	answered, failed, limited, badRequests, queries atomic.Uint64
+	bytesIn, bytesOut                               atomic.Uint64
+	queryTime, writeTime                            atomic.Int64 // nanoseconds; -1 before the first
 }
 
 // NewServer mounts the store protocol on h, answering from a. Close
@@ -117,6 +119,8 @@ func NewServer(h host.Host, a archive.Archive, cfg Config) (*Server, error) {
 	}
 	reject := &Response{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "TOO_MANY_REQUESTS"}
 	s := &Server{h: h, a: a, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, cfg.Now), rejects: frame(reject)}
+	s.queryTime.Store(-1)
+	s.writeTime.Store(-1)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	h.SetStreamHandler(ProtocolID, s.handle)
 	return s, nil
@@ -145,12 +149,25 @@ type ServerStats struct {
 	BadRequests uint64 // requests that did not decode (400)
 	RateLimited uint64 // requests refused by the rate limit (429)
 	Failed      uint64 // streams reset: read, archive or write failures
+	// BytesIn and BytesOut count protocol bytes as nwaku's
+	// waku_service_network_bytes does for the store (waku_store/protocol.nim
+	// handler): in, each request read within the rate limit; out, each
+	// response written (a 429 included). Lengths are of the protobuf
+	// message, without the length prefix.
+	BytesIn, BytesOut uint64
+	// QueryTime and WriteTime are the durations of the last request's
+	// phases, nwaku's waku_store_time_seconds "query-db-time" (decode,
+	// archive query and encode of a request within the rate limit) and
+	// "send-store-resp-time" (writing its response, when that succeeded).
+	// Each is -1 until it was first measured.
+	QueryTime, WriteTime time.Duration
 }
 
 // Stats returns a snapshot of the server's counters.
 func (s *Server) Stats() ServerStats {
 	return ServerStats{Answered: s.answered.Load(), Queries: s.queries.Load(), BadRequests: s.badRequests.Load(),
-		RateLimited: s.limited.Load(), Failed: s.failed.Load()}
+		RateLimited: s.limited.Load(), Failed: s.failed.Load(), BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
+		QueryTime: time.Duration(s.queryTime.Load()), WriteTime: time.Duration(s.writeTime.Load())}
 }
 
 func (s *Server) handle(st network.Stream) {
@@ -183,15 +200,34 @@ func (s *Server) serve(ctx context.Context, st network.Stream) error {
 	if !s.limiter.Allow(string(peer)) {
 		// nwaku answers before reading the request, so the id is "N/A".
 		s.limited.Add(1)
-		_, err := st.Write(s.rejects)
-		return err
+		if _, err := st.Write(s.rejects); err != nil {
+			return err
+		}
+		s.bytesOut.Add(uint64(messageLen(s.rejects)))
+		return nil
 	}
 	req, err := lpframe.Read(st, MaxRequestSize)
 	if err != nil {
 		return fmt.Errorf("read request: %w", err)
 	}
-	_, err = st.Write(s.answer(ctx, req))
-	return err
+	s.bytesIn.Add(uint64(len(req)))
+	start := time.Now()
+	resp := s.answer(ctx, req)
+	written := time.Now()
+	s.queryTime.Store(int64(written.Sub(start)))
+	if _, err := st.Write(resp); err != nil {
+		return err
+	}
+	s.writeTime.Store(int64(time.Since(written)))
+	s.bytesOut.Add(uint64(messageLen(resp)))
+	return nil
+}
+
+// messageLen is the length of the message in a frame, without its
+// unsigned-varint length prefix.
+func messageLen(frame []byte) int {
+	_, n := protowire.ConsumeVarint(frame)
+	return len(frame) - max(n, 0)
 }
 
 // answer returns the framed response to one encoded request.
