@@ -159,12 +159,13 @@ func (pm *peerManager) add(p discovery.Peer, origin rest.Origin) {
 	pm.wake()
 }
 
-// connected records a peer on each connection and disconnection, as
-// nwaku's onPeerEvent writes every peer to its peer storage on Joined and
-// Left (waku/node/peer_manager/peer_manager.nim): a peer not yet known (an
-// inbound one, or one dialled through POST /admin/v1/peers) is kept with
-// origin UnknownOrigin, nwaku's addPeer default; its addresses are those
-// identify leaves in the peerstore, read when the peers are saved.
+// connected records a peer on each connection, and disconnected marks the
+// peers changed, as nwaku's onPeerEvent writes every peer to its peer
+// storage on Joined and Left (waku/node/peer_manager/peer_manager.nim): a
+// peer not yet known (an inbound one, or one dialled through POST
+// /admin/v1/peers) is kept with origin UnknownOrigin, nwaku's addPeer
+// default; its addresses are those identify leaves in the peerstore, read
+// when the peers are saved.
 func (pm *peerManager) connected(id peer.ID) {
 	if id == pm.h.ID() {
 		return
@@ -181,6 +182,12 @@ func (pm *peerManager) connected(id peer.ID) {
 	}
 	pm.peers[id] = &managedPeer{origin: rest.UnknownOrigin, added: time.Now()}
 	pm.stats.added.Add(1)
+}
+
+func (pm *peerManager) disconnected() {
+	pm.mu.Lock()
+	pm.dirty = true
+	pm.mu.Unlock()
 }
 
 // evictLocked forgets the not-connected, non-static peer with the most
@@ -274,9 +281,9 @@ func (pm *peerManager) run(ctx context.Context) {
 				pm.connected(c.RemotePeer())
 			}
 		},
-		DisconnectedF: func(_ network.Network, c network.Conn) {
+		DisconnectedF: func(network.Network, network.Conn) {
 			if pm.path != "" {
-				pm.connected(c.RemotePeer())
+				pm.disconnected()
 			}
 		},
 	})

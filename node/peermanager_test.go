@@ -229,9 +229,12 @@ func TestPeerPersistenceKeepsEveryPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []peer.ID{viaAdmin.Host().ID(), inbound.Host().ID()}
-	testwait.Until(t, "identify of both peers", func() bool {
+	testwait.Until(t, "identify and metadata of both peers", func() bool {
 		for _, id := range ids {
 			if p, _ := n1.Host().Peerstore().SupportsProtocols(id, relay.ProtocolID); len(p) == 0 {
+				return false
+			}
+			if _, ok := n1.Metadata().Peer(id); !ok {
 				return false
 			}
 		}
