@@ -375,7 +375,6 @@ func (s *Service) expired(sub *subscriber, now time.Time) bool {
 // buffer is queued for every subscriber; Push never blocks. It is safe for
 // concurrent use and is the relay dispatcher's handler.
 func (s *Service) Push(env *message.Envelope) {
-	start := time.Now()
 	key := Criterion{env.PubsubTopic(), env.Message().ContentTopic}
 	s.mu.RLock()
 	n := len(s.index[key])
@@ -383,10 +382,15 @@ func (s *Service) Push(env *message.Envelope) {
 	if n == 0 {
 		return
 	}
-	if s.cfg.OnMessage != nil {
-		defer func() { s.cfg.OnMessage(time.Since(start)) }()
-	}
 	now := s.now()
+	s.queue(key, env, now)
+	if s.cfg.OnMessage != nil {
+		s.cfg.OnMessage(s.now().Sub(now))
+	}
+}
+
+// queue hands env to the subscribers of key, unless it is a duplicate.
+func (s *Service) queue(key Criterion, env *message.Envelope, now time.Time) {
 	if s.seen.check(env.Hash(), now) {
 		s.c.duplicates.Add(1)
 		return
