@@ -63,9 +63,10 @@ type managedPeer struct {
 	failed     int
 	lastFailed time.Time
 	added      time.Time
-	// protos are the protocols saved in peers.json, until identify on a
-	// new connection replaces them in the peerstore.
+	// protos and agent are the protocols and agent saved in peers.json,
+	// until identify on a new connection replaces them in the peerstore.
 	protos []string
+	agent  string
 }
 
 // PeerStats counts the peer manager's work. Take a copy with
@@ -519,13 +520,14 @@ type savedPeer struct {
 	Origin    rest.Origin `json:"origin"`
 	ENR       string      `json:"enr,omitempty"`
 	Protocols []string    `json:"protocols,omitempty"`
+	Agent     string      `json:"agent,omitempty"` // identify's agent version
 }
 
 // save writes the known peers to peers.json when they changed: at most
 // --peer-store-capacity of them, as the manager keeps no more. A peer's
 // addresses are those it was learned with, else those the peerstore holds
 // (identify's, or those POST /admin/v1/peers gave); its protocols are
-// those identify reported, else those saved before.
+// those identify reported, else those saved before; so is its agent.
 func (pm *peerManager) save() {
 	if pm.path == "" {
 		return
@@ -538,7 +540,10 @@ func (pm *peerManager) save() {
 	ps := pm.h.Peerstore()
 	var out []savedPeer
 	for id, mp := range pm.peers {
-		sp := savedPeer{ID: id.String(), Origin: mp.origin, Protocols: mp.protos}
+		sp := savedPeer{ID: id.String(), Origin: mp.origin, Protocols: mp.protos, Agent: mp.agent}
+		if v, err := ps.Get(id, "AgentVersion"); err == nil {
+			sp.Agent, _ = v.(string)
+		}
 		if mp.record != nil {
 			sp.ENR = mp.record.String()
 		}
@@ -612,7 +617,7 @@ func (pm *peerManager) load() []peer.AddrInfo {
 				}
 			}
 		}
-		if !pm.restore(p, sp.Origin, sp.Protocols) {
+		if !pm.restore(p, sp) {
 			continue
 		}
 		loaded++
@@ -624,10 +629,12 @@ func (pm *peerManager) load() []peer.AddrInfo {
 	return relayPeers
 }
 
-// restore keeps a saved peer with its origin and protocols; a peer saved
-// without addresses (an inbound light client) is known but never dialled.
-// It reports false when the store is full.
-func (pm *peerManager) restore(p discovery.Peer, origin rest.Origin, protos []string) bool {
+// restore keeps a saved peer with its origin, protocols and agent, as
+// nwaku's loadFromStorage fills its peer store books; a peer saved without
+// addresses (an inbound light client) is known but never dialled. It
+// reports false when the store is full.
+func (pm *peerManager) restore(p discovery.Peer, sp savedPeer) bool {
+	origin, protos := sp.Origin, sp.Protocols
 	if len(p.Addrs) > 0 {
 		pm.add(p, origin)
 	} else {
@@ -642,8 +649,12 @@ func (pm *peerManager) restore(p discovery.Peer, origin rest.Origin, protos []st
 		if protos != nil {
 			mp.protos = slices.Clone(protos)
 		}
+		mp.agent = sp.Agent
 	}
 	pm.mu.Unlock()
+	if ok && sp.Agent != "" {
+		_ = pm.h.Peerstore().Put(p.ID, "AgentVersion", sp.Agent)
+	}
 	if ok && len(protos) > 0 {
 		ids := make([]protocol.ID, len(protos))
 		for i, s := range protos {

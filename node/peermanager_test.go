@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -283,6 +284,9 @@ func TestPeerPersistenceBounded(t *testing.T) {
 	if err := n.host.Peerstore().AddProtocols(b.ID, relay.ProtocolID); err != nil {
 		t.Fatal(err)
 	}
+	if err := n.host.Peerstore().Put(b.ID, "AgentVersion", "nwaku-test"); err != nil {
+		t.Fatal(err)
+	}
 	pm.save()
 	pm.connected(c.ID) // evicts the oldest
 	pm.save()
@@ -311,6 +315,9 @@ func TestPeerPersistenceBounded(t *testing.T) {
 	}
 	if o, ok := n2.peers.origin(b.ID); !ok || o != rest.UnknownOrigin {
 		t.Errorf("inbound peer: origin %q, known %v", o, ok)
+	}
+	if p := (restBackend{n2}).peer(b.ID); p.Agent != "nwaku-test" || !slices.Equal(p.Protocols, []string{string(relay.ProtocolID)}) {
+		t.Errorf("inbound peer after restart: agent %q, protocols %v", p.Agent, p.Protocols)
 	}
 	if _, ok := n2.peers.origin(c.ID); !ok {
 		t.Error("peer without addresses not kept")
