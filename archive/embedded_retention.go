@@ -149,20 +149,10 @@ func (a *Embedded) dropSegment(ctx context.Context, s segStat) (int64, error) {
 	var deleted int64
 	for lo := s.minID; s.rows > 0 && lo <= s.maxID; lo += embDeleteBatch {
 		hi := min(lo+embDeleteBatch-1, s.maxID)
-		var n int64
-		var err error
-		if werr := a.onWriter(ctx, func() {
-			var res interface{ RowsAffected() (int64, error) }
-			res, err = a.wcon.ExecContext(ctx, "DELETE FROM messages WHERE id BETWEEN ? AND ? AND seg = ?", lo, hi, s.id)
-			if err == nil {
-				n, err = res.RowsAffected()
-			}
-		}); werr != nil {
-			return deleted, werr
-		}
+		n, err := a.deleteOnWriter(ctx, "DELETE FROM messages WHERE id BETWEEN ? AND ? AND seg = ?", lo, hi, s.id)
 		deleted += n
 		if err != nil {
-			return deleted, fmt.Errorf("archive: index: %w", err)
+			return deleted, err
 		}
 	}
 	a.readMu.Lock() // no query is between reading a row and its record
@@ -231,25 +221,32 @@ func (a *Embedded) deleteWhere(ctx context.Context, cond string, args ...any) (i
 	q := "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE " + cond + " LIMIT " + strconv.Itoa(embDeleteBatch) + ")"
 	var deleted int64
 	for {
-		var n int64
-		var err error
-		if werr := a.onWriter(ctx, func() {
-			var res interface{ RowsAffected() (int64, error) }
-			res, err = a.wcon.ExecContext(ctx, q, args...)
-			if err == nil {
-				n, err = res.RowsAffected()
-			}
-		}); werr != nil {
-			return deleted, werr
-		}
+		n, err := a.deleteOnWriter(ctx, q, args...)
 		deleted += n
-		if err != nil {
-			return deleted, fmt.Errorf("archive: index: %w", err)
-		}
-		if n < embDeleteBatch {
-			return deleted, nil
+		if err != nil || n < embDeleteBatch {
+			return deleted, err
 		}
 	}
+}
+
+// deleteOnWriter runs the DELETE statement q on the writer between two
+// batches and returns the rows it deleted.
+func (a *Embedded) deleteOnWriter(ctx context.Context, q string, args ...any) (int64, error) {
+	var n int64
+	var err error
+	if werr := a.onWriter(ctx, func() {
+		var res interface{ RowsAffected() (int64, error) }
+		res, err = a.wcon.ExecContext(ctx, q, args...)
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+	}); werr != nil {
+		return 0, werr
+	}
+	if err != nil {
+		return n, fmt.Errorf("archive: index: %w", err)
+	}
+	return n, nil
 }
 
 // onWriter runs f on the writer goroutine between batches and waits for it.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -35,16 +34,7 @@ func TestLightClientThroughNodes(t *testing.T) {
 	defer cancel()
 	start := func(cfg Config) *Node {
 		t.Helper()
-		cfg.ListenAddress, cfg.Logger = "127.0.0.1", slog.New(slog.DiscardHandler)
-		n, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Stop(context.Background()) })
-		if err := n.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return startTestNode(t, cfg)
 	}
 	a := start(Config{Relay: true, Lightpush: true})
 	b := start(Config{Relay: true, Filter: true})
@@ -175,16 +165,7 @@ func TestLightClientsWithoutNodeFlags(t *testing.T) {
 	defer cancel()
 	start := func(cfg Config) *Node {
 		t.Helper()
-		cfg.ListenAddress, cfg.Logger = "127.0.0.1", slog.New(slog.DiscardHandler)
-		n, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Stop(context.Background()) })
-		if err := n.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return startTestNode(t, cfg)
 	}
 	topic := shard.RelayShard{}.PubsubTopic()
 	push := `{"pubsubTopic":"` + topic + `","message":{"payload":"bGlnaHQ=","contentTopic":"/app/1/light/proto"}}`

@@ -210,16 +210,8 @@ func TestPeerPersistenceKeepsEveryPeer(t *testing.T) {
 	ctx := context.Background()
 	start := func(cfg Config) *Node {
 		t.Helper()
-		cfg.ListenAddress, cfg.Relay = "127.0.0.1", true
-		n, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Stop(ctx) })
-		if err := n.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		cfg.Relay = true
+		return startTestNode(t, cfg)
 	}
 	cfg := Config{DataDir: t.TempDir(), Discovery: DiscoveryConfig{PeerPersistence: true}}
 	n1, viaAdmin, inbound := start(cfg), start(Config{}), start(Config{})

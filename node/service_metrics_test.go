@@ -49,16 +49,7 @@ func TestServiceMetricsScraped(t *testing.T) {
 	ctx := context.Background()
 	start := func(cfg Config) *Node {
 		t.Helper()
-		cfg.ListenAddress = "127.0.0.1"
-		n, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Stop(ctx) })
-		if err := n.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return startTestNode(t, cfg)
 	}
 	server := start(Config{Relay: true, Store: true, Filter: true, Lightpush: true, DataDir: t.TempDir(),
 		MetricsServer: true, MetricsAddress: "127.0.0.1"})

@@ -58,17 +58,8 @@ func TestStoreThroughNodes(t *testing.T) {
 	defer cancel()
 	start := func(cfg Config) *Node {
 		t.Helper()
-		cfg.ListenAddress, cfg.Logger = "127.0.0.1", slog.New(slog.DiscardHandler)
 		cfg.REST, cfg.RESTAddress = true, "127.0.0.1"
-		n, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Stop(context.Background()) })
-		if err := n.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return startTestNode(t, cfg)
 	}
 	index := filepath.Join(t.TempDir(), "a.sqlite3")
 	a := start(Config{Relay: true, Store: true, DBURL: "sqlite://" + index})
