@@ -61,16 +61,7 @@ func peerIDs(t *testing.T, peers []rest.Peer) []string {
 func TestAdminRelayMeshPeers(t *testing.T) {
 	ctx := context.Background()
 	start := func(rest bool) *Node {
-		n, err := New(Config{ListenAddress: "127.0.0.1", Relay: true, ClusterID: 1, Shards: []uint16{5},
-			REST: rest, RESTAdmin: rest, RESTAddress: "127.0.0.1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Stop(ctx) })
-		if err := n.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return startTestNode(t, Config{Relay: true, ClusterID: 1, Shards: []uint16{5}, REST: rest, RESTAdmin: rest, RESTAddress: "127.0.0.1"})
 	}
 	n1, n2, n3 := start(true), start(false), start(false)
 	addrs, _ := json.Marshal([]string{n2.ListenAddresses()[0], n3.ListenAddresses()[0]})

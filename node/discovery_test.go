@@ -156,17 +156,8 @@ func TestRecordConfigAddresses(t *testing.T) {
 // UDP port, bootstrapping from boot.
 func discv5Node(t *testing.T, cluster uint16, boot ...string) *Node {
 	t.Helper()
-	cfg := Config{ListenAddress: "127.0.0.1", Relay: true, ClusterID: cluster, REST: true, RESTAddress: "127.0.0.1", RESTAdmin: true}
-	cfg.Discovery = DiscoveryConfig{Discv5: true, Discv5BootstrapNodes: boot, PeerExchange: true}
-	n, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Stop(context.Background()) })
-	if err := n.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return startTestNode(t, Config{Relay: true, ClusterID: cluster, REST: true, RESTAddress: "127.0.0.1", RESTAdmin: true,
+		Discovery: DiscoveryConfig{Discv5: true, Discv5BootstrapNodes: boot, PeerExchange: true}})
 }
 
 // TestDiscv5PeerManagerMeshes starts a bootstrap node and three nodes that

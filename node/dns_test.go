@@ -23,6 +23,21 @@ import (
 func serveTree(t *testing.T, tree *dnsdisc.Tree, domain string) string {
 	t.Helper()
 	records := tree.ToTXT(domain)
+	return serveDNS(t, func(m *dns.Msg, q dns.Question) {
+		if txt, ok := records[strings.TrimSuffix(q.Name, ".")]; ok && q.Qtype == dns.TypeTXT {
+			var parts []string
+			for len(txt) > 255 {
+				parts, txt = append(parts, txt[:255]), txt[255:]
+			}
+			m.Answer = append(m.Answer, &dns.TXT{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60}, Txt: append(parts, txt)})
+		}
+	})
+}
+
+// serveDNS runs a DNS server on 127.0.0.1 until the test ends and returns
+// its address; answer fills the reply to each question.
+func serveDNS(t *testing.T, answer func(m *dns.Msg, q dns.Question)) string {
+	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -31,13 +46,7 @@ func serveTree(t *testing.T, tree *dnsdisc.Tree, domain string) string {
 		m := new(dns.Msg)
 		m.SetReply(req)
 		for _, q := range req.Question {
-			if txt, ok := records[strings.TrimSuffix(q.Name, ".")]; ok && q.Qtype == dns.TypeTXT {
-				var parts []string
-				for len(txt) > 255 {
-					parts, txt = append(parts, txt[:255]), txt[255:]
-				}
-				m.Answer = append(m.Answer, &dns.TXT{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60}, Txt: append(parts, txt)})
-			}
+			answer(m, q)
 		}
 		w.WriteMsg(m)
 	})}
@@ -112,27 +121,16 @@ func TestDNSDiscoveryConnects(t *testing.T) {
 // 127.0.0.1 (NXDOMAIN for others) and returns its address.
 func serveA(t *testing.T, addrs map[string]string) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(req)
-		m.Rcode = dns.RcodeNameError
-		for _, q := range req.Question {
-			if ip, ok := addrs[strings.TrimSuffix(q.Name, ".")]; ok {
-				m.Rcode = dns.RcodeSuccess
-				if q.Qtype == dns.TypeA {
-					m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.ParseIP(ip)})
-				}
-			}
+	return serveDNS(t, func(m *dns.Msg, q dns.Question) {
+		ip, ok := addrs[strings.TrimSuffix(q.Name, ".")]
+		if !ok {
+			m.Rcode = dns.RcodeNameError
+			return
 		}
-		w.WriteMsg(m)
-	})}
-	go srv.ActivateAndServe()
-	t.Cleanup(func() { srv.Shutdown() })
-	return pc.LocalAddr().String()
+		if q.Qtype == dns.TypeA {
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.ParseIP(ip)})
+		}
+	})
 }
 
 // TestDNS4DomainNameResolved: as nwaku (waku/factory/internal_config.nim),

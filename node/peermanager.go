@@ -359,19 +359,24 @@ func (pm *peerManager) round(ctx context.Context) bool {
 	if len(cands) == 0 {
 		return true
 	}
-	cands = cands[:min(len(cands), need)]
+	pm.dialAll(ctx, cands[:min(len(cands), need)])
+	return true
+}
+
+// dialAll dials peers, maxParallelDials at a time, and returns when every
+// dial has ended.
+func (pm *peerManager) dialAll(ctx context.Context, peers []peer.AddrInfo) {
 	sem := make(chan struct{}, maxParallelDials)
 	var wg sync.WaitGroup
-	for _, c := range cands {
+	for _, pi := range peers {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			pm.dial(ctx, c)
+			pm.dial(ctx, pi)
 		}()
 	}
 	wg.Wait()
-	return true
 }
 
 // candidates are known relay peers not connected, out of backoff, whose
@@ -674,19 +679,12 @@ func (pm *peerManager) reconnect(ctx context.Context, peers []peer.AddrInfo) {
 	if len(peers) == 0 {
 		return
 	}
-	sem := make(chan struct{}, maxParallelDials)
-	var wg sync.WaitGroup
+	var unconnected []peer.AddrInfo
 	for _, pi := range peers {
-		if pm.h.Network().Connectedness(pi.ID) == network.Connected {
-			continue
+		if pm.h.Network().Connectedness(pi.ID) != network.Connected {
+			unconnected = append(unconnected, pi)
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			pm.dial(ctx, pi)
-		}()
 	}
-	wg.Wait()
+	pm.dialAll(ctx, unconnected)
 	pm.log.Info("peer persistence: reconnected to saved relay peers", "peers", len(peers))
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -68,16 +67,7 @@ func TestAutoPublishWithoutPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := func(rest bool) *Node {
-		n, err := New(Config{ListenAddress: "127.0.0.1", Relay: true, NumShardsInNetwork: 1, Shards: []uint16{0},
-			REST: rest, RESTAddress: "127.0.0.1", Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Stop(context.Background()) })
-		if err := n.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return startTestNode(t, Config{Relay: true, NumShardsInNetwork: 1, Shards: []uint16{0}, REST: rest, RESTAddress: "127.0.0.1"})
 	}
 	a := start(true)
 	base := "http://" + a.HTTPAddrs()[0]
