@@ -152,22 +152,24 @@ func (b restBackend) RelayPublish(ctx context.Context, topic string, msg *messag
 		return fmt.Errorf("%w: %s", rest.ErrNotSubscribed, topic)
 	}
 	_, err := b.n.Publish(ctx, topic, msg)
-	return b.published(topic, err)
+	return b.published(err)
 }
 
 // published maps a relay publish's outcome to the REST API's errors: a
-// message the validators refuse is rest.ErrInvalidMessage, one no relay
-// peer of the topic can be sent to rest.ErrNoPeersToPublish (nwaku's
-// gossipsub publish returns the number of peers sent to, and 0 is
-// NoPeersToPublish).
-func (b restBackend) published(topic string, err error) error {
-	switch {
-	case errors.Is(err, relay.ErrInvalid):
+// message the validators refuse is rest.ErrInvalidMessage.
+func (b restBackend) published(err error) error {
+	if errors.Is(err, relay.ErrInvalid) {
 		return fmt.Errorf("%w: %w", rest.ErrInvalidMessage, err)
-	case err == nil && len(b.n.relay.TopicPeers(topic)) == 0:
-		return fmt.Errorf("%w: %s", rest.ErrNoPeersToPublish, topic)
 	}
 	return err
+}
+
+// RelayTopicPeers implements rest.RelayPeerCounter.
+func (b restBackend) RelayTopicPeers(topic string) int {
+	if b.n.relay == nil {
+		return 0
+	}
+	return len(b.n.relay.TopicPeers(topic))
 }
 
 func (b restBackend) RelayPublishWith(ctx context.Context, topic string, msg *message.Message, n int, fill func([]byte) error) error {
@@ -178,7 +180,7 @@ func (b restBackend) RelayPublishWith(ctx context.Context, topic string, msg *me
 		return fmt.Errorf("%w: %s", rest.ErrNotSubscribed, topic)
 	}
 	_, err := b.n.PublishWith(ctx, topic, msg, n, fill)
-	return b.published(topic, err)
+	return b.published(err)
 }
 
 func (b restBackend) ContentTopicShard(ct string) (string, error) {

@@ -165,7 +165,8 @@ func (s *Server) postAutoMessage(w http.ResponseWriter, r *http.Request) {
 // publish fills an absent or zero timestamp with the current time (nwaku
 // relay/types.nim toWakuMessage), checks the size limit and hands msg to the
 // Backend, and answers; auto says the request came through the
-// autosharding route, which reports ErrNoPeersToPublish.
+// autosharding route, which reports a message no relay peer was sent
+// (RelayPeerCounter).
 func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, msg *message.Message, text *payloadText, auto bool) {
 	if msg.Timestamp == 0 {
 		msg.Timestamp = now().UnixNano()
@@ -188,10 +189,10 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, m
 		err = s.b.RelayPublish(ctx, topic, msg)
 	}
 	switch {
-	case err == nil, errors.Is(err, ErrNoPeersToPublish) && !auto:
-		writeOK(w)
-	case errors.Is(err, ErrNoPeersToPublish):
+	case err == nil && auto && s.noRelayPeers(topic):
 		writeText(w, http.StatusBadRequest, "Failed to publish: publish failed in relay: NoPeersToPublish")
+	case err == nil:
+		writeOK(w)
 	case errors.Is(err, ErrBase64): // checked before; here only if the checks missed a case
 		writeText(w, http.StatusBadRequest, "Incorrect base64 string")
 	case errors.Is(err, ErrNotSubscribed):
@@ -478,4 +479,10 @@ func readAll(rd io.Reader, contentLength, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	return buf, nil
+}
+
+// noRelayPeers reports whether the Backend counts no relay peer on topic.
+func (s *Server) noRelayPeers(topic string) bool {
+	c, ok := s.b.(RelayPeerCounter)
+	return ok && c.RelayTopicPeers(topic) == 0
 }

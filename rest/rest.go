@@ -77,14 +77,6 @@ var (
 	// ErrInvalidMessage: the relay's validators rejected the message.
 	// Answered 400 "Failed to publish: <error>".
 	ErrInvalidMessage = errors.New("rest: invalid message")
-	// ErrNoPeersToPublish: the message was published (and delivered to
-	// the node's own handlers) but no relay peer is subscribed to its pubsub
-	// topic. POST /relay/v1/messages answers "OK" all the same, as nwaku's
-	// handler, which does not read the outcome; POST /relay/v1/auto/messages
-	// answers 400 "Failed to publish: publish failed in relay:
-	// NoPeersToPublish" (nwaku rest_api/endpoint/relay/handlers.nim,
-	// waku_relay/protocol.nim publish).
-	ErrNoPeersToPublish = errors.New("rest: no relay peers to publish to")
 	// ErrAutoshardingDisabled: the node uses static sharding, so content
 	// topics have no shard. Answered 400 "Failed to publish. Autosharding
 	// is disabled" (nwaku rest_api/endpoint/relay/handlers.nim).
@@ -121,6 +113,19 @@ type Backend interface {
 	Peers() []Peer
 	// Health returns the node's health report.
 	Health() Health
+}
+
+// RelayPeerCounter is what a Backend may also provide so that POST
+// /relay/v1/auto/messages reports a message published to no relay peer:
+// 400 "Failed to publish: publish failed in relay: NoPeersToPublish", as
+// nwaku, whose gossipsub publish returns the number of peers sent to
+// (rest_api/endpoint/relay/handlers.nim, waku_relay/protocol.nim). POST
+// /relay/v1/messages answers OK either way, as nwaku's handler does not
+// read the outcome, and so does every route without this interface.
+type RelayPeerCounter interface {
+	// RelayTopicPeers returns how many connected relay peers follow
+	// pubsubTopic.
+	RelayTopicPeers(pubsubTopic string) int
 }
 
 // PayloadPublisher is a Backend that can publish a message whose payload

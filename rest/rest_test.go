@@ -24,6 +24,7 @@ import (
 type fakeBackend struct {
 	auto       shard.Autosharding
 	static     bool  // ContentTopicShard answers ErrAutoshardingDisabled
+	noPeers    bool  // RelayTopicPeers answers 0
 	publishErr error // returned by RelayPublish when set
 	block      bool  // RelayPublish waits for its context to end
 
@@ -79,6 +80,13 @@ func (f *fakeBackend) RelayPublish(ctx context.Context, topic string, m *message
 	f.published = append(f.published, m)
 	f.publishedOn = append(f.publishedOn, topic)
 	return nil
+}
+
+func (f *fakeBackend) RelayTopicPeers(string) int {
+	if f.noPeers {
+		return 0
+	}
+	return 1
 }
 
 func (f *fakeBackend) ContentTopicShard(ct string) (string, error) {
@@ -577,7 +585,7 @@ func TestPublishWithoutPeers(t *testing.T) {
 	f := newFake(t)
 	s := newServer(t, f, Config{})
 	expect(t, s, "POST", "/relay/v1/subscriptions", `["/waku/2/rs/1/3"]`, 200, "OK")
-	f.publishErr = fmt.Errorf("%w: /waku/2/rs/1/3", ErrNoPeersToPublish)
+	f.noPeers = true
 	expect(t, s, "POST", msgsPath("/waku/2/rs/1/3"), `{"payload":"AQ==","contentTopic":"/toychat/2/huilong/proto"}`, 200, "OK")
 	expect(t, s, "POST", "/relay/v1/auto/messages", `{"payload":"AQ==","contentTopic":"/toychat/2/huilong/proto"}`, 400,
 		"Failed to publish: publish failed in relay: NoPeersToPublish")
