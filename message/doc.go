@@ -23,4 +23,10 @@
 // An encoded message is at most MaxSize (153600) bytes and its meta at most
 // MaxMetaSize (64) bytes; the payload and content topic fields must be
 // present (nwaku waku_core/message/{codec,message,default_values}.nim).
+// Decode enforces these. To be relayed, whichever way it enters a node, a
+// message must also pass Validate: a content topic that is not empty or
+// white space (nwaku's REST rule, go-waku's WakuMessage.Validate) and at
+// most MaxContentTopicSize (1024) bytes, a bound of this package since
+// nwaku sets none (see MaxContentTopicSize for where the number comes
+// from).
 package message
