@@ -21,9 +21,23 @@
 // what no honest implementation sends is rejected, as nwaku does: bytes that
 // do not decode, an encoded message over 153600 bytes, meta over 64 bytes, a
 // missing payload or content topic field (rfc-index 14/WAKU2-MESSAGE and
-// 11/WAKU2-RELAY). The
-// timestamp window of 64/WAKU2-NETWORK is a network policy: it is off unless
-// Config.MaxTimestampSkew is set, and then Ignores.
+// 11/WAKU2-RELAY). A message that decodes but whose content topic is empty,
+// white space or over message.MaxContentTopicSize (1024) bytes fails
+// message.Validate, the rule every way into the node applies (local
+// publish, REST, lightpush), and is Ignored: nwaku relays such messages,
+// so the peer that forwarded one is not penalised, but this node neither
+// forwards nor archives it. The timestamp window of 64/WAKU2-NETWORK is a
+// network policy: it is off unless Config.MaxTimestampSkew is set, and then
+// Ignores.
+//
+// # Topics
+//
+// Subscribe and Publish join the topic they are given, for good: the
+// callers (the node's configuration, the REST API, the filter and
+// lightpush services) hand in only the static-shard topics of the node's
+// cluster, at most 1024 of them. PublishEnvelope, lightpush's way in,
+// joins a topic only when a peer follows it, so a push that reaches nobody
+// (and is refused) leaves nothing behind.
 //
 // # Loss
 //

@@ -122,12 +122,19 @@ func (r *Relay) Counters() *message.Counters { return r.cfg.Counters }
 func (r *Relay) TopicPeers(pubsubTopic string) []peer.ID { return r.ps.ListPeers(pubsubTopic) }
 
 // validateBytes is the topic validator's work on one received message:
-// decode once, apply the Reject and Ignore rules, hash once.
+// decode once, apply the Reject and Ignore rules, hash once. A message that
+// decodes but fails message.Validate (its content topic: nwaku relays an
+// empty one) is Ignored, not Rejected, so that the honest peer that
+// forwarded it is not penalised.
 func (r *Relay) validateBytes(pubsubTopic string, data []byte) (*message.Envelope, pubsub.ValidationResult) {
 	m, err := message.Decode(data, r.cfg.Counters)
 	if err != nil {
 		r.c.drop(DropInvalid)
 		return nil, pubsub.ValidationReject
+	}
+	if message.Validate(m) != nil {
+		r.c.drop(DropContentTopic)
+		return nil, pubsub.ValidationIgnore
 	}
 	if r.Check(m) != nil {
 		r.c.drop(DropTimestamp)
@@ -142,10 +149,11 @@ func (r *Relay) validateBytes(pubsubTopic string, data []byte) (*message.Envelop
 // Config.MaxTimestampSkew of local time.
 var ErrTimestamp = errors.New("relay: timestamp too far from local time")
 
-// Check applies the validator's rules that follow a successful decode to m
-// (today the timestamp window, when configured), so that a service taking
-// messages from light clients (lightpush) holds them to what the relay
-// validator would. It returns nil or an error wrapping ErrTimestamp.
+// Check applies the relay's network policy to m (today the timestamp
+// window, when configured), the rule the validator applies after a decode
+// and message.Validate, so that a service taking messages from light
+// clients (lightpush) holds them to what the relay validator would. It
+// returns nil or an error wrapping ErrTimestamp.
 func (r *Relay) Check(m *message.Message) error {
 	if !r.timestampOK(m) {
 		return fmt.Errorf("%w: %d ns, window %v", ErrTimestamp, m.Timestamp, r.cfg.MaxTimestampSkew)
@@ -336,8 +344,9 @@ func (r *Relay) Topics() []string {
 // gossipsub's message cache keeps the payload once; msg's meta and proof
 // slices are kept and must not be modified afterwards. The deterministic
 // hash is computed when first asked for (env.Hash), at most once. Errors
-// wrap ErrInvalid (over 153600 bytes encoded, meta over 64 bytes) or
-// ErrClosed, or come from gossipsub. PublishWith writes the payload once,
+// wrap ErrInvalid (and the message.Validate error: over 153600 bytes
+// encoded, meta over 64 bytes, a content topic empty, white space or over
+// 1024 bytes) or ErrClosed, or come from gossipsub. PublishWith writes the payload once,
 // where Publish copies msg.Payload into the encoding.
 func (r *Relay) Publish(ctx context.Context, pubsubTopic string, msg *message.Message) (*message.Envelope, error) {
 	return r.publish(ctx, pubsubTopic, msg, func() (*message.Message, []byte, error) {
@@ -367,14 +376,12 @@ func (r *Relay) PublishWith(ctx context.Context, pubsubTopic string, msg *messag
 	})
 }
 
-// publish checks msg's meta, joins the topic, has encode make the
-// encoding, and publishes it with its envelope as the validator data.
+// publish validates msg (message.Validate), joins the topic, has encode
+// make the encoding, and publishes it with its envelope as the validator
+// data.
 func (r *Relay) publish(ctx context.Context, pubsubTopic string, msg *message.Message, encode func() (*message.Message, []byte, error)) (*message.Envelope, error) {
-	if len(msg.Meta) > message.MaxMetaSize {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, message.ErrMetaTooLong)
-	}
-	if n := msg.Size(); n > message.MaxSize {
-		return nil, fmt.Errorf("%w: %w: %d bytes", ErrInvalid, message.ErrTooLarge, n)
+	if err := message.Validate(msg); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	r.mu.Lock()
 	ts, err := r.topicLocked(pubsubTopic)
@@ -396,14 +403,16 @@ func (r *Relay) publish(ctx context.Context, pubsubTopic string, msg *message.Me
 // PublishEnvelope publishes env.Wire() on env.PubsubTopic() as it is: no
 // encode, and env rides along as the validator data so the local validator
 // neither decodes nor hashes again. The envelope must have passed the
-// validator's rules (message.Decode and Check). It returns the number of
-// relay peers on the topic when it published (gossipsub floods a local
-// publish to all of them); errors wrap ErrClosed or come from gossipsub.
+// validator's rules (message.Decode, message.Validate and Check). It
+// returns the number of relay peers on the topic when it published
+// (gossipsub floods a local publish to all of them). A topic the relay has
+// not joined and no peer follows is not joined: the message goes nowhere
+// and 0 comes back, so that a publish to nobody (which lightpush refuses)
+// leaves no topic, validator or traffic figures behind. Errors wrap
+// ErrClosed or come from gossipsub.
 func (r *Relay) PublishEnvelope(ctx context.Context, env *message.Envelope) (int, error) {
-	r.mu.Lock()
-	ts, err := r.topicLocked(env.PubsubTopic())
-	r.mu.Unlock()
-	if err != nil {
+	ts, err := r.joinedOrFollowed(env.PubsubTopic())
+	if err != nil || ts == nil {
 		return 0, err
 	}
 	peers := len(ts.topic.ListPeers())
@@ -411,6 +420,27 @@ func (r *Relay) PublishEnvelope(ctx context.Context, env *message.Envelope) (int
 		return 0, fmt.Errorf("relay: publish on %q: %w", env.PubsubTopic(), err)
 	}
 	return peers, nil
+}
+
+// joinedOrFollowed returns pubsubTopic's state, joining the topic when a
+// peer follows it; nil when the relay has not joined it and no peer
+// follows it.
+func (r *Relay) joinedOrFollowed(pubsubTopic string) (*topicState, error) {
+	r.mu.Lock()
+	ts, joined := r.topics[pubsubTopic]
+	closed := r.closed
+	r.mu.Unlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case joined:
+		return ts, nil
+	case len(r.ps.ListPeers(pubsubTopic)) == 0:
+		return nil, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.topicLocked(pubsubTopic)
 }
 
 // Inject runs data through the topic validator and the dispatcher exactly
