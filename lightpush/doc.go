@@ -7,14 +7,30 @@
 //
 // # Service
 //
-// The service decodes the WakuMessage inside a request once, picks the
-// pubsub topic by autosharding when a v3 request names none, holds the
-// message to the relay validator's rules (relay.Relay.Check), hashes it once
-// and publishes the bytes as they arrived (relay.Relay.PublishEnvelope): no
-// encode, unless the timestamp is 0, which nwaku's publish fills with the
+// The service decodes the WakuMessage inside a request once, holds it to
+// the rules every way into a node applies (message.Validate: a content
+// topic neither empty nor white space and at most 1024 bytes, else 420
+// INVALID_MESSAGE, the code nwaku gives a message its relay validation
+// refuses), picks the pubsub topic by autosharding when a v3 request names
+// none, applies the relay's policy (relay.Relay.Check), hashes the message
+// once and publishes the bytes as they arrived (relay.Relay.PublishEnvelope):
+// no encode, unless the timestamp is 0, which nwaku's publish fills with the
 // current time. Answers carry nwaku's status codes and texts; a publish that
 // reached no relay peer is 505 NO_PEERS_TO_RELAY (v2: is_success false,
 // "not_published_to_any_peer").
+//
+// # Pubsub topics
+//
+// The relay joins every topic a push is published on, so the service
+// accepts only the static-shard topics of its own cluster
+// (/waku/2/rs/<Config.ClusterID>/<0..1023>, at most 1024 topics of at most
+// 21 bytes), as the node's filter service follows only those. A topic of
+// another cluster is refused 421 UNSUPPORTED_PUBSUB_TOPIC (nwaku
+// waku_lightpush/common.nim; the lightpush spec's code for a pubsub topic
+// the service does not serve), a topic that is not a static shard 400
+// BAD_REQUEST, as nwaku refuses an empty one; both before anything is
+// published. A push that reaches no relay peer joins nothing
+// (relay.Relay.PublishEnvelope).
 //
 // # Wire
 //

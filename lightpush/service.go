@@ -16,14 +16,18 @@ import (
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/shard"
 )
 
 // Publisher is what the service needs of the relay; *relay.Relay is one.
 type Publisher interface {
-	// Check applies the relay validator's rules that follow a decode.
+	// Check applies the relay's network policy (the rules its validator
+	// applies after message.Validate).
 	Check(m *message.Message) error
 	// PublishEnvelope publishes env's wire bytes and returns the number of
-	// relay peers on its pubsub topic.
+	// relay peers on its pubsub topic. When there are none it must leave
+	// no state behind for the topic (relay.Relay.PublishEnvelope joins
+	// nothing then): the service answers 505 and keeps nothing either.
 	PublishEnvelope(ctx context.Context, env *message.Envelope) (int, error)
 }
 
@@ -35,6 +39,12 @@ type Config struct {
 	// Relay publishes the pushed messages. Required: nwaku mounts lightpush
 	// only with relay.
 	Relay Publisher
+	// ClusterID is the cluster whose static-shard pubsub topics
+	// (/waku/2/rs/<ClusterID>/<0..1023>) the service publishes on: a push
+	// on another cluster's topic is refused 421 UNSUPPORTED_PUBSUB_TOPIC,
+	// one on a topic that is not a static shard 400 BAD_REQUEST. Zero is
+	// cluster 0. The node passes its --cluster-id.
+	ClusterID uint16
 	// Autoshard returns the pubsub topic of a content topic. Nil means
 	// static sharding: a v3 request without a pubsub topic is refused (420).
 	Autoshard func(contentTopic string) (string, error)
@@ -254,9 +264,10 @@ func (s *Service) PushLegacy(ctx context.Context, req LegacyRequest) *LegacyResp
 	return &LegacyResponse{Info: desc}
 }
 
-// push decodes wire once, applies the relay's rules, hashes once and
-// publishes. It returns the status code, its description and the number of
-// relay peers. legacy selects the v2 texts where they differ.
+// push decodes wire once, applies the message rules and the relay's,
+// hashes once and publishes. It returns the status code, its description
+// and the number of relay peers. legacy selects the v2 texts where they
+// differ.
 func (s *Service) push(ctx context.Context, wire []byte, topic string, hasTopic, legacy bool) (uint32, string, int) {
 	m, err := message.Decode(wire, s.cfg.Counters)
 	if errors.Is(err, message.ErrTooLarge) {
@@ -265,6 +276,11 @@ func (s *Service) push(ctx context.Context, wire []byte, topic string, hasTopic,
 	}
 	if err != nil {
 		return StatusBadRequest, "decode_rpc_failure: " + err.Error(), 0
+	}
+	// Before autosharding reads the content topic, so that no answer
+	// echoes one of more than 1024 bytes.
+	if err := message.Validate(m); err != nil {
+		return StatusInvalidMessage, err.Error(), 0
 	}
 	if !hasTopic {
 		if s.cfg.Autoshard == nil {
@@ -276,6 +292,9 @@ func (s *Service) push(ctx context.Context, wire []byte, topic string, hasTopic,
 	}
 	if strings.TrimSpace(topic) == "" {
 		return StatusBadRequest, "topic must not be empty", 0
+	}
+	if code, desc := s.checkTopic(topic); code != StatusOK {
+		return code, desc, 0
 	}
 	if err := s.cfg.Relay.Check(m); err != nil {
 		return StatusInvalidMessage, err.Error(), 0
@@ -305,6 +324,32 @@ func (s *Service) push(ctx context.Context, wire []byte, topic string, hasTopic,
 		return StatusNoPeersToRelay, "No peers for topic, skipping publish", 0
 	}
 	return StatusOK, "", peers
+}
+
+// maxStaticShardTopic is the length of the longest static-shard pubsub
+// topic.
+var maxStaticShardTopic = len(shard.RelayShard{ClusterID: shard.MaxClusterID, ShardID: shard.MaxShardID}.PubsubTopic())
+
+// checkTopic accepts the static-shard pubsub topics of Config.ClusterID
+// only, as the node's filter service follows only those: every topic
+// pushed on is joined by the relay, so any other name would let a client
+// make the node join topics without end. The answer never echoes the
+// topic, which may be some 200 kB long.
+func (s *Service) checkTopic(topic string) (uint32, string) {
+	rs, err := shard.ParsePubsubTopic(topic)
+	var pe *shard.ParseError
+	switch {
+	case err != nil && len(topic) > maxStaticShardTopic:
+		// The reason may quote a part of the topic.
+		return StatusBadRequest, fmt.Sprintf("Invalid pubsub topic: %d bytes, want /waku/2/rs/<cluster>/<shard>", len(topic))
+	case errors.As(err, &pe):
+		return StatusBadRequest, "Invalid pubsub topic: " + pe.Reason
+	case err != nil:
+		return StatusBadRequest, "Invalid pubsub topic"
+	case rs.ClusterID != s.cfg.ClusterID:
+		return StatusUnsupportedPubsubTopic, fmt.Sprintf("Unsupported pubsub topic: cluster %d, this node serves cluster %d", rs.ClusterID, s.cfg.ClusterID)
+	}
+	return StatusOK, ""
 }
 
 // Stats counts the work of a Service.

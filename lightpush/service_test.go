@@ -147,3 +147,54 @@ func TestPushedAsArrived(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestPushTopicRules checks the rules a push meets before anything is
+// published, v3 and v2: a content topic message.Validate accepts (420
+// otherwise, as nwaku answers a message its relay validation refuses), a
+// static-shard pubsub topic (400) of the service's cluster (421
+// UNSUPPORTED_PUBSUB_TOPIC). Nothing refused reaches the relay.
+func TestPushTopicRules(t *testing.T) {
+	msg := func(ct string) []byte {
+		return wire(&message.Message{Payload: []byte("hi"), ContentTopic: ct, Timestamp: 42})
+	}
+	long := "/" + strings.Repeat("a", message.MaxContentTopicSize)
+	for _, tc := range []struct {
+		name  string
+		topic string
+		wire  []byte
+		code  uint32
+		desc  string
+	}{
+		{"own cluster", "/waku/2/rs/3/0", valid(), 200, ""},
+		{"own cluster, last shard", "/waku/2/rs/3/1023", valid(), 200, ""},
+		{"empty content topic", "/waku/2/rs/3/0", msg(""), 420, "message: content topic is empty or white space"},
+		{"white space content topic", "/waku/2/rs/3/0", msg(" \t"), 420, "message: content topic is empty or white space"},
+		{"content topic over 1024 bytes", "/waku/2/rs/3/0", msg(long), 420, "message: content topic over 1024 bytes: 1025 bytes"},
+		{"other cluster", "/waku/2/rs/0/0", valid(), 421, "Unsupported pubsub topic: cluster 0, this node serves cluster 3"},
+		{"named topic", "/waku/2/default-waku/proto", valid(), 400, "Invalid pubsub topic: 26 bytes, want /waku/2/rs/<cluster>/<shard>"},
+		{"no prefix", "/waku/2/rs", valid(), 400, "Invalid pubsub topic: must start with /waku/2/rs/"},
+		{"not a shard", "/waku/2/rs/3/x", valid(), 400, "Invalid pubsub topic: shard id is not a decimal number"},
+		{"shard out of range", "/waku/2/rs/3/1024", valid(), 400, "Invalid pubsub topic: shard id 1024 over 1023"},
+		{"200 kB topic", "/waku/2/rs/3/" + strings.Repeat("9", 200_000), valid(), 400, "Invalid pubsub topic: 200013 bytes, want /waku/2/rs/<cluster>/<shard>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fr := &fakeRelay{peers: 1}
+			s, err := New(nil, Config{Relay: fr, ClusterID: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			resp := s.Push(context.Background(), Request{RequestID: "r1", PubsubTopic: tc.topic, HasPubsubTopic: true, Message: tc.wire})
+			if resp.StatusCode != tc.code || resp.StatusDesc != tc.desc {
+				t.Fatalf("v3 %d %q, want %d %q", resp.StatusCode, resp.StatusDesc, tc.code, tc.desc)
+			}
+			v2 := s.PushLegacy(context.Background(), LegacyRequest{PubsubTopic: tc.topic, Message: tc.wire})
+			if want := map[bool]string{true: "OK", false: tc.desc}[tc.code == 200]; v2.IsSuccess != (tc.code == 200) || v2.Info != want {
+				t.Fatalf("v2 %v %q, want %q", v2.IsSuccess, v2.Info, want)
+			}
+			if published := len(fr.got); published != 2*boolInt(tc.code == 200) {
+				t.Fatalf("%d messages reached the relay", published)
+			}
+		})
+	}
+}

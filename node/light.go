@@ -61,7 +61,7 @@ func (n *Node) buildLight() error {
 		n.MarkMounted(HealthFilter, filter.SubscribeProtocolID)
 	}
 	if n.cfg.Lightpush {
-		lc := lightpush.Config{Relay: n.relay, Counters: n.cfg.Counters, RateLimit: limits.Get(ratelimit.Lightpush),
+		lc := lightpush.Config{Relay: n.relay, ClusterID: n.cfg.ClusterID, Counters: n.cfg.Counters, RateLimit: limits.Get(ratelimit.Lightpush),
 			Logger: n.cfg.Logger.With("protocol", "lightpush")}
 		if n.auto != nil {
 			lc.Autoshard = n.auto.PubsubTopic
