@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/message"
 )
 
 // Defaults of Config, nwaku v0.38.1's (tools/confutils/cli_args.nim,
@@ -23,6 +24,32 @@ const (
 	// MaxContentTopicsPerRequest is nwaku's limit on content topics in one
 	// SUBSCRIBE or UNSUBSCRIBE.
 	MaxContentTopicsPerRequest = 100
+	// MaxTopicSize is the longest pubsub topic or content topic in bytes
+	// a SUBSCRIBE or UNSUBSCRIBE may name: message.MaxContentTopicSize,
+	// the longest content topic the node relays (a subscription to a
+	// longer one could never be served). nwaku has no such limit; its
+	// request limit (MaxRequestSize) lets one content topic reach 1.6 MB.
+	MaxTopicSize = message.MaxContentTopicSize
+	// CriterionOverhead is what a criterion is charged in bytes beyond the
+	// bytes of its two topics: the heap its entries in the service's
+	// indexes take. BenchmarkCriteriaHeld measures 256 bytes of heap for a
+	// criterion with a 16-byte content topic (and a pubsub topic shared
+	// with the rest of its request), so 240 of index entries; the heap
+	// held by criteria of any size stays within 5% of what they are
+	// charged.
+	CriterionOverhead = 256
+	// CriterionBytesAllowance is what Config.MaxCriteriaBytes allows each
+	// of a peer's Config.MaxCriteria criteria by default: CriterionOverhead
+	// and 256 bytes of topics, where a static-shard pubsub topic is at most
+	// 21 bytes and the content topics in use are under 100.
+	CriterionBytesAllowance = CriterionOverhead + 256
+	// DefaultMaxCriteriaBytes is the default of Config.MaxCriteriaBytes
+	// with the default MaxCriteria: 512,000 bytes.
+	DefaultMaxCriteriaBytes = DefaultMaxCriteria * CriterionBytesAllowance
+	// DefaultMaxTotalCriteriaBytes is the default of
+	// Config.MaxTotalCriteriaBytes: 128 MiB, room for 250 peers holding
+	// DefaultMaxCriteriaBytes each or 1000 peers holding a quarter of it.
+	DefaultMaxTotalCriteriaBytes = 128 << 20
 )
 
 // ErrConfig is wrapped by every configuration error.
@@ -36,6 +63,20 @@ type Config struct {
 	// MaxCriteria is the most (pubsub topic, content topic) pairs one peer
 	// may hold. Default 1000.
 	MaxCriteria int
+	// MaxCriteriaBytes bounds what one peer's criteria are charged, in
+	// bytes: each criterion counts the bytes of its pubsub topic and its
+	// content topic plus CriterionOverhead. A SUBSCRIBE that would pass it
+	// is refused 503 "SERVICE_UNAVAILABLE: peer has reached maximum size
+	// of filter criteria: <n> bytes" and changes nothing. Default
+	// MaxCriteria × CriterionBytesAllowance (512 bytes), 512,000 with the
+	// default MaxCriteria.
+	MaxCriteriaBytes int
+	// MaxTotalCriteriaBytes bounds what the criteria of all peers are
+	// charged together, counted as for MaxCriteriaBytes; a SUBSCRIBE that
+	// would pass it is refused 503 "SERVICE_UNAVAILABLE: node has reached
+	// maximum size of filter criteria: <n> bytes". Default
+	// DefaultMaxTotalCriteriaBytes (128 MiB).
+	MaxTotalCriteriaBytes int
 	// SubscriptionTimeout is how long a peer's subscriptions live without a
 	// request (any of the four refreshes them). Default 300 s.
 	SubscriptionTimeout time.Duration
@@ -94,6 +135,8 @@ func (c *Config) setDefaults() {
 	}
 	def(&c.MaxPeers, DefaultMaxPeers)
 	def(&c.MaxCriteria, DefaultMaxCriteria)
+	def(&c.MaxCriteriaBytes, c.MaxCriteria*CriterionBytesAllowance)
+	def(&c.MaxTotalCriteriaBytes, DefaultMaxTotalCriteriaBytes)
 	def(&c.PushQueueSize, DefaultPushQueueSize)
 	def(&c.DedupSize, DefaultDedupSize)
 	defDur(&c.SubscriptionTimeout, DefaultSubscriptionTimeout)
@@ -107,7 +150,7 @@ func (c *Config) setDefaults() {
 
 func (c *Config) validate() error {
 	switch {
-	case c.MaxPeers < 0, c.MaxCriteria < 0, c.PushQueueSize < 0, c.DedupSize < 0:
+	case c.MaxPeers < 0, c.MaxCriteria < 0, c.MaxCriteriaBytes < 0, c.MaxTotalCriteriaBytes < 0, c.PushQueueSize < 0, c.DedupSize < 0:
 		return fmt.Errorf("%w: limits and queue sizes must not be negative", ErrConfig)
 	case c.SubscriptionTimeout < 0, c.PushTimeout < 0, c.DedupTTL < 0, c.RequestTimeout < 0:
 		return fmt.Errorf("%w: durations must not be negative", ErrConfig)

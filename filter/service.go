@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,7 @@ type subscriber struct {
 	id       peer.ID
 	lastSeen time.Time
 	criteria map[Criterion]struct{}
+	bytes    int // criteriaBytes of criteria
 	queue    chan []byte
 	// ctx ends when the subscriber leaves or the service closes; its end
 	// resets the push stream, so a writer blocked on a stalled peer
@@ -85,8 +87,8 @@ func (sub *subscriber) resetStream() {
 // nobody else. A peer's subscriptions expire SubscriptionTimeout after its
 // last request; expired peers get no pushes and are removed by a sweep.
 //
-// Locking: mu guards peers, index and topics; seen has its own lock and is
-// never taken while holding mu.
+// Locking: mu guards peers, index, topics, bytes and each subscriber's
+// criteria; seen has its own lock and is never taken while holding mu.
 type Service struct {
 	h      host.Host
 	cfg    Config
@@ -101,8 +103,12 @@ type Service struct {
 	mu     sync.RWMutex
 	closed bool
 	peers  map[peer.ID]*subscriber
-	index  map[Criterion]map[peer.ID]*subscriber
+	// index holds the subscribers of each criterion, in no order: a
+	// slice, not a map, because one map per criterion would cost some
+	// 300 bytes more per criterion, most of them having one subscriber.
+	index  map[Criterion][]*subscriber
 	topics map[string]int // criteria per pubsub topic, for OnTopic
+	bytes  int            // criteriaBytes of every subscriber's criteria
 }
 
 // New mounts the filter service on h and starts its expiry sweep.
@@ -126,7 +132,7 @@ func newService(h host.Host, cfg Config) *Service {
 		seen:   newSeenHashes(cfg.DedupSize, cfg.DedupTTL),
 		limit:  ratelimit.NewPerPeer(cfg.RateLimit, nil),
 		peers:  map[peer.ID]*subscriber{},
-		index:  map[Criterion]map[peer.ID]*subscriber{},
+		index:  map[Criterion][]*subscriber{},
 		topics: map[string]int{},
 	}
 }
@@ -240,6 +246,10 @@ func (s *Service) apply(p peer.ID, req SubscribeRequest) (uint32, string) {
 // notFound is nwaku's description of a 404.
 const notFound = "NOT_FOUND: peer has no subscriptions"
 
+// checkCriteria applies nwaku's rules to the criteria of a SUBSCRIBE or
+// UNSUBSCRIBE, then the topic rules nwaku does not have: each content
+// topic as message.CheckContentTopic wants it (not empty, not white space,
+// at most MaxTopicSize bytes), the pubsub topic at most MaxTopicSize bytes.
 func checkCriteria(req SubscribeRequest) (uint32, string) {
 	if !req.HasPubsubTopic || len(req.ContentTopics) == 0 {
 		return StatusBadRequest, "BAD_REQUEST: pubsubTopic and contentTopics must be specified"
@@ -247,7 +257,46 @@ func checkCriteria(req SubscribeRequest) (uint32, string) {
 	if len(req.ContentTopics) > MaxContentTopicsPerRequest {
 		return StatusBadRequest, fmt.Sprintf("BAD_REQUEST: exceeds maximum content topics: %d", MaxContentTopicsPerRequest)
 	}
+	if len(req.PubsubTopic) > MaxTopicSize {
+		return StatusBadRequest, fmt.Sprintf("BAD_REQUEST: pubsub topic exceeds maximum size: %d bytes", MaxTopicSize)
+	}
+	for _, ct := range req.ContentTopics {
+		switch err := message.CheckContentTopic(ct); {
+		case errors.Is(err, message.ErrContentTopicTooLong):
+			return StatusBadRequest, fmt.Sprintf("BAD_REQUEST: content topic exceeds maximum size: %d bytes", MaxTopicSize)
+		case err != nil:
+			return StatusBadRequest, "BAD_REQUEST: content topic is empty or white space"
+		}
+	}
 	return StatusOK, ""
+}
+
+// criteriaBytes is what one criterion is charged against Config.
+// MaxCriteriaBytes and MaxTotalCriteriaBytes: its two topics and
+// CriterionOverhead.
+func criteriaBytes(c Criterion) int {
+	return len(c.PubsubTopic) + len(c.ContentTopic) + CriterionOverhead
+}
+
+// newCriteria returns the criteria of req that sub (nil for a new peer)
+// does not hold yet, without duplicates, and the bytes they would add.
+func newCriteria(sub *subscriber, req SubscribeRequest) ([]Criterion, int) {
+	add := make([]Criterion, 0, len(req.ContentTopics))
+	n := 0
+	for _, ct := range req.ContentTopics {
+		c := Criterion{req.PubsubTopic, ct}
+		if sub != nil {
+			if _, held := sub.criteria[c]; held {
+				continue
+			}
+		}
+		if slices.Contains(add, c) {
+			continue
+		}
+		add = append(add, c)
+		n += criteriaBytes(c)
+	}
+	return add, n
 }
 
 func (s *Service) ping(p peer.ID, now time.Time) (uint32, string) {
@@ -260,7 +309,9 @@ func (s *Service) ping(p peer.ID, now time.Time) (uint32, string) {
 }
 
 // subscribe adds the request's criteria for p. The criteria limit counts the
-// request's topics before duplicates are removed, as nwaku does.
+// request's topics before duplicates are removed, as nwaku does; the byte
+// limits count only the criteria the peer does not hold yet. A refused
+// request changes nothing.
 func (s *Service) subscribe(p peer.ID, req SubscribeRequest, now time.Time) (uint32, string) {
 	sub, ok := s.peers[p]
 	if ok && len(sub.criteria)+len(req.ContentTopics) > s.cfg.MaxCriteria {
@@ -273,23 +324,29 @@ func (s *Service) subscribe(p peer.ID, req SubscribeRequest, now time.Time) (uin
 		if len(req.ContentTopics) > s.cfg.MaxCriteria {
 			return StatusServiceUnavailable, "SERVICE_UNAVAILABLE: peer has reached maximum number of filter criteria"
 		}
+	}
+	add, n := newCriteria(sub, req)
+	held := 0
+	if ok {
+		held = sub.bytes
+	}
+	if held+n > s.cfg.MaxCriteriaBytes {
+		return StatusServiceUnavailable, fmt.Sprintf("SERVICE_UNAVAILABLE: peer has reached maximum size of filter criteria: %d bytes", s.cfg.MaxCriteriaBytes)
+	}
+	if s.bytes+n > s.cfg.MaxTotalCriteriaBytes {
+		return StatusServiceUnavailable, fmt.Sprintf("SERVICE_UNAVAILABLE: node has reached maximum size of filter criteria: %d bytes", s.cfg.MaxTotalCriteriaBytes)
+	}
+	if !ok {
 		sub = s.addPeerLocked(p)
 	}
 	sub.lastSeen = now
-	for _, ct := range req.ContentTopics {
-		c := Criterion{req.PubsubTopic, ct}
-		if _, dup := sub.criteria[c]; dup {
-			continue
-		}
+	for _, c := range add {
 		sub.criteria[c] = struct{}{}
-		subs := s.index[c]
-		if subs == nil {
-			subs = map[peer.ID]*subscriber{}
-			s.index[c] = subs
-		}
-		subs[p] = sub
+		s.index[c] = append(s.index[c], sub)
 		s.topicRefLocked(c.PubsubTopic, +1)
 	}
+	sub.bytes += n
+	s.bytes += n
 	return StatusOK, "OK"
 }
 
@@ -330,12 +387,21 @@ func (s *Service) addPeerLocked(p peer.ID) *subscriber {
 
 func (s *Service) dropCriterionLocked(sub *subscriber, c Criterion) {
 	delete(sub.criteria, c)
-	if subs := s.index[c]; subs != nil {
-		delete(subs, sub.id)
-		if len(subs) == 0 {
-			delete(s.index, c)
-		}
+	subs := s.index[c]
+	if i := slices.Index(subs, sub); i >= 0 {
+		last := len(subs) - 1
+		subs[i] = subs[last]
+		subs[last] = nil
+		subs = subs[:last]
 	}
+	if len(subs) == 0 {
+		delete(s.index, c)
+	} else {
+		s.index[c] = subs
+	}
+	n := criteriaBytes(c)
+	sub.bytes -= n
+	s.bytes -= n
 	s.topicRefLocked(c.PubsubTopic, -1)
 }
 
@@ -539,6 +605,9 @@ type Stats struct {
 	Failed      uint64            // push stream opens or writes that failed
 	Expired     uint64            // subscribers removed because they expired
 	RateLimited uint64            // requests answered 429 by the rate limit
+	// CriteriaBytes is what the criteria of every subscriber are charged
+	// now against Config.MaxTotalCriteriaBytes (see CriterionOverhead).
+	CriteriaBytes int
 	// BytesIn and BytesOut count protocol bytes as nwaku's
 	// waku_service_network_bytes does for filter (waku_filter_v2/protocol.nim):
 	// in, each subscribe request read within the rate limit (decodable or
@@ -567,7 +636,7 @@ func (s *Service) Stats() Stats {
 	st.Expired, st.RateLimited = s.c.expired.Load(), s.c.limited.Load()
 	st.BytesIn, st.BytesOut = s.c.bytesIn.Load(), s.c.bytesOut.Load()
 	s.mu.RLock()
-	st.Subscribers, st.Criteria = len(s.peers), len(s.index)
+	st.Subscribers, st.Criteria, st.CriteriaBytes = len(s.peers), len(s.index), s.bytes
 	s.mu.RUnlock()
 	return st
 }
