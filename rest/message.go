@@ -9,7 +9,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/couriernet/courier/message"
 )
@@ -205,14 +204,19 @@ func checkRequired(m *message.Message, havePayload, haveTopic bool) (*message.Me
 	return m, nil
 }
 
-// checkPublishable applies nwaku's rules for a message to publish: payload
-// and content topic not empty, the content topic not white space.
-// The payload is m.Payload, or text when it is not nil.
+// checkPublishable applies nwaku's rules for a message to publish (payload
+// not empty, rest_api/endpoint/relay/types.nim) and the content topic rule
+// every way into the node shares (message.CheckContentTopic: not empty or
+// white space, nwaku's REST rule, and at most 1024 bytes). The payload is
+// m.Payload, or text when it is not nil.
 func checkPublishable(m *message.Message, text *payloadText) (*message.Message, error) {
 	if n := len(m.Payload); n == 0 && (text == nil || text.n == 0) {
 		return nil, fmt.Errorf("%w: Field `payload` is missing or empty", ErrInvalidBody)
 	}
-	if strings.TrimSpace(m.ContentTopic) == "" {
+	switch err := message.CheckContentTopic(m.ContentTopic); {
+	case errors.Is(err, message.ErrContentTopicTooLong):
+		return nil, fmt.Errorf("%w: Field `contentTopic` is over %d bytes", ErrInvalidBody, message.MaxContentTopicSize)
+	case err != nil:
 		return nil, fmt.Errorf("%w: Field `contentTopic` is missing or empty", ErrInvalidBody)
 	}
 	return m, nil

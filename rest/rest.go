@@ -42,6 +42,18 @@
 // with a plain-text reason. Request bodies are limited to Config.MaxBodyBytes
 // (413 beyond).
 //
+// # Validation
+//
+// The routes that publish (relay, relay auto, lightpush v3 and v1) hold a
+// message to nwaku's REST rules (payload and contentTopic present and not
+// empty, the content topic not white space) and to the content topic rule
+// every way into the node shares (message.CheckContentTopic: at most
+// message.MaxContentTopicSize, 1024, bytes), answering 400 before the
+// backend sees the message: "Invalid content body, could not decode: ..."
+// on the relay routes, "Invalid message! ..." and "Invalid message: ..." on
+// lightpush v3 and v1. What the relay's validation refuses after that comes
+// back as ErrInvalidMessage, 400 "Failed to publish: <error>".
+//
 // # Message cache
 //
 // Messages reach the relay message cache only through (*Server).Deliver,
