@@ -2,7 +2,9 @@ package filter
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,4 +160,54 @@ func liveHeap() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// TestIndexRemoval: subscribers leaving a criterion in any order leave the
+// index with exactly the others, each at its recorded place, and pushes
+// reach exactly them.
+func TestIndexRemoval(t *testing.T) {
+	s, _ := clockService(t, Config{})
+	ids := []peer.ID{"a", "b", "c", "d"}
+	for _, p := range ids {
+		s.Answer(p, sub("/x/1/y/proto", "/x/1/"+string(p)+"/proto"))
+	}
+	check := func(want ...peer.ID) {
+		t.Helper()
+		c := Criterion{topic, "/x/1/y/proto"}
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		subs := s.index[c]
+		var got []peer.ID
+		for i, sub := range subs {
+			if sub.criteria[c] != i {
+				t.Fatalf("%s recorded at %d, found at %d", sub.id, sub.criteria[c], i)
+			}
+			got = append(got, sub.id)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("subscribers %v, want %v", got, want)
+		}
+	}
+	check(ids...)
+	s.Answer("b", unsub("/x/1/y/proto"))
+	check("a", "c", "d")
+	s.Answer("a", SubscribeRequest{RequestID: "r", Type: UnsubscribeAll})
+	check("c", "d")
+	s.Answer("d", unsub("/x/1/y/proto"))
+	check("c")
+	s.Push(envelope(t, "/x/1/y/proto", "one"))
+	s.mu.RLock()
+	queued := map[peer.ID]int{}
+	for id, sub := range s.peers {
+		queued[id] = len(sub.queue)
+	}
+	s.mu.RUnlock()
+	if !maps.Equal(queued, map[peer.ID]int{"b": 0, "c": 1, "d": 0}) {
+		t.Fatalf("queued frames %v", queued)
+	}
+	s.Answer("c", unsub("/x/1/y/proto"))
+	if _, ok := s.index[Criterion{topic, "/x/1/y/proto"}]; ok {
+		t.Fatal("criterion without subscribers still indexed")
+	}
 }

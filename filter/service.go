@@ -43,7 +43,9 @@ type Criterion struct {
 type subscriber struct {
 	id       peer.ID
 	lastSeen time.Time
-	criteria map[Criterion]struct{}
+	// criteria maps each criterion of the peer to its place in the
+	// criterion's Service.index slice.
+	criteria map[Criterion]int
 	bytes    int // criteriaBytes of criteria
 	queue    chan []byte
 	// ctx ends when the subscriber leaves or the service closes; its end
@@ -103,9 +105,10 @@ type Service struct {
 	mu     sync.RWMutex
 	closed bool
 	peers  map[peer.ID]*subscriber
-	// index holds the subscribers of each criterion, in no order: a
-	// slice, not a map, because one map per criterion would cost some
-	// 300 bytes more per criterion, most of them having one subscriber.
+	// index holds the subscribers of each criterion, in no order, each
+	// knowing its place (subscriber.criteria): a slice, not a map, because
+	// one map per criterion would cost some 200 bytes more per criterion,
+	// most of them having one subscriber.
 	index  map[Criterion][]*subscriber
 	topics map[string]int // criteria per pubsub topic, for OnTopic
 	bytes  int            // criteriaBytes of every subscriber's criteria
@@ -341,7 +344,7 @@ func (s *Service) subscribe(p peer.ID, req SubscribeRequest, now time.Time) (uin
 	}
 	sub.lastSeen = now
 	for _, c := range add {
-		sub.criteria[c] = struct{}{}
+		sub.criteria[c] = len(s.index[c])
 		s.index[c] = append(s.index[c], sub)
 		s.topicRefLocked(c.PubsubTopic, +1)
 	}
@@ -375,7 +378,7 @@ func (s *Service) unsubscribe(p peer.ID, req SubscribeRequest, now time.Time) (u
 }
 
 func (s *Service) addPeerLocked(p peer.ID) *subscriber {
-	sub := &subscriber{id: p, criteria: map[Criterion]struct{}{}, queue: make(chan []byte, s.cfg.PushQueueSize)}
+	sub := &subscriber{id: p, criteria: map[Criterion]int{}, queue: make(chan []byte, s.cfg.PushQueueSize)}
 	sub.ctx, sub.leave = context.WithCancel(s.ctx)
 	s.peers[p] = sub
 	if s.h != nil { // without a host (unit tests) frames stay queued
@@ -385,15 +388,20 @@ func (s *Service) addPeerLocked(p peer.ID) *subscriber {
 	return sub
 }
 
+// dropCriterionLocked removes c, which sub holds, from sub and the index:
+// the last subscriber of c takes sub's place, so removal costs the same
+// whatever the number of subscribers.
 func (s *Service) dropCriterionLocked(sub *subscriber, c Criterion) {
+	i := sub.criteria[c]
 	delete(sub.criteria, c)
 	subs := s.index[c]
-	if i := slices.Index(subs, sub); i >= 0 {
-		last := len(subs) - 1
-		subs[i] = subs[last]
-		subs[last] = nil
-		subs = subs[:last]
+	last := len(subs) - 1
+	if moved := subs[last]; moved != sub {
+		subs[i] = moved
+		moved.criteria[c] = i
 	}
+	subs[last] = nil
+	subs = subs[:last]
 	if len(subs) == 0 {
 		delete(s.index, c)
 	} else {
