@@ -32,12 +32,15 @@
 //
 // # Topics
 //
-// Subscribe and Publish join the topic they are given, for good: the
-// callers (the node's configuration, the REST API, the filter and
-// lightpush services) hand in only the static-shard topics of the node's
-// cluster, at most 1024 of them. PublishEnvelope, lightpush's way in,
-// joins a topic only when a peer follows it, so a push that reaches nobody
-// (and is refused) leaves nothing behind.
+// Subscribe, Publish and PublishEnvelope join the topic they are given,
+// for good (with its validator and traffic figures), so the topics joined
+// on a remote peer's behalf are kept to a bounded set: the node follows
+// filter subscriptions and the lightpush service publishes pushes only on
+// the static-shard topics of the node's cluster, at most 1024 topics of at
+// most 21 bytes. The node's configuration and the REST API, the
+// operator's, hand in static-shard topics too. PublishEnvelope,
+// lightpush's way in, joins a topic only when a peer follows it, so a push
+// that reaches nobody (and is refused) leaves nothing behind.
 //
 // # Loss
 //
