@@ -16,8 +16,8 @@
 //
 // mplex has no flow control, so a reader must not let a fast sender fill
 // its memory, and the connection's reader must never block on one slow
-// stream, or every stream on the connection stalls. The limits mirror
-// js-libp2p's mplex (@libp2p/mplex, src/mplex.ts):
+// stream, or every stream on the connection stalls. The limits on what the
+// peer sends mirror js-libp2p's mplex (@libp2p/mplex, src/mplex.ts):
 //   - a frame longer than MaxFrameSize (1 MiB) closes the connection;
 //   - inbound streams beyond Transport.MaxInboundStreams (1024) are reset;
 //   - a stream holding more than Transport.MaxStreamBuffer (4 MiB) unread
@@ -30,10 +30,51 @@
 // yamux reserves its receive windows. A reset stream's reads and writes
 // return a *network.StreamError with StreamResourceLimitExceeded; the
 // peer sees a Reset frame.
+//
+// What a peer that stops reading can make the connection hold is bounded
+// too, so that it cannot hang a writer, a Reset or a shutdown:
+//   - a write to the connection that has not completed within
+//     Transport.WriteTimeout (10 s, go-yamux's ConnectionWriteTimeout,
+//     which go-libp2p keeps) closes it with ErrWriteTimeout. As in go-yamux
+//     the deadline is moved on once half of it has passed, and writes go
+//     out in pieces of at most 64 KiB (go-yamux's largest frame), so a peer
+//     taking 64 KiB in 5 s keeps the connection;
+//   - at most MaxQueuedResets (4096, 64 KiB) Reset frames wait to be
+//     written besides the batch being written, whether they refuse
+//     streams opened past MaxInboundStreams or end streams reset on this
+//     side; one more closes the connection with ErrTooManyResets. A stream that was open is queued once, but
+//     it leaves the connection at once, so without the bound a peer that
+//     opens streams the host resets (an unknown protocol) could grow the
+//     queue without end. js-libp2p closes its connection sooner, when the
+//     peer opens more than 5 streams a second past its limit
+//     (disconnectThreshold);
+//   - the send queue holds at most 32 frames (8 MiB); Write and CloseWrite
+//     wait for room until their deadline, and Reset never waits: it is
+//     queued apart, ahead of the frames already queued.
+//
+// A stream closed for reading and writing on this side (Close, or
+// CloseRead and CloseWrite) is forgotten at once, whether or not the peer
+// has closed its side, as go-yamux (v5) forgets a stream on Close: frames
+// the peer still sends for it are dropped. So no stream close timeout is
+// needed (hashicorp/yamux's StreamCloseTimeout, which go-yamux does not
+// have), and streams this side opened and closed cannot pile up. Open
+// outbound streams are counted by go-libp2p's resource manager, as for
+// yamux.
+//
+// A Reset, local or remote, also drops the stream's frames still queued,
+// and a stream reset before its NewStream frame was written is never
+// announced: the peer is not sent frames for streams it does not know,
+// which js-libp2p counts against the connection (its "missing stream"
+// rate limit).
+//
+// Deadlines follow net.Conn: moving a deadline, or setting one, also
+// applies to a Read or Write already waiting, and every waiting reader
+// sees io.EOF or the reset.
 package mplex
 
 import (
 	"net"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 )
@@ -46,7 +87,12 @@ const (
 	DefaultMaxInboundStreams = 1024
 	DefaultMaxStreamBuffer   = 4 << 20
 	DefaultMaxConnBuffer     = 16 << 20
+	DefaultWriteTimeout      = 10 * time.Second
 )
+
+// MaxQueuedResets is how many Reset frames may wait to be written; one
+// more closes the connection with ErrTooManyResets.
+const MaxQueuedResets = 4096
 
 // Transport is the mplex network.Multiplexer. Its zero value uses the
 // defaults; it must not be changed once in use.
@@ -61,6 +107,10 @@ type Transport struct {
 	// MaxConnBuffer is how many bytes all streams of a connection may hold
 	// unread; past it the stream holding most is reset. Zero means 16 MiB.
 	MaxConnBuffer int
+	// WriteTimeout is how long a write to the connection may take before
+	// the connection is closed with ErrWriteTimeout. Zero means 10 s
+	// (go-yamux ConnectionWriteTimeout).
+	WriteTimeout time.Duration
 }
 
 // DefaultTransport returns a Transport with the default limits.
@@ -84,10 +134,11 @@ func (t *Transport) NewConn(nc net.Conn, isServer bool, scope network.PeerScope)
 
 type limits struct {
 	inbound, stream, conn int
+	writeTimeout          time.Duration
 }
 
 func (t *Transport) limits() limits {
-	l := limits{t.MaxInboundStreams, t.MaxStreamBuffer, t.MaxConnBuffer}
+	l := limits{t.MaxInboundStreams, t.MaxStreamBuffer, t.MaxConnBuffer, t.WriteTimeout}
 	if l.inbound <= 0 {
 		l.inbound = DefaultMaxInboundStreams
 	}
@@ -96,6 +147,9 @@ func (t *Transport) limits() limits {
 	}
 	if l.conn <= 0 {
 		l.conn = DefaultMaxConnBuffer
+	}
+	if l.writeTimeout <= 0 {
+		l.writeTimeout = DefaultWriteTimeout
 	}
 	return l
 }
