@@ -31,45 +31,42 @@
 // return a *network.StreamError with StreamResourceLimitExceeded; the
 // peer sees a Reset frame.
 //
-// What a peer that stops reading can make the connection hold is bounded
-// too, so that it cannot hang a writer, a Reset or a shutdown:
-//   - a write to the connection that has not completed within
-//     Transport.WriteTimeout (10 s, go-yamux's ConnectionWriteTimeout,
-//     which go-libp2p keeps) closes it with ErrWriteTimeout. As in go-yamux
-//     the deadline is moved on once half of it has passed, and writes go
-//     out in pieces of at most 64 KiB (go-yamux's largest frame), so a peer
-//     taking 64 KiB in 5 s keeps the connection;
-//   - at most MaxQueuedResets (4096, 64 KiB) Reset frames wait to be
-//     written besides the batch being written, whether they refuse
+// A peer that stops reading cannot hang a writer, a Reset or a shutdown,
+// nor make the connection hold more for it:
+//   - a write to the connection that does not complete within
+//     Transport.WriteTimeout (10 s: go-yamux's ConnectionWriteTimeout,
+//     which go-libp2p keeps) closes the connection with ErrWriteTimeout.
+//     As in go-yamux, the deadline is moved on once half of it has passed;
+//     writes go out in pieces of at most 64 KiB (go-yamux's largest frame),
+//     so each piece has at least 5 s;
+//   - at most MaxQueuedResets (4096, 16 bytes each) Reset frames wait to
+//     be written besides the batch in the write, whether they refuse
 //     streams opened past MaxInboundStreams or end streams reset on this
-//     side; one more closes the connection with ErrTooManyResets. A stream that was open is queued once, but
-//     it leaves the connection at once, so without the bound a peer that
-//     opens streams the host resets (an unknown protocol) could grow the
-//     queue without end. js-libp2p closes its connection sooner, when the
-//     peer opens more than 5 streams a second past its limit
-//     (disconnectThreshold);
-//   - the send queue holds at most 32 frames (8 MiB); Write and CloseWrite
-//     wait for room until their deadline, and Reset never waits: it is
-//     queued apart, ahead of the frames already queued.
+//     side (a stream leaves the connection when it is reset, so a peer
+//     that opens streams the host resets, for an unknown protocol, could
+//     otherwise grow the queue without end); one more closes the
+//     connection with ErrTooManyResets. js-libp2p is stricter: it closes
+//     the connection when the peer opens more than 5 streams a second
+//     past its limit (disconnectThreshold);
+//   - the send queue holds at most 32 frames (8 MiB). Write and CloseWrite
+//     wait for room until their deadline; Reset never waits: its frame is
+//     queued apart and written before the frames already queued, and the
+//     stream's own queued frames are dropped. A stream reset before its
+//     NewStream frame went out is never announced. So no frame of a stream
+//     goes out after its Reset, local or the peer's, nor for a stream the
+//     peer never heard of: js-libp2p counts those against the connection
+//     (its "missing stream" rate limit).
 //
 // A stream closed for reading and writing on this side (Close, or
 // CloseRead and CloseWrite) is forgotten at once, whether or not the peer
-// has closed its side, as go-yamux (v5) forgets a stream on Close: frames
-// the peer still sends for it are dropped. So no stream close timeout is
-// needed (hashicorp/yamux's StreamCloseTimeout, which go-yamux does not
-// have), and streams this side opened and closed cannot pile up. Open
-// outbound streams are counted by go-libp2p's resource manager, as for
-// yamux.
+// closed its side, as go-yamux v5 forgets a stream on Close; what the peer
+// still sends on it is dropped. So mplex needs no stream close timeout
+// (hashicorp/yamux's StreamCloseTimeout, which go-yamux does not have),
+// and streams closed here cannot pile up. Streams open at once are
+// counted by go-libp2p's resource manager, as for yamux.
 //
-// A Reset, local or remote, also drops the stream's frames still queued,
-// and a stream reset before its NewStream frame was written is never
-// announced: the peer is not sent frames for streams it does not know,
-// which js-libp2p counts against the connection (its "missing stream"
-// rate limit).
-//
-// Deadlines follow net.Conn: moving a deadline, or setting one, also
-// applies to a Read or Write already waiting, and every waiting reader
-// sees io.EOF or the reset.
+// Deadlines follow net.Conn: setting or moving one also applies to a Read
+// or Write already waiting. Every waiting reader sees io.EOF or the reset.
 package mplex
 
 import (

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -67,7 +68,7 @@ func (c *frozenConn) Close() error {
 }
 
 // stopBound is what the test allows Stop: StopGrace, then a margin for a
-// loaded machine. Stop measured well under a second here.
+// loaded machine.
 const stopBound = StopGrace + 10*time.Second
 
 // A peer on mplex that stops reading its connection, as a filter
@@ -168,7 +169,8 @@ func TestStopWithPeerNotReading(t *testing.T) {
 			for {
 				s.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 				if _, err := s.Write(chunk); err != nil {
-					if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					var ne net.Error
+					if errors.As(err, &ne) && ne.Timeout() {
 						close(full)
 					}
 					return // left open: its frames stay queued
@@ -251,4 +253,48 @@ func stopWithin(t *testing.T, n *Node) {
 	case <-time.After(stopBound):
 		t.Fatalf("Stop still running after %v", stopBound)
 	}
+}
+
+// Stop's guard closes the host's connections once its grace has passed,
+// or at once when Stop's context has ended, and not once cancelled.
+func TestDropPeersAfter(t *testing.T) {
+	connected := func(t *testing.T) (*Node, host.Host) {
+		t.Helper()
+		n := startTestNode(t, Config{})
+		h, _ := newClient(t)
+		if err := h.Connect(context.Background(), peer.AddrInfo{ID: n.Host().ID(), Addrs: n.Host().Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+		return n, h
+	}
+	waitDropped := func(t *testing.T, n *Node) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for len(n.Host().Network().Conns()) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("connections still open")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Run("grace", func(t *testing.T) {
+		n, _ := connected(t)
+		defer n.dropPeersAfter(context.Background(), 50*time.Millisecond)()
+		waitDropped(t, n)
+	})
+	t.Run("context", func(t *testing.T) {
+		n, _ := connected(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		defer n.dropPeersAfter(ctx, time.Hour)()
+		waitDropped(t, n)
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		n, h := connected(t)
+		n.dropPeersAfter(context.Background(), 50*time.Millisecond)()
+		time.Sleep(200 * time.Millisecond)
+		if len(n.Host().Network().ConnsToPeer(h.ID())) != 1 {
+			t.Fatal("connection closed after the guard was cancelled")
+		}
+	})
 }
