@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	pool "github.com/libp2p/go-buffer-pool"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -22,6 +24,17 @@ var ErrConnClosed = errors.New("mplex: connection closed")
 
 var errStreamConnClosed = fmt.Errorf("%w (%w)", ErrConnClosed, network.ErrReset)
 
+// Errors that close a connection whose peer does not read.
+var (
+	// ErrWriteTimeout: a write to the connection took longer than
+	// Transport.WriteTimeout.
+	ErrWriteTimeout = errors.New("mplex: connection write timed out")
+	// ErrTooManyResets: more than MaxQueuedResets Reset frames wait to be
+	// written, for a peer that opens streams past MaxInboundStreams, or
+	// has its streams reset, faster than it reads.
+	ErrTooManyResets = errors.New("mplex: too many resets waiting for the peer to read")
+)
+
 // sendQueue is how many frames a connection queues for writing; with
 // frames of at most maxWriteFrame, 8 MiB. A writer waits while it is full.
 const sendQueue = 32
@@ -29,6 +42,19 @@ const sendQueue = 32
 // maxWriteFrame is the largest frame payload written; longer writes are
 // split.
 const maxWriteFrame = 256 << 10
+
+// writePiece is the most written to the connection under one deadline
+// extension: go-yamux's largest frame (MaxMessageSize, 64 KiB).
+const writePiece = 64 << 10
+
+// maxResetBatch and maxResetBuf bound the reset batches (16 bytes an
+// entry) and frame buffer (at most 10 bytes a Reset) that sendLoop keeps
+// for reuse: at most 80 KiB a connection, and only once it reset that
+// many streams at once.
+const (
+	maxResetBatch = 2 << 10
+	maxResetBuf   = 16 << 10
+)
 
 // reserveStep is the unit in which memory for unread data is reserved
 // from, and given back to, the connection's resource scope.
@@ -40,17 +66,25 @@ type streamKey struct {
 	local bool
 }
 
+// outFrame is a queued frame: a pooled buffer holding the whole frame, and
+// the stream it is for, which sendLoop asks whether it still goes out.
+type outFrame struct {
+	b    []byte
+	s    *stream
+	open bool // a NewStream frame
+}
+
 // conn is one multiplexed connection. Lock order: conn.mu before
 // stream.mu. One goroutine reads frames (readLoop) and never blocks on a
 // stream. Writers queue whole frames on send (as go-yamux queues its
-// frames), and sendLoop writes them in order, Resets found by the reader
-// first.
+// frames), and sendLoop writes them in order, Resets first: those never
+// wait for room.
 type conn struct {
 	nc   net.Conn
 	lim  limits
 	span network.ResourceScopeSpan // nil without a resource manager
 
-	send   chan []byte   // frames to write, pooled buffers; at most sendQueue
+	send   chan outFrame // frames to write; at most sendQueue
 	ctrl   chan struct{} // one-slot: resets are waiting
 	accept chan *stream  // streams opened by the peer, not yet accepted
 	closed chan struct{} // closed by shutdown
@@ -61,16 +95,22 @@ type conn struct {
 	inbound  int         // streams in streams opened by the peer
 	nextID   uint64      // id of the next stream this side opens
 	resets   []streamKey // Reset frames for sendLoop to send first
+	overflow bool        // resets overflowed: a shutdown is under way
 	closeErr error       // why the connection closed; nil while open
 
 	buffered atomic.Int64 // unread bytes held by all streams
 	reserved int          // bytes reserved in span; readLoop only
+
+	// sendLoop only
+	spare         []streamKey // the other reset batch, swapped with resets
+	resetBuf      []byte      // reused for the Reset frames of a batch
+	writeDeadline time.Time   // the write deadline set on nc
 }
 
 func newConn(nc net.Conn, lim limits, span network.ResourceScopeSpan) *conn {
 	c := &conn{
 		nc: nc, lim: lim, span: span,
-		send:    make(chan []byte, sendQueue),
+		send:    make(chan outFrame, sendQueue),
 		ctrl:    make(chan struct{}, 1),
 		accept:  make(chan *stream, lim.inbound),
 		closed:  make(chan struct{}),
@@ -116,7 +156,7 @@ func (c *conn) OpenStream(ctx context.Context) (network.MuxedStream, error) {
 	c.streams[s.key] = s
 	c.mu.Unlock()
 	var name [20]byte
-	if err := c.writeFrame(s.key.id, flagNewStream, strconv.AppendUint(name[:0], s.key.id, 10), ctx.Done(), nil); err != nil {
+	if err := c.writeFrame(s, flagNewStream, strconv.AppendUint(name[:0], s.key.id, 10), ctx.Done()); err != nil {
 		c.resetStream(s, err, false)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -160,23 +200,23 @@ func (c *conn) shutdown(err error) {
 	}
 }
 
-// writeFrame queues one frame, copying p once into a pooled buffer so the
-// frame goes out in a single write. It waits for room in the queue until
-// expired or gone is closed (either may be nil). Once queued, the frame is
-// written unless the connection fails first.
-func (c *conn) writeFrame(id uint64, flag byte, p []byte, expired, gone <-chan struct{}) error {
+// writeFrame queues one frame of s, copying p once into a pooled buffer
+// so the frame goes out in a single write. It waits for room in the queue
+// until expired (which may be nil) or s.gone is closed. Once queued, the
+// frame is written unless the connection fails or s is reset first.
+func (c *conn) writeFrame(s *stream, flag byte, p []byte, expired <-chan struct{}) error {
 	if c.IsClosed() {
 		return errStreamConnClosed
 	}
 	buf := pool.Get(maxFrameOverhead + len(p))
-	frame := appendFrame(buf[:0], id, flag, p)
+	f := outFrame{b: appendFrame(buf[:0], s.key.id, flag, p), s: s, open: flag == flagNewStream}
 	select {
-	case c.send <- frame:
+	case c.send <- f:
 		return nil
 	case <-expired:
 		pool.Put(buf)
 		return errDeadline
-	case <-gone:
+	case <-s.gone:
 		pool.Put(buf)
 		return errGone
 	case <-c.closed:
@@ -189,8 +229,8 @@ func (c *conn) writeFrame(id uint64, flag byte, p []byte, expired, gone <-chan s
 // replaces it with the stream's own error.
 var errGone = errors.New("mplex: stream ended")
 
-// sendLoop writes the queued frames in order, and the Resets queued by the
-// reader before them. A failed write closes the connection.
+// sendLoop writes the queued frames in order, and the Resets queued by
+// queueReset before them. A failed write closes the connection.
 func (c *conn) sendLoop() {
 	defer c.wg.Done()
 	for {
@@ -200,9 +240,8 @@ func (c *conn) sendLoop() {
 			err = c.writeResets()
 		default:
 			select {
-			case frame := <-c.send:
-				_, err = c.nc.Write(frame)
-				pool.Put(frame)
+			case f := <-c.send:
+				err = c.writeQueued(f)
 			case <-c.ctrl:
 				err = c.writeResets()
 			case <-c.closed:
@@ -216,13 +255,23 @@ func (c *conn) sendLoop() {
 	}
 }
 
+// writeQueued writes f unless its stream was reset before: the peer has
+// forgotten the stream, or, when f is its NewStream, never hears of it.
+func (c *conn) writeQueued(f outFrame) error {
+	defer pool.Put(f.b)
+	if !f.s.sending(f.open) {
+		return nil
+	}
+	return c.write(f.b)
+}
+
 // writeResets writes the Resets queued by queueReset in one write.
 func (c *conn) writeResets() error {
 	c.mu.Lock()
 	keys := c.resets
-	c.resets = nil
+	c.resets = c.spare[:0]
 	c.mu.Unlock()
-	var b []byte
+	b := c.resetBuf[:0]
 	for _, k := range keys {
 		flag := byte(flagResetReceiver)
 		if k.local {
@@ -230,42 +279,84 @@ func (c *conn) writeResets() error {
 		}
 		b = appendFrame(b, k.id, flag, nil)
 	}
+	if cap(keys) <= maxResetBatch {
+		c.spare = keys[:0]
+	}
+	if cap(b) <= maxResetBuf {
+		c.resetBuf = b
+	}
 	if len(b) == 0 {
 		return nil
 	}
-	_, err := c.nc.Write(b)
-	return err
+	return c.write(b)
 }
 
-// queueReset asks sendLoop to send a Reset for k, ahead of queued frames; c.mu is held. The queue
-// holds at most one entry per stream the connection has known.
-func (c *conn) queueReset(k streamKey) {
+// write writes b to the connection in pieces of at most writePiece, each
+// with a write deadline at least half of WriteTimeout away: the deadline
+// is moved on, as go-yamux does, once half of it has passed.
+func (c *conn) write(b []byte) error {
+	for len(b) > 0 {
+		if now := time.Now(); now.Add(c.lim.writeTimeout / 2).After(c.writeDeadline) {
+			c.writeDeadline = now.Add(c.lim.writeTimeout)
+			if err := c.nc.SetWriteDeadline(c.writeDeadline); err != nil {
+				return err
+			}
+		}
+		n := min(len(b), writePiece)
+		if _, err := c.nc.Write(b[:n]); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return fmt.Errorf("%w (%v)", ErrWriteTimeout, c.lim.writeTimeout)
+			}
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// queueReset asks sendLoop to send a Reset for k ahead of queued frames;
+// c.mu is held. With MaxQueuedResets already waiting it queues nothing
+// and returns ErrTooManyResets: the caller closes the connection.
+func (c *conn) queueReset(k streamKey) error {
 	if c.closeErr != nil {
-		return
+		return nil
+	}
+	if len(c.resets) >= MaxQueuedResets {
+		return ErrTooManyResets
 	}
 	c.resets = append(c.resets, k)
 	select {
 	case c.ctrl <- struct{}{}:
 	default:
 	}
+	return nil
 }
 
-// resetStream ends s with err: its unread data is dropped and waiting
-// reads and writes return err. When send is set and the stream was still
-// open, a Reset for the peer is queued ahead of other frames (for the
-// reader, which must not wait). It reports whether the stream was open.
-func (c *conn) resetStream(s *stream, err error, send bool) bool {
+// resetStream ends s with err: its unread data and its queued frames are
+// dropped and waiting reads and writes return err. When send is set, the
+// stream was still open and the peer knows of it, a Reset for the peer is
+// queued ahead of other frames. It never waits.
+func (c *conn) resetStream(s *stream, err error, send bool) {
 	c.mu.Lock()
 	open := c.streams[s.key] == s
 	if open {
 		c.remove(s)
-		if send {
-			c.queueReset(s.key)
-		}
 	}
 	c.mu.Unlock()
-	s.reset(err)
-	return open
+	if announced := s.reset(err); open && send && announced {
+		c.mu.Lock()
+		if err := c.queueReset(s.key); err != nil && !c.overflow {
+			// closing may wait on the connection (a TLS close_notify);
+			// the caller, perhaps in Reset, must not
+			c.overflow = true
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				c.shutdown(err)
+			}()
+		}
+		c.mu.Unlock()
+	}
 }
 
 // remove forgets s; c.mu is held.
@@ -276,8 +367,8 @@ func (c *conn) remove(s *stream) {
 	}
 }
 
-// removeIfDone forgets s once both sides closed their writes and this
-// side closed its reads: nothing more can arrive for it or leave on it.
+// removeIfDone forgets s once this side closed its reads and its writes:
+// nothing more leaves on it, and what the peer still sends is dropped.
 func (c *conn) removeIfDone(s *stream) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -360,9 +451,9 @@ func (c *conn) opened(id uint64) error {
 		return fmt.Errorf("%w: NewStream for open stream %d", ErrProtocol, id)
 	}
 	if c.inbound >= c.lim.inbound {
-		c.queueReset(key)
+		err := c.queueReset(key)
 		c.mu.Unlock()
-		return nil
+		return err
 	}
 	s := newStream(c, key)
 	c.streams[key] = s

@@ -7,8 +7,8 @@ import (
 
 // deadline is a settable deadline: done returns a channel closed once the
 // deadline has passed. A channel handed out stays the one to wait on
-// until it is closed, so moving the deadline also moves it for calls
-// already waiting. The zero value has no deadline.
+// until it is closed, so setting or moving the deadline also applies to
+// calls already waiting. The zero value has no deadline.
 type deadline struct {
 	mu      sync.Mutex
 	timer   *time.Timer
@@ -49,13 +49,14 @@ func (d *deadline) set(t time.Time) {
 	})
 }
 
-// done returns a channel closed when the deadline passes; nil (never
-// ready) when there is none.
+// done returns a channel closed when the deadline passes. It is made when
+// first asked for, so that a deadline set later, while a call waits on it,
+// closes it too (net.Conn: a deadline applies to calls already waiting).
 func (d *deadline) done() <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.expired == nil {
-		return nil
+		d.expired = make(chan struct{})
 	}
 	return d.expired
 }

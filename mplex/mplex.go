@@ -16,8 +16,8 @@
 //
 // mplex has no flow control, so a reader must not let a fast sender fill
 // its memory, and the connection's reader must never block on one slow
-// stream, or every stream on the connection stalls. The limits mirror
-// js-libp2p's mplex (@libp2p/mplex, src/mplex.ts):
+// stream, or every stream on the connection stalls. The limits on what the
+// peer sends mirror js-libp2p's mplex (@libp2p/mplex, src/mplex.ts):
 //   - a frame longer than MaxFrameSize (1 MiB) closes the connection;
 //   - inbound streams beyond Transport.MaxInboundStreams (1024) are reset;
 //   - a stream holding more than Transport.MaxStreamBuffer (4 MiB) unread
@@ -30,10 +30,48 @@
 // yamux reserves its receive windows. A reset stream's reads and writes
 // return a *network.StreamError with StreamResourceLimitExceeded; the
 // peer sees a Reset frame.
+//
+// A peer that stops reading cannot hang a writer, a Reset or a shutdown,
+// nor make the connection hold more for it:
+//   - a write to the connection that does not complete within
+//     Transport.WriteTimeout (10 s: go-yamux's ConnectionWriteTimeout,
+//     which go-libp2p keeps) closes the connection with ErrWriteTimeout.
+//     As in go-yamux, the deadline is moved on once half of it has passed;
+//     writes go out in pieces of at most 64 KiB (go-yamux's largest frame),
+//     so each piece has at least 5 s;
+//   - at most MaxQueuedResets (4096, 16 bytes each) Reset frames wait to
+//     be written besides the batch in the write, whether they refuse
+//     streams opened past MaxInboundStreams or end streams reset on this
+//     side (a stream leaves the connection when it is reset, so a peer
+//     that opens streams the host resets, for an unknown protocol, could
+//     otherwise grow the queue without end); one more closes the
+//     connection with ErrTooManyResets. js-libp2p is stricter: it closes
+//     the connection when the peer opens more than 5 streams a second
+//     past its limit (disconnectThreshold);
+//   - the send queue holds at most 32 frames (8 MiB). Write and CloseWrite
+//     wait for room until their deadline; Reset never waits: its frame is
+//     queued apart and written before the frames already queued, and the
+//     stream's own queued frames are dropped. A stream reset before its
+//     NewStream frame went out is never announced. So no frame of a stream
+//     goes out after its Reset, local or the peer's, nor for a stream the
+//     peer never heard of: js-libp2p counts those against the connection
+//     (its "missing stream" rate limit).
+//
+// A stream closed for reading and writing on this side (Close, or
+// CloseRead and CloseWrite) is forgotten at once, whether or not the peer
+// closed its side, as go-yamux v5 forgets a stream on Close; what the peer
+// still sends on it is dropped. So mplex needs no stream close timeout
+// (hashicorp/yamux's StreamCloseTimeout, which go-yamux does not have),
+// and streams closed here cannot pile up. Streams open at once are
+// counted by go-libp2p's resource manager, as for yamux.
+//
+// Deadlines follow net.Conn: setting or moving one also applies to a Read
+// or Write already waiting. Every waiting reader sees io.EOF or the reset.
 package mplex
 
 import (
 	"net"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 )
@@ -46,7 +84,12 @@ const (
 	DefaultMaxInboundStreams = 1024
 	DefaultMaxStreamBuffer   = 4 << 20
 	DefaultMaxConnBuffer     = 16 << 20
+	DefaultWriteTimeout      = 10 * time.Second
 )
+
+// MaxQueuedResets is how many Reset frames may wait to be written; one
+// more closes the connection with ErrTooManyResets.
+const MaxQueuedResets = 4096
 
 // Transport is the mplex network.Multiplexer. Its zero value uses the
 // defaults; it must not be changed once in use.
@@ -61,6 +104,10 @@ type Transport struct {
 	// MaxConnBuffer is how many bytes all streams of a connection may hold
 	// unread; past it the stream holding most is reset. Zero means 16 MiB.
 	MaxConnBuffer int
+	// WriteTimeout is how long a write to the connection may take before
+	// the connection is closed with ErrWriteTimeout. Zero means 10 s
+	// (go-yamux ConnectionWriteTimeout).
+	WriteTimeout time.Duration
 }
 
 // DefaultTransport returns a Transport with the default limits.
@@ -84,10 +131,11 @@ func (t *Transport) NewConn(nc net.Conn, isServer bool, scope network.PeerScope)
 
 type limits struct {
 	inbound, stream, conn int
+	writeTimeout          time.Duration
 }
 
 func (t *Transport) limits() limits {
-	l := limits{t.MaxInboundStreams, t.MaxStreamBuffer, t.MaxConnBuffer}
+	l := limits{t.MaxInboundStreams, t.MaxStreamBuffer, t.MaxConnBuffer, t.WriteTimeout}
 	if l.inbound <= 0 {
 		l.inbound = DefaultMaxInboundStreams
 	}
@@ -96,6 +144,9 @@ func (t *Transport) limits() limits {
 	}
 	if l.conn <= 0 {
 		l.conn = DefaultMaxConnBuffer
+	}
+	if l.writeTimeout <= 0 {
+		l.writeTimeout = DefaultWriteTimeout
 	}
 	return l
 }

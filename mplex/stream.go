@@ -32,7 +32,8 @@ type stream struct {
 	c   *conn
 	key streamKey
 
-	readable chan struct{} // one-slot: data or a state change arrived
+	readable chan struct{} // one-slot: data arrived
+	readEnd  chan struct{} // closed once reads no longer wait: the peer closed, or CloseRead
 	gone     chan struct{} // closed when the stream is reset or the conn closes
 	rdl, wdl deadline
 
@@ -42,15 +43,22 @@ type stream struct {
 	unread    int      // bytes left in chunks
 	remoteEOF bool     // the peer closed its side
 	readShut  bool     // CloseRead or Close was called
+	readEnded bool     // readEnd is closed
 	writeShut bool     // CloseWrite or Close was called
 	err       error    // why the stream ended (reset, conn closed)
 	fromConn  bool     // err came from the connection, not a reset
+	// announced: the peer knows the stream (it opened it, or sendLoop took
+	// its NewStream frame), so a Reset must reach it.
+	announced bool
 }
 
 var _ network.MuxedStream = (*stream)(nil)
 
 func newStream(c *conn, key streamKey) *stream {
-	return &stream{c: c, key: key, readable: make(chan struct{}, 1), gone: make(chan struct{})}
+	return &stream{
+		c: c, key: key, announced: !key.local,
+		readable: make(chan struct{}, 1), readEnd: make(chan struct{}), gone: make(chan struct{}),
+	}
 }
 
 func (s *stream) signal() {
@@ -61,7 +69,8 @@ func (s *stream) signal() {
 }
 
 // Read copies unread data into p. It returns io.EOF once the peer closed
-// its side and all its data was read.
+// its side and all its data was read. Concurrent reads each see the EOF,
+// the reset or the deadline.
 func (s *stream) Read(p []byte) (int, error) {
 	for {
 		s.mu.Lock()
@@ -79,6 +88,8 @@ func (s *stream) Read(p []byte) (int, error) {
 		}
 		select {
 		case <-s.readable:
+		case <-s.readEnd:
+		case <-s.gone:
 		case <-s.rdl.done():
 			return 0, errDeadline
 		}
@@ -120,7 +131,8 @@ func (s *stream) readLocked(p []byte) (n int, err error, wait bool) {
 
 // Write queues p in frames of at most 256 KiB and returns once they are
 // queued, as go-yamux does; the frames are written in order. A write
-// deadline bounds the wait for room in the connection's queue.
+// deadline, set before or during the call, bounds the wait for room in the
+// connection's queue.
 func (s *stream) Write(p []byte) (int, error) {
 	flag := byte(flagMessageReceiver)
 	if s.key.local {
@@ -135,7 +147,7 @@ func (s *stream) Write(p []byte) (int, error) {
 			return written, nil
 		}
 		chunk := p[:min(len(p), maxWriteFrame)]
-		if err := s.c.writeFrame(s.key.id, flag, chunk, s.wdl.done(), s.gone); err != nil {
+		if err := s.c.writeFrame(s, flag, chunk, s.wdl.done()); err != nil {
 			return written, s.writeErr(err)
 		}
 		written += len(chunk)
@@ -178,7 +190,7 @@ func (s *stream) CloseWrite() error {
 	if s.key.local {
 		flag = flagCloseInitiator
 	}
-	err := s.c.writeFrame(s.key.id, flag, nil, s.wdl.done(), s.gone)
+	err := s.c.writeFrame(s, flag, nil, s.wdl.done())
 	s.c.removeIfDone(s)
 	if errors.Is(err, errGone) {
 		return nil
@@ -191,15 +203,16 @@ func (s *stream) CloseWrite() error {
 func (s *stream) CloseRead() error {
 	s.mu.Lock()
 	s.readShut = true
+	s.endReadLocked()
 	freed := s.dropLocked()
 	s.mu.Unlock()
 	s.c.buffered.Add(-int64(freed))
-	s.signal()
 	s.c.removeIfDone(s)
 	return nil
 }
 
-// Close is CloseRead and CloseWrite.
+// Close is CloseRead and CloseWrite; the stream is then forgotten, whether
+// or not the peer closed its side.
 func (s *stream) Close() error {
 	s.CloseRead()
 	return s.CloseWrite()
@@ -209,17 +222,11 @@ func (s *stream) Close() error {
 func (s *stream) Reset() error { return s.ResetWithError(0) }
 
 // ResetWithError aborts the stream; mplex cannot carry the code, which
-// only the local reads and writes report.
+// only the local reads and writes report. It never waits: the Reset frame
+// is queued ahead of the frames already queued, and the stream's own
+// queued frames are dropped.
 func (s *stream) ResetWithError(code network.StreamErrorCode) error {
-	if s.c.resetStream(s, &network.StreamError{ErrorCode: code}, false) {
-		// in order, after the frames already queued: a NewStream still
-		// queued must reach the peer before its Reset
-		flag := byte(flagResetReceiver)
-		if s.key.local {
-			flag = flagResetInitiator
-		}
-		s.c.writeFrame(s.key.id, flag, nil, nil, nil)
-	}
+	s.c.resetStream(s, &network.StreamError{ErrorCode: code}, true)
 	return nil
 }
 
@@ -239,20 +246,38 @@ func (s *stream) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
-// reset ends the stream with err and frees its unread data.
-func (s *stream) reset(err error) {
+// reset ends the stream with err and frees its unread data. It reports
+// whether the peer knows of the stream; if not, sendLoop will not announce
+// it either.
+func (s *stream) reset(err error) (announced bool) {
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	s.err = err
 	freed := s.dropLocked()
 	close(s.gone)
+	announced = s.announced
 	s.mu.Unlock()
 	s.c.buffered.Add(-int64(freed))
 	s.deadlinesStop()
-	s.signal()
+	return announced
+}
+
+// sending reports whether sendLoop is to write a frame of the stream: not
+// once the stream was reset. For its NewStream frame, it marks the stream
+// announced.
+func (s *stream) sending(open bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false
+	}
+	if open {
+		s.announced = true
+	}
+	return true
 }
 
 // connClosed ends the stream with its connection. Data already received
@@ -267,7 +292,6 @@ func (s *stream) connClosed() {
 	close(s.gone)
 	s.mu.Unlock()
 	s.deadlinesStop()
-	s.signal()
 }
 
 func (s *stream) deadlinesStop() {
@@ -317,13 +341,21 @@ func (s *stream) unreadBytes() int {
 func (s *stream) remoteClosed() {
 	s.mu.Lock()
 	s.remoteEOF = true
+	s.endReadLocked()
 	s.mu.Unlock()
-	s.signal()
 }
 
-// done reports that nothing more can arrive on or leave the stream.
+// endReadLocked wakes every waiting reader for good: reads no longer wait.
+func (s *stream) endReadLocked() {
+	if !s.readEnded {
+		s.readEnded = true
+		close(s.readEnd)
+	}
+}
+
+// done reports that this side closed its reads and its writes.
 func (s *stream) done() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.readShut && s.writeShut && s.remoteEOF
+	return s.readShut && s.writeShut
 }

@@ -12,7 +12,8 @@
 // re-dialling with a doubling backoff. Stop shuts down in the order that
 // loses nothing: HTTP servers finish their requests, the relay drains its
 // subscriptions and handlers, the archive commits and fsyncs what it holds,
-// then the host closes its connections.
+// then the host closes its connections. No peer can hold Stop: StopGrace
+// (5 s) after the HTTP servers stopped, the connections are closed anyway.
 //
 // # Relayed messages
 //

@@ -510,11 +510,21 @@ func (n *Node) staticRefused(id peer.ID) error {
 // what they have queued, the archive commits everything queued and fsyncs,
 // then the host closes its connections. Stop may be called whether or not
 // Start was, or succeeded; it runs once, and later calls return nil.
+//
+// Peers cannot hold Stop: once the HTTP servers stopped, the services get
+// StopGrace (5 s) to end their streams; then, or as soon as ctx ends, the
+// host's connections are closed, which ends every stream read and write,
+// whatever the peers do. What is left is local work (the archive's
+// commit).
 func (n *Node) Stop(ctx context.Context) error {
 	var err error
 	n.stopOnce.Do(func() { err = n.stop(ctx) })
 	return err
 }
+
+// StopGrace is how long Stop lets the services end their streams with
+// peers before it closes the host's connections.
+const StopGrace = 5 * time.Second
 
 func (n *Node) stop(ctx context.Context) error {
 	n.mu.Lock()
@@ -525,8 +535,31 @@ func (n *Node) stop(ctx context.Context) error {
 	if n.cancel != nil {
 		n.cancel()
 	}
+	defer n.dropPeersAfter(ctx, StopGrace)()
 	n.wg.Wait()
 	return errors.Join(herr, n.closeParts())
+}
+
+// dropPeersAfter closes the host's network, and so every connection and
+// stream, once grace has passed or ctx ended, whichever is first, unless
+// the returned func is called before.
+func (n *Node) dropPeersAfter(ctx context.Context, grace time.Duration) (cancel func()) {
+	if n.host == nil {
+		return func() {}
+	}
+	var once sync.Once
+	drop := func() {
+		once.Do(func() {
+			n.cfg.Logger.Warn("stop: services still busy with peers; closing the connections", "grace", grace)
+			n.host.Network().Close()
+		})
+	}
+	timer := time.AfterFunc(grace, drop)
+	stopCtx := context.AfterFunc(ctx, drop)
+	return func() {
+		timer.Stop()
+		stopCtx()
+	}
 }
 
 func (n *Node) isStatic(id peer.ID) bool {
