@@ -21,4 +21,23 @@
 // counted). Config.OnArchived reports each commit. The metrics collector
 // reads the counters at scrape time, so the message path pays only for its
 // atomic counters.
+//
+// # Bounds
+//
+// Store resume (Config.StoreResume) asks one connected store peer for the
+// messages since the newest one archived, at most 6 hours back, 100 per
+// page, and stops after 1,000 pages (so 100,000 messages), 10 minutes in
+// all, or 30 s without an answer to one page. It stops too, keeping the
+// pages before, at the first page that breaks the query: more than 100
+// messages, a message without data, with another hash than the peer gave
+// or with a timestamp outside the requested window, or a cursor that is
+// not the hash of the page's last message, repeats an earlier one or steps
+// back in time.
+//
+// The shards a node relays travel in every metadata request and response,
+// which peers read up to 1,024 bytes (metadata.MaxRPCSize): at most 508
+// shards whatever their ids, up to 573 with low ids. New refuses a
+// configuration that relays more (ErrTooManyShards with ErrConfig), and
+// the REST API's relay subscriptions and filter subscribers' shards are
+// refused when they would go over it, so the node always stays readable.
 package node

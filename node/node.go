@@ -68,6 +68,8 @@ type Node struct {
 	// shardMu is held from the shard-count check of a relay subscription
 	// (checkMoreShards) until the subscription is made.
 	shardMu sync.Mutex
+	// resumeLimits bound store resume: defaultResumeLimits.
+	resumeLimits resumeLimits
 
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
@@ -111,7 +113,7 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, state: "INITIALIZING"}
+	n := &Node{cfg: cfg, state: "INITIALIZING", resumeLimits: defaultResumeLimits}
 	n.newRegistry()
 	if cfg.NumShardsInNetwork > 0 {
 		auto, err := shard.NewAutosharding(cfg.ClusterID, cfg.NumShardsInNetwork)
