@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
@@ -70,6 +71,8 @@ type Node struct {
 	shardMu sync.Mutex
 	// resumeLimits bound store resume: defaultResumeLimits.
 	resumeLimits resumeLimits
+	// sameIDWarned is set once a peer with the node's own id was warned of.
+	sameIDWarned atomic.Bool
 
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
@@ -162,6 +165,13 @@ func (n *Node) build() error {
 	}
 	key, err := loadKey(n.cfg.NodeKey, n.cfg.DataDir)
 	if err != nil {
+		return err
+	}
+	self, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("node: node key: %w", err)
+	}
+	if err := n.refuseOwnStatic(self); err != nil {
 		return err
 	}
 	n.key = key
