@@ -5,9 +5,11 @@
 //
 // # Life cycle
 //
-// New validates the Config, loads or creates the node key (a secp256k1 key
-// given in hex, or kept in DataDir/nodekey), opens the archive and starts
-// the host listening. Start subscribes the relay to the configured pubsub
+// New validates the Config (the relayed shards too, see Bounds), loads or
+// creates the node key (a secp256k1 key given in hex, or kept in
+// DataDir/nodekey; a static node with the node's own peer id is refused,
+// and a discovered peer presenting it is warned of: another node runs with
+// the same key), opens the archive and starts the host listening. Start subscribes the relay to the configured pubsub
 // topics, starts the HTTP servers and keeps the static nodes connected,
 // re-dialling with a doubling backoff. Stop shuts down in the order that
 // loses nothing: HTTP servers finish their requests, the relay drains its
