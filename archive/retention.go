@@ -41,10 +41,14 @@ var retentionSyntax = regexp.MustCompile(`^\w+:\d*\.?\d+((g|m)b)?$`)
 // ParseRetention parses a retention policy in nwaku's grammar: "" or
 // "none" (keep everything), or policies joined by ";", each one of
 // "time:<seconds>", "capacity:<messages>" or "size:<n>GB|MB" (1024-based,
-// decimals allowed, e.g. "size:1.5gb"); case does not matter. Errors wrap
+// decimals allowed, e.g. "size:1.5gb"); case does not matter. All the
+// policies given apply; a kind given twice ("capacity:10;capacity:20") is
+// an error, as in nwaku (waku/factory/conf_builder/
+// store_service_conf_builder.nim validateRetentionPolicies). Errors wrap
 // ErrConfig.
 func ParseRetention(s string) (Retention, error) {
 	var r Retention
+	seen := map[string]bool{}
 	for part := range strings.SplitSeq(strings.ToLower(strings.TrimSpace(s)), ";") {
 		part = strings.TrimSpace(part)
 		if part == "" || part == "none" {
@@ -54,6 +58,10 @@ func ParseRetention(s string) (Retention, error) {
 			return Retention{}, errorf(ErrConfig, "retention policy %q: want time:<seconds>, capacity:<count> or size:<n>gb|mb", part)
 		}
 		kind, arg, _ := strings.Cut(part, ":")
+		if seen[kind] {
+			return Retention{}, errorf(ErrConfig, "retention policy %q: a %s policy is given twice", s, kind)
+		}
+		seen[kind] = true
 		var err error
 		switch kind {
 		case "time":

@@ -44,6 +44,8 @@ func TestParseRetention(t *testing.T) {
 		"time", "time:", "time:-1", "time:0", "time:1.5", "time:1h", "capacity:0", "capacity:x",
 		"size:10", "size:10kb", "size:0gb", "size:gb", "size:1tb", "days:2", "time:1,capacity:2",
 		"time:99999999999999999999",
+		// A kind given twice is refused, as nwaku's validateRetentionPolicies.
+		"capacity:10;capacity:20", "time:60;size:1gb;TIME:120",
 	} {
 		if r, err := archive.ParseRetention(in); !errors.Is(err, archive.ErrConfig) {
 			t.Errorf("ParseRetention(%q) = %+v, %v; want ErrConfig", in, r, err)

@@ -296,6 +296,9 @@ func (c *Config) validate() error {
 	if _, err := c.locateArchive(); err != nil {
 		return err
 	}
+	if _, err := archive.ParseRetention(c.ArchiveConfig.Retention); c.Store && err != nil {
+		return fmt.Errorf("%w: --store-message-retention-policy=%s: %w", ErrConfig, c.ArchiveConfig.Retention, err)
+	}
 	if _, err := ratelimit.Parse(c.RateLimit); err != nil {
 		return fmt.Errorf("%w: --rate-limit: %w", ErrConfig, err)
 	}

@@ -65,6 +65,8 @@ func TestE2E(t *testing.T) {
 	t.Run("LightClients", func(t *testing.T) { testE2ELightClients(t, bin) })
 	t.Run("Discovery", func(t *testing.T) { testE2EDiscovery(t, bin) })
 	t.Run("PortInUse", func(t *testing.T) { testE2EPortInUse(t, bin) })
+	t.Run("ExitCodes", func(t *testing.T) { testE2EExitCodes(t, bin) })
+	t.Run("StopDuringStart", func(t *testing.T) { testE2EStopDuringStart(t, bin) })
 }
 
 // buildCourier builds the package in the current directory (the test's

@@ -36,7 +36,7 @@ type nodeOptions struct {
 //     called with the flag's value, or its default when not given.
 //   - accepted but refused: apply is nil; a value for which quiet is false
 //     (default: anything but nwaku's default) stops the node before it
-//     starts with "--flag=value: <refuse>" and exit code 2.
+//     starts with "--flag=value: <refuse>" and exit code 1.
 //
 // To implement a refused flag: add the field to node.Config (or
 // nodeOptions), replace refuse/quiet by an apply that sets it (use
