@@ -95,7 +95,12 @@
 // the time range includes both ends, as in nwaku (see Query). A query on a
 // pubsub topic and up to MaxContentTopics content topics reads one ordered
 // index range per topic, each at most one page long, and merges them, so
-// its cost does not grow with the archive.
+// its cost does not grow with the archive. Every query form reads the wire
+// bytes of at most one page plus one message (the one that tells whether
+// there is a next page), hash lookups included: both drivers match a hash
+// lookup's up to MaxQueryHashes hashes on their small index columns first
+// and read bodies only for the page (on Postgres, 1,000 hashes of 150 kB
+// messages read 3.2 MB from the server for a page of 20, not 150 MB).
 //
 // # Files
 //

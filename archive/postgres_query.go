@@ -49,7 +49,7 @@ func (p *Postgres) Query(ctx context.Context, q Query) (*Result, error) {
 	var rows []pgRow
 	switch {
 	case len(q.Hashes) > 0:
-		rows, err = p.byHashes(ctx, &q, topics, cur, limit)
+		rows, err = p.byHashes(ctx, &q, topics, cur, limit+1)
 	case q.PubsubTopic != "" && len(topics) > 1 && len(topics) <= MaxContentTopics:
 		// One ordered index range per content topic, merged, as Embedded.
 		for i := range topics {
@@ -151,8 +151,13 @@ func (c *pgConds) where() string {
 }
 
 // byHashes selects the stored messages among q.Hashes that pass q's other
-// filters and the cursor, up to limit+1 in query direction.
-func (p *Postgres) byHashes(ctx context.Context, q *Query, contents []string, cur *row, limit int) ([]pgRow, error) {
+// filters and the cursor, up to n in query direction. The hashes are
+// matched first, reading no wire bytes, in a materialized CTE (so that the
+// planner looks them up by the primary key rather than walking a time
+// index for the few it needs); the page is cut from those in SQL, and only
+// its rows' wire bytes are read: a lookup of MaxQueryHashes hashes reads
+// n bodies, not a thousand.
+func (p *Postgres) byHashes(ctx context.Context, q *Query, contents []string, cur *row, n int) ([]pgRow, error) {
 	hashes := make([][]byte, len(q.Hashes))
 	for i := range q.Hashes {
 		hashes[i] = q.Hashes[i][:]
@@ -160,17 +165,13 @@ func (p *Postgres) byHashes(ctx context.Context, q *Query, contents []string, cu
 	var c pgConds
 	c.filter(q, contents)
 	c.add("hash = ANY($::bytea[])", hashes)
-	rows, err := p.scan(ctx, pgSelect(q)+c.where(), c.args)
-	if err != nil {
-		return nil, err
-	}
-	if cur != nil {
-		rows = slices.DeleteFunc(rows, func(r pgRow) bool {
-			c := cmpRows(r.row, *cur)
-			return c == 0 || (c < 0) == q.Forward
-		})
-	}
-	return orderedPg(rows, q.Forward, limit+1), nil
+	matched := c.where()
+	c.conds = c.conds[:0]
+	c.cursor(q.Forward, cur)
+	page := c.where() + c.orderLimit(q.Forward, n)
+	stmt := "WITH m AS MATERIALIZED (SELECT hash, ts FROM courier_messages" + matched + ") " +
+		pgSelect(q) + " WHERE hash IN (SELECT hash FROM m" + page + ")" + orderBy(q.Forward)
+	return p.scan(ctx, stmt, c.args)
 }
 
 // byFilter selects up to n rows in query direction from one index range:
@@ -178,22 +179,38 @@ func (p *Postgres) byHashes(ctx context.Context, q *Query, contents []string, cu
 func (p *Postgres) byFilter(ctx context.Context, q *Query, contents []string, cur *row, n int) ([]pgRow, error) {
 	var c pgConds
 	c.filter(q, contents)
-	if cur != nil {
-		op := "<"
-		if q.Forward {
-			op = ">"
-		}
-		c.args = append(c.args, cur.ts, cur.hash[:])
-		c.conds = append(c.conds, fmt.Sprintf("(ts, hash) %s ($%d, $%d)", op, len(c.args)-1, len(c.args)))
-	}
+	c.cursor(q.Forward, cur)
 	stmt := pgSelect(q) + c.where()
-	c.args = append(c.args, n)
-	if q.Forward {
-		stmt += fmt.Sprintf(" ORDER BY ts ASC, hash ASC LIMIT $%d", len(c.args))
-	} else {
-		stmt += fmt.Sprintf(" ORDER BY ts DESC, hash DESC LIMIT $%d", len(c.args))
-	}
+	stmt += c.orderLimit(q.Forward, n)
 	return p.scan(ctx, stmt, c.args)
+}
+
+// cursor adds the condition of rows strictly after (forward) or before
+// cur in (timestamp, hash) order; nil adds none.
+func (c *pgConds) cursor(forward bool, cur *row) {
+	if cur == nil {
+		return
+	}
+	op := "<"
+	if forward {
+		op = ">"
+	}
+	c.args = append(c.args, cur.ts, cur.hash[:])
+	c.conds = append(c.conds, fmt.Sprintf("(ts, hash) %s ($%d, $%d)", op, len(c.args)-1, len(c.args)))
+}
+
+// orderLimit returns the ORDER BY of the query direction and a LIMIT of n,
+// whose argument it adds.
+func (c *pgConds) orderLimit(forward bool, n int) string {
+	c.args = append(c.args, n)
+	return orderBy(forward) + fmt.Sprintf(" LIMIT $%d", len(c.args))
+}
+
+func orderBy(forward bool) string {
+	if forward {
+		return " ORDER BY ts ASC, hash ASC"
+	}
+	return " ORDER BY ts DESC, hash DESC"
 }
 
 func (p *Postgres) scan(ctx context.Context, stmt string, args []any) ([]pgRow, error) {

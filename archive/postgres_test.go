@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/pgtest"
+	"github.com/couriernet/courier/message"
 )
 
 func pgConn(t *testing.T, url string) *pgx.Conn {
@@ -130,13 +133,15 @@ func TestOpenURL(t *testing.T) {
 }
 
 // cutProxy forwards TCP connections to target until cut, which closes
-// them and refuses new ones until restore.
+// them and refuses new ones until restore. It counts the bytes it
+// forwards from the server.
 type cutProxy struct {
-	l      net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  []net.Conn
+	l          net.Listener
+	target     string
+	mu         sync.Mutex
+	down       bool
+	conns      []net.Conn
+	fromServer atomic.Int64
 }
 
 func newCutProxy(t *testing.T, target string) *cutProxy {
@@ -168,10 +173,22 @@ func newCutProxy(t *testing.T, target string) *cutProxy {
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
 			go func() { io.Copy(s, c); s.Close() }()
-			go func() { io.Copy(c, s); c.Close() }()
+			go func() { io.Copy(c, countReader{s, &p.fromServer}); c.Close() }()
 		}
 	}()
 	return p
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 func (p *cutProxy) cut() {
@@ -233,5 +250,73 @@ func TestPostgresRidesOutARestart(t *testing.T) {
 	}
 	if st := a.Stats(); len(res.Messages) != 11 || st.Failed != 0 || st.Messages != 11 {
 		t.Fatalf("%d messages stored, stats %+v; want 11, none failed", len(res.Messages), st)
+	}
+}
+
+// TestPostgresHashQueryReadsOnePage: a hash lookup with IncludeData reads
+// the bodies of one page (and the one after it, which tells whether there
+// is a next page) from the server, not those of every hash it names.
+func TestPostgresHashQueryReadsOnePage(t *testing.T) {
+	db := pgtest.DB(t)
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newCutProxy(t, u.Host)
+	u.Host = proxy.l.Addr().String()
+	a, err := archive.OpenPostgres(context.Background(), u.String(), archive.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	const n, size, limit = 100, 100_000, 10
+	hashes := make([]message.Hash, n)
+	acks := make(chan error, n)
+	for i := range n {
+		payload := make([]byte, size)
+		payload[0], payload[1] = byte(i), byte(i>>8)
+		env := newEnv(t, "p", "/a/1/b/c", int64(1000+i), payload)
+		hashes[i] = env.Hash()
+		if err := a.Append(context.Background(), env, func(err error) { acks <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		if err := <-acks; err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Reverse(hashes)   // the order asked does not matter
+	cursor := &hashes[n-1-3] // the message at 1003
+	for _, tc := range []struct {
+		name      string
+		q         archive.Query
+		firstTS   int64
+		wantCount int
+	}{
+		{"forward", archive.Query{Hashes: hashes, IncludeData: true, Forward: true, Limit: limit}, 1000, limit},
+		{"backward", archive.Query{Hashes: hashes, IncludeData: true, Limit: limit}, 1000 + n - limit, limit},
+		{"forward after a cursor", archive.Query{Hashes: hashes, IncludeData: true, Forward: true, Limit: limit, Cursor: cursor}, 1004, limit},
+		{"backward before a cursor", archive.Query{Hashes: hashes, IncludeData: true, Limit: limit, Cursor: cursor}, 1000, 3},
+	} {
+		before := proxy.fromServer.Load()
+		res, err := a.Query(context.Background(), tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := proxy.fromServer.Load() - before
+		if len(res.Messages) != tc.wantCount || res.Messages[0].Timestamp != tc.firstTS {
+			t.Fatalf("%s: %d messages from %d, want %d from %d", tc.name, len(res.Messages), res.Messages[0].Timestamp, tc.wantCount, tc.firstTS)
+		}
+		for i, m := range res.Messages {
+			if m.Timestamp != tc.firstTS+int64(i) || len(m.Wire) < size {
+				t.Fatalf("%s: message %d at %d with %d wire bytes", tc.name, i, m.Timestamp, len(m.Wire))
+			}
+		}
+		// At most limit+1 bodies, and 64 KiB for everything else.
+		if maxRead := int64((limit+1)*size + 64<<10); read > maxRead {
+			t.Errorf("%s: read %d bytes from the server for a page of %d messages of %d bytes, want at most %d", tc.name, read, len(res.Messages), size, maxRead)
+		}
+		t.Logf("%s: %d bytes read from the server for %d of %d hashes", tc.name, read, len(res.Messages), n)
 	}
 }
