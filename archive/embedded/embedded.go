@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -136,7 +137,6 @@ type Archive struct {
 	writerDone chan struct{}
 	syncerDone chan struct{}
 	closeOnce  sync.Once
-	closeErr   error
 	// ckpt carries the syncer's checkpoint requests to the writer, which
 	// runs them between batches or while it waits for work.
 	ckpt chan func()
@@ -206,15 +206,18 @@ func Open(dir string, cfg archive.Config, opts Options) (*Archive, error) {
 	return a, nil
 }
 
-// Close implements archive.Archive.
+// Close implements archive.Archive. Its error joins every step's that
+// failed (the last fsync round, the segment and index closes); a second
+// Close returns nil.
 func (a *Archive) Close() error {
+	var err error
 	a.closeOnce.Do(func() {
 		a.retention.Stop() // before the writer, which runs its deletes
 		a.q.Close()
 		<-a.writerDone
 		close(a.quit)
 		<-a.syncerDone
-		err := a.syncOnce()
+		errs := []error{a.syncOnce()}
 		a.readMu.Lock()
 		a.readClosed = true
 		a.readMu.Unlock()
@@ -224,19 +227,14 @@ func (a *Archive) Close() error {
 		}
 		a.retired = nil
 		if a.cur != nil {
-			if e := a.cur.Close(); err == nil {
-				err = e
-			}
+			errs = append(errs, a.cur.Close())
 			a.cur = nil
 		}
 		a.segMu.Unlock()
-		if e := a.closeDBs(); err == nil {
-			err = e
-		}
-		a.lock.Close() // releases the flock
-		a.closeErr = err
+		errs = append(errs, a.closeDBs(), a.lock.Close()) // the lock's close releases the flock
+		err = errors.Join(errs...)
 	})
-	return a.closeErr
+	return err
 }
 
 // Stats returns a snapshot of the archive's counters.

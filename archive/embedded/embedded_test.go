@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -276,5 +277,23 @@ func TestIndexPath(t *testing.T) {
 	res, err := b.Query(context.Background(), archive.Query{Hashes: []message.Hash{env.Hash()}, IncludeData: true})
 	if err != nil || len(res.Messages) != 1 || !bytes.Equal(res.Messages[0].Wire, env.Wire()) {
 		t.Fatalf("reopened: %+v, %v", res, err)
+	}
+}
+
+// TestCloseErrorOnce: a Close that fails (here the directory is gone, so
+// the last fsync round cannot sync it) returns its error once; a second
+// Close returns nil, as every Close in the project does.
+func TestCloseErrorOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "archive")
+	a := openT(t, dir, archive.Config{})
+	appendWait(t, a, newEnv(t, "p", "/a/1/b/c", 1, []byte("x")))
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err == nil || !strings.Contains(err.Error(), "archive: fsync") {
+		t.Fatalf("Close of an archive whose directory is gone: %v, want the fsync error", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatalf("second Close: %v, want nil", err)
 	}
 }

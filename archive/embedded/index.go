@@ -95,23 +95,23 @@ func (a *Archive) checkpoint() {
 	a.st.CkptNs.Add(time.Since(start).Nanoseconds())
 }
 
+// closeDBs closes the statement and connections of the index; its error
+// joins every close that failed.
 func (a *Archive) closeDBs() error {
-	var err error
+	var errs []error
 	if a.ins != nil {
-		a.ins.Close()
+		errs = append(errs, a.ins.Close())
 	}
 	if a.wcon != nil {
-		a.wcon.Close()
+		errs = append(errs, a.wcon.Close())
 	}
 	if a.wdb != nil {
-		err = a.wdb.Close()
+		errs = append(errs, a.wdb.Close())
 	}
 	if a.rdb != nil {
-		if e := a.rdb.Close(); err == nil {
-			err = e
-		}
+		errs = append(errs, a.rdb.Close())
 	}
-	if err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}
 	return nil

@@ -81,7 +81,6 @@ type Archive struct {
 	quit       chan struct{} // closed by Close: stops the writer's retries
 	retention  *driver.RetentionLoop
 	closeOnce  sync.Once
-	closeErr   error
 	// readMu: queries hold it shared; Close exclusively, so a query never
 	// runs on a closed pool.
 	readMu     sync.RWMutex
@@ -292,8 +291,10 @@ func (p *Archive) commit(batch []queue.Item, b *pgBatch) error {
 	return nil
 }
 
-// Close implements archive.Archive: it commits what is queued, stops the writer and
-// the retention loop and closes the connections.
+// Close implements archive.Archive: it commits what is queued, stops the
+// writer and the retention loop and closes the connections. A batch that
+// fails is reported to its done callbacks, so Close itself returns nil,
+// the second time too.
 func (p *Archive) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.quit)
@@ -305,7 +306,7 @@ func (p *Archive) Close() error {
 		p.readMu.Unlock()
 		p.pool.Close()
 	})
-	return p.closeErr
+	return nil
 }
 
 // Stats returns a snapshot of the archive's counters. Messages counts the
