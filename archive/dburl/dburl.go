@@ -50,15 +50,15 @@ type Location struct {
 	Index string
 }
 
-// IsPostgres reports whether url names a PostgreSQL database
+// isPostgres reports whether url names a PostgreSQL database
 // (postgres:// or postgresql://).
-func IsPostgres(url string) bool {
+func isPostgres(url string) bool {
 	return strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://")
 }
 
 // Parse returns the Location url names. Errors wrap archive.ErrConfig.
 func Parse(url string) (Location, error) {
-	if IsPostgres(url) {
+	if isPostgres(url) {
 		return Location{Postgres: url}, nil
 	}
 	path, ok := strings.CutPrefix(url, "sqlite://")
@@ -80,7 +80,8 @@ func Open(ctx context.Context, url string, cfg Config) (archive.Archive, error) 
 
 // Open opens the archive at l: postgres.Open with cfg.Postgres, or
 // embedded.Open of l.Dir with cfg.Embedded (its IndexPath set to l.Index
-// when that is given). Errors are the driver's.
+// when that is given). The zero Location is archive.ErrConfig; other
+// errors are the driver's.
 func (l Location) Open(ctx context.Context, cfg Config) (archive.Archive, error) {
 	if l.Postgres != "" {
 		a, err := postgres.Open(ctx, l.Postgres, cfg.Config, cfg.Postgres)
