@@ -216,7 +216,7 @@ var nodeFlags = []flagDef{
 			if v.int() < 1 {
 				return fmt.Errorf("want a positive number")
 			}
-			o.cfg.ArchiveConfig.MaxConns = v.int()
+			o.cfg.ArchiveConfig.Postgres.MaxConns = v.int()
 			return nil
 		}},
 	{name: "store-resume", kind: kindBool, nwaku: "false", usage: "fill the archive from a store peer at start (needs --store)",
