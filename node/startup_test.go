@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/dburl"
 )
 
 // TestRetentionPolicyRefused: a retention policy that does not parse, or
@@ -14,7 +15,7 @@ import (
 // archive is opened.
 func TestRetentionPolicyRefused(t *testing.T) {
 	for _, policy := range []string{"capacity:10;capacity:20", "size:1kb", "days:2"} {
-		cfg := Config{ListenAddress: "127.0.0.1", Relay: true, Store: true, DataDir: t.TempDir(), ArchiveConfig: archive.Config{Retention: policy}}
+		cfg := Config{ListenAddress: "127.0.0.1", Relay: true, Store: true, DataDir: t.TempDir(), ArchiveConfig: dburl.Config{Config: archive.Config{Retention: policy}}}
 		n, err := New(cfg)
 		if err == nil {
 			n.Stop(t.Context())
@@ -27,7 +28,7 @@ func TestRetentionPolicyRefused(t *testing.T) {
 	}
 	// Without store the policy is not read, as nwaku builds it only for
 	// its store service (store_service_conf_builder.nim build).
-	n := startTestNode(t, Config{Relay: true, ArchiveConfig: archive.Config{Retention: "capacity:10;capacity:20"}})
+	n := startTestNode(t, Config{Relay: true, ArchiveConfig: dburl.Config{Config: archive.Config{Retention: "capacity:10;capacity:20"}}})
 	if n.Archive() != nil {
 		t.Fatal("an archive without store")
 	}

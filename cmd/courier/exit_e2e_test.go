@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/embedded"
 )
 
 // testE2EExitCodes: every configuration error, whichever way it comes (a
@@ -135,7 +136,7 @@ func testE2EStopDuringStart(t *testing.T, bin string) {
 	if p.out.count("stopping during start-up") != 1 || p.out.count("msg=stopped") != 1 || p.out.count("listening") != 0 {
 		t.Fatalf("stdout does not show a stop during start-up:\n%s", p.out)
 	}
-	a, err := archive.Open(filepath.Join(dir, "archive"), archive.Config{Logger: slog.New(slog.DiscardHandler)})
+	a, err := embedded.Open(filepath.Join(dir, "archive"), archive.Config{Logger: slog.New(slog.DiscardHandler)}, embedded.Options{})
 	if err != nil {
 		t.Fatalf("the archive after the stop: %v", err)
 	}
