@@ -529,14 +529,41 @@ func goSend(h C.uintptr_t, kind C.int, port, version C.double, host *C.char, hos
 
 var errNotRaw = errors.New("peer is not known to take the raw lane (header version 2): list it in rawPeers, call allowRaw, or set rawAll")
 
+// rawHeaders caches parsed raw headers by their text: a sender passes the
+// same few (one per route), so no message pays for a JSON parse.
+var rawHeaders struct {
+	sync.Mutex
+	m map[string]libnet.Msg
+}
+
 // rawHeader reads the header JSON of the raw functions: version 2 (the raw
 // lane), {"route": string, "compression": "None"|"Gzip"|"Brotli"|"Zstd"},
 // both optional.
 func rawHeader(version uint8, js []byte) (libnet.Msg, error) {
-	var m libnet.Msg
 	if version != 2 {
-		return m, fmt.Errorf("header version %d", version)
+		return libnet.Msg{}, fmt.Errorf("header version %d", version)
 	}
+	rawHeaders.Lock()
+	m, ok := rawHeaders.m[string(js)]
+	rawHeaders.Unlock()
+	if ok {
+		return m, nil
+	}
+	m, err := parseRawHeader(js)
+	if err != nil {
+		return m, err
+	}
+	rawHeaders.Lock()
+	if rawHeaders.m == nil || len(rawHeaders.m) >= 1024 {
+		rawHeaders.m = map[string]libnet.Msg{}
+	}
+	rawHeaders.m[string(js)] = m
+	rawHeaders.Unlock()
+	return m, nil
+}
+
+func parseRawHeader(js []byte) (libnet.Msg, error) {
+	var m libnet.Msg
 	var h struct {
 		Route       *string `json:"route"`
 		Compression string  `json:"compression"`
