@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -29,21 +31,26 @@ import (
 // own signal handlers, which Go does not support.
 const runtimeMarker = "COURIER_LIBNET_CORE"
 
-// self identifies this copy of the core: the address of a variable of it.
-var self = fmt.Sprintf("%p", &logging)
+// self identifies this copy of the core in this process: the process id
+// (child processes inherit the environment) and the address of a variable.
+var self = fmt.Sprintf("%d:%p", os.Getpid(), &logging)
 
 func oneRuntime() error {
 	name := C.CString(runtimeMarker)
 	defer C.free(unsafe.Pointer(name))
+	pid := fmt.Sprintf("%d:", os.Getpid())
 	if v := C.getenv(name); v != nil {
-		if other := C.GoString(v); other != self {
+		other := C.GoString(v)
+		if other == self {
+			return nil
+		}
+		if strings.HasPrefix(other, pid) {
 			return fmt.Errorf("another copy of the shardus-net core (a second Go runtime) is loaded in this process (%s=%s): load one copy per process", runtimeMarker, other)
 		}
-		return nil
 	}
 	val := C.CString(self)
 	defer C.free(unsafe.Pointer(val))
-	C.setenv(name, val, 0)
+	C.setenv(name, val, 1)
 	return nil
 }
 

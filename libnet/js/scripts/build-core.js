@@ -36,11 +36,13 @@ function headersDir() {
   return dir
 }
 
+// source picks the courier checkout this folder is part of (libnet/js),
+// else native/, the copy a packed package carries.
 function source() {
-  const native = path.join(pkg, 'native')
-  if (fs.existsSync(path.join(native, 'go.mod'))) return { dir: native, flags: '-mod=vendor', offline: true }
   const repo = path.join(pkg, '..', '..')
   if (fs.existsSync(path.join(repo, 'go.mod')) && fs.existsSync(path.join(repo, 'libnet', 'napi'))) return { dir: repo, flags: '', offline: false }
+  const native = path.join(pkg, 'native')
+  if (fs.existsSync(path.join(native, 'go.mod'))) return { dir: native, flags: '-mod=vendor', offline: true }
   fail('no Go sources: neither native/ (a packed package) nor a courier checkout around this folder')
 }
 
