@@ -18,6 +18,39 @@
 
 #define ERRLEN 512
 
+// ---- signals: keep Node's asynchronous signals off the Go runtime's threads ----
+//
+// Node (libuv) installs its signal handlers (process.on('SIGINT'), child
+// processes' SIGCHLD, the inspector's SIGUSR1) without SA_ONSTACK, which Go
+// requires of handlers that may run on its threads (os/signal, "Go
+// programs that use cgo or SWIG"); and Go, built as a library, installs no
+// handler of its own for them. So these signals are blocked on the thread
+// that loads the core while the Go runtime starts: every thread Go creates
+// keeps that mask, and the kernel delivers such a signal to one of Node's
+// threads. The loading thread's mask is put back when the module
+// registers. The constructor's priority runs it before the Go runtime's
+// own initialiser, which has none.
+static const int async_signals[] = {
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGWINCH, SIGALRM, SIGVTALRM,
+	SIGIO, SIGPWR, SIGTSTP, SIGTTIN, SIGTTOU, SIGXCPU, SIGXFSZ,
+};
+static sigset_t load_mask;
+static int mask_saved;
+
+__attribute__((constructor(101))) static void block_async_signals(void) {
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof async_signals / sizeof async_signals[0]; i++) sigaddset(&set, async_signals[i]);
+	if (pthread_sigmask(SIG_BLOCK, &set, &load_mask) == 0) mask_saved = 1;
+}
+
+static void restore_signals(void) {
+	if (mask_saved) {
+		pthread_sigmask(SIG_SETMASK, &load_mask, NULL);
+		mask_saved = 0;
+	}
+}
+
 // ---- helpers usable from any thread ----
 
 int64_t mono_ns(void) {
@@ -907,6 +940,7 @@ static napi_value f_go_runtime(napi_env env, napi_callback_info info) {
 }
 
 NAPI_MODULE_INIT() {
+	restore_signals();
 	char err[ERRLEN] = {0};
 	if (goModuleInit(err, ERRLEN) != 0) {
 		napi_throw_error(env, NULL, err);

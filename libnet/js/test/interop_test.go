@@ -360,3 +360,36 @@ func TestGetSenderAddress(t *testing.T) {
 		}
 	}
 }
+
+// Node's asynchronous signals stay off the Go runtime's threads (which
+// block them from the start, as the core loads) and reach the handlers
+// JavaScript installs: the main thread does not block SIGINT, the threads
+// Go started do, and 200 signals sent while tells run are all caught.
+func TestSignalsStayOnNodeThreads(t *testing.T) {
+	require(t)
+	var got atomic.Int64
+	g := goEndpoint(t, libnet.Config{Lane: libnet.LaneRaw, FrameHandler: func(*libnet.Frame) { got.Add(1) }})
+	for _, impl := range []string{"courier", "wrapper-1.4.3"} {
+		var res struct {
+			Pid     int
+			Threads []struct {
+				Tid           int
+				SigintBlocked bool
+			}
+			Caught int
+		}
+		run(t, "signals.js", map[string]any{"impl": impl, "port": freePorts(t, 1)[0], "to": port(g.Addr())}, &res)
+		blocked := 0
+		for _, th := range res.Threads {
+			if th.Tid == res.Pid && th.SigintBlocked {
+				t.Fatalf("%s: the main thread blocks SIGINT", impl)
+			}
+			if th.SigintBlocked {
+				blocked++
+			}
+		}
+		if blocked < 2 || res.Caught != 200 {
+			t.Fatalf("%s: %d threads block SIGINT (Go's), %d of 200 signals caught: %+v", impl, blocked, res.Caught, res)
+		}
+	}
+}
