@@ -393,3 +393,61 @@ func TestSignalsStayOnNodeThreads(t *testing.T) {
 		}
 	}
 }
+
+// courier's raw lane from JavaScript: a tell and its duplicate (dropped
+// before JavaScript and counted), a multi-send with one result per peer, an
+// ask and its reply, and an unanswered ask that fails after its timeout
+// with no JavaScript timer pending while it waits.
+func TestRawLaneFromJS(t *testing.T) {
+	require(t)
+	ports := freePorts(t, 5)
+	s1 := start(t, "serve.js", map[string]any{"impl": "courier", "port": ports[1]})
+	s2 := start(t, "serve.js", map[string]any{"impl": "courier", "port": ports[2]})
+	legacyOnly := start(t, "serve.js", map[string]any{"impl": "wrapper-1.6.1", "port": ports[4]})
+	var res struct {
+		Multi []*string
+		Reply struct {
+			Payload string
+			Header  map[string]string
+		}
+		Mute                       string
+		MuteMs                     int
+		TimersBefore, TimersDuring int
+	}
+	run(t, "raw.js", map[string]any{"port": ports[0], "servers": []int{ports[1], ports[2]}, "dead": ports[3], "legacyOnly": ports[4]}, &res)
+	if len(res.Multi) != 4 || res.Multi[0] != nil || res.Multi[1] != nil ||
+		res.Multi[2] == nil || !strings.Contains(*res.Multi[2], "ConnectionRefused") ||
+		res.Multi[3] == nil || !strings.Contains(*res.Multi[3], "not known to take the raw lane") {
+		t.Fatalf("multi results %v", res.Multi)
+	}
+	if res.Reply.Payload != "re:abc" || res.Reply.Header["sender_id"] != "server" || res.Reply.Header["route"] != "q" {
+		t.Fatalf("reply %+v", res.Reply)
+	}
+	if !strings.Contains(res.Mute, "timed out") || res.MuteMs < 300 || res.TimersDuring != res.TimersBefore {
+		t.Fatalf("unanswered ask: %q after %d ms; Timeouts %d before, %d while waiting", res.Mute, res.MuteMs, res.TimersBefore, res.TimersDuring)
+	}
+	routes := map[string]int{}
+	for _, ev := range s1.drain(300 * time.Millisecond) {
+		if ev["event"] == "raw" {
+			h := ev["header"].(map[string]any)
+			routes[h["route"].(string)]++
+			fanned := h["route"] == "gossip" || h["route"] == "multi"
+			if h["sender_id"] != "js-raw" || (fanned && ev["payload"] != base64.StdEncoding.EncodeToString([]byte{1, 2, 3, 0, 255})) {
+				t.Fatalf("raw message %+v", ev)
+			}
+		}
+	}
+	if routes["gossip"] != 1 || routes["multi"] != 1 || routes["q"] != 1 || routes["mute"] != 1 {
+		t.Fatalf("server 1 saw %v", routes)
+	}
+	s1.send("stats")
+	if st := s1.await("stats", 5*time.Second)["stats"].(map[string]any); st["dropped_duplicates"] != float64(1) {
+		t.Fatalf("dropped duplicates: %v", st["dropped_duplicates"])
+	}
+	if got := s2.drain(300 * time.Millisecond); len(got) != 1 || got[0]["event"] != "raw" {
+		t.Fatalf("server 2 saw %v", got)
+	}
+	if got := legacyOnly.drain(200 * time.Millisecond); len(got) != 0 {
+		t.Fatalf("the legacy-only peer got %v", got)
+	}
+}

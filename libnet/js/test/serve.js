@@ -16,7 +16,7 @@ node.listen((data, remote, respond, header, sign) => {
 if (impl === 'courier') {
   node.listenRaw((header, payload, respond) => {
     out({ event: 'raw', header, payload: payload.toString('base64'), isBuffer: Buffer.isBuffer(payload) })
-    if (header.dir === 'ask') respond(Buffer.concat([Buffer.from('re:'), payload]))
+    if (header.dir === 'ask' && header.route !== 'mute') respond(Buffer.concat([Buffer.from('re:'), payload]))
   })
 }
 out({ event: 'ready' })
