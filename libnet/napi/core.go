@@ -258,12 +258,12 @@ func goListen(h C.uintptr_t, errbuf *C.char, n C.size_t) C.int {
 	if c.bound || c.retry != nil {
 		return 0
 	}
-	if err := c.ep.Listen(c.listen); err == nil {
+	err := c.ep.Listen(c.listen)
+	if err == nil {
 		c.bound = true
 		return 0
-	} else {
-		log.Printf("shardus-net: failed to listen to %s: %v; retrying every 10 s", c.listen, err)
 	}
+	log.Printf("shardus-net: failed to listen to %s: %v; retrying every 10 s", c.listen, err)
 	// lib-net's listener retries a failed bind every 10 s (bind_to_socket).
 	stop := make(chan struct{})
 	c.retry = stop

@@ -599,14 +599,12 @@ static napi_value multi_common(napi_env env, napi_callback_info info, int raw) {
 	if (!raw && get_bool(env, argv[6], &await, "awaitProcessing") < 0) goto out;
 	uint32_t n = np < nh ? np : nh; // lib-net zips ports with hosts
 	cbref *r = new_cbref(env, s, (raw || await) ? argv[5] : NULL, raw ? argv[4] : NULL, raw ? 1 : (n ? n : 1), 1);
-	if (raw) {
-		r->send = 1;
-		s->outstanding_sends += n - 1;
-	}
+	int extra = (raw && n > 1) ? (int)n - 1 : 0; // one item answers all n sends
+	s->outstanding_sends += extra;
 	char err[ERRLEN] = {0};
 	int rc = goMulti(s->go, raw, ports, hosts, host_lens, n, version, hdr, hdr_len, data, data_len, r, err, ERRLEN);
 	if (rc) {
-		if (raw) s->outstanding_sends -= n - 1;
+		s->outstanding_sends -= extra;
 		cbref_abandon(env, s, r);
 		throw_kind(env, rc, err);
 		goto out;
