@@ -195,7 +195,8 @@ func flood(g *libnet.Endpoint, addr string, stop chan struct{}, sent *atomic.Int
 }
 
 // A worker thread that listens with the core ends (worker.terminate())
-// while frames keep arriving; the process goes on (no abort from a
+// while frames keep arriving and its own sends are in flight; the process
+// goes on (no abort from a
 // thread-safe function called after its release), and a second worker
 // listens and receives.
 func TestWorkerEndsWhileReceiving(t *testing.T) {
@@ -203,7 +204,8 @@ func TestWorkerEndsWhileReceiving(t *testing.T) {
 	for _, impl := range []string{"courier", "wrapper-1.6.1"} {
 		t.Run(impl, func(t *testing.T) {
 			ports := freePorts(t, 2)
-			g := goEndpoint(t, libnet.Config{Lane: libnet.LaneRaw})
+			var fromWorkers atomic.Int64
+			g := goEndpoint(t, libnet.Config{Lane: libnet.LaneRaw, FrameHandler: func(*libnet.Frame) { fromWorkers.Add(1) }})
 			stop := make(chan struct{})
 			var sent atomic.Int64
 			for _, p := range ports {
@@ -213,10 +215,10 @@ func TestWorkerEndsWhileReceiving(t *testing.T) {
 				First, Second int
 				Codes         []int
 			}
-			run(t, "worker.js", map[string]any{"impl": impl, "ports": ports}, &res)
+			run(t, "worker.js", map[string]any{"impl": impl, "ports": ports, "to": port(g.Addr())}, &res)
 			close(stop)
-			if res.First < 200 || res.Second < 100 || len(res.Codes) != 2 {
-				t.Fatalf("workers received %+v (frames sent %d)", res, sent.Load())
+			if res.First < 200 || res.Second < 100 || len(res.Codes) != 2 || fromWorkers.Load() == 0 {
+				t.Fatalf("workers received %+v (frames sent %d), sent %d", res, sent.Load(), fromWorkers.Load())
 			}
 		})
 	}

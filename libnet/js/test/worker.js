@@ -13,11 +13,21 @@ if (!isMainThread) {
     if (n % 50 === 0) parentPort.postMessage({ n })
   })
   parentPort.postMessage({ ready: true })
+  // Sends in flight as well when the worker ends: their callbacks are due
+  // on a thread that is going away.
+  const pump = async () => {
+    for (;;) {
+      const batch = []
+      for (let i = 0; i < 50; i++) batch.push(node.send(workerData.to, '127.0.0.1', { kind: 'from-worker' }).catch(() => {}))
+      await Promise.all(batch)
+    }
+  }
+  pump()
 } else {
-  main(async ({ impl, ports }) => {
+  main(async ({ impl, ports, to }) => {
     const run = (port, stopAfter) =>
       new Promise((resolve, reject) => {
-        const w = new Worker(__filename, { workerData: { impl, port } })
+        const w = new Worker(__filename, { workerData: { impl, port, to } })
         let seen = 0
         w.on('message', (m) => {
           if (m.ready) process.stdout.write(JSON.stringify({ event: 'ready', port }) + '\n')
