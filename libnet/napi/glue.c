@@ -229,6 +229,10 @@ static sn *method(napi_env env, napi_callback_info info, size_t *argc, napi_valu
 		napi_throw_error(env, NULL, "bad native call");
 		return NULL;
 	}
+	if (((sn *)data)->released) {
+		napi_throw_error(env, NULL, "shardus-net: this Sn has been closed (its thread is ending)");
+		return NULL;
+	}
 	return data;
 }
 
@@ -790,6 +794,12 @@ static void set_fn(napi_env env, napi_value obj, const char *name, napi_callback
 	napi_value fn;
 	napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, data, &fn);
 	napi_set_named_property(env, obj, name, fn);
+	if (data) {
+		// A method kept apart from its object (const { send } = sn) keeps the
+		// object, and so the native state the method points at, alive.
+		napi_property_descriptor owner = {"__sn", NULL, NULL, NULL, NULL, obj, napi_default, NULL};
+		napi_define_properties(env, fn, 1, &owner);
+	}
 }
 
 // Sn(port, host, useLru, lruSize, hashKey, signingSkHex[, payloadLimit,
