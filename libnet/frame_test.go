@@ -93,8 +93,13 @@ func TestFrameRoundTrip(t *testing.T) {
 	if f := recvFrame(t, got); f.Version != 0 || string(f.Data) != aug || f.Owner != nil {
 		t.Fatalf("plain frame %+v", f)
 	}
+	// The receive ring is sampled as each handler returns, after it has
+	// handed the frame over.
 	st := b.NetStats()
-	if st.OutstandingReceives.Count != 2 || st.OutstandingReceives.Max != 0 {
+	for deadline := time.Now().Add(5 * time.Second); st.OutstandingReceives.Count < 2 && time.Now().Before(deadline); st = b.NetStats() {
+		time.Sleep(time.Millisecond)
+	}
+	if st.OutstandingReceives.Count != 2 || st.OutstandingReceives.Max != 0 || st.ReceiveElapsed.Count != 2 {
 		t.Fatalf("receiver NetStats %+v", st)
 	}
 	if s := a.NetStats().OutstandingSends; s.Count != 2 || s.LongTermMax != 0 {
