@@ -129,4 +129,9 @@ require (
 	lukechampine.com/blake3 v1.4.1 // indirect
 )
 
-ignore ./interop/jswaku/node_modules
+ignore (
+	./interop/jswaku/node_modules
+	./libnet/js/native
+	./libnet/js/test/node_modules
+	./libnet/js/test/.cache
+)
