@@ -44,7 +44,7 @@ type Coefficient struct {
 // the first NPublic+1 signals are the constant and the public signals.
 type ProvingKey struct {
 	VerifyingKey
-	Beta1, Delta1 bn254.G1Affine
+	Beta1, Delta1  bn254.G1Affine
 	NVars, NPublic int
 	DomainSize     int
 	Coefficients   []Coefficient

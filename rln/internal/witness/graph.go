@@ -81,7 +81,7 @@ type Signal struct {
 type Graph struct {
 	nodes     []node
 	constants []fr.Element // values of the opConstant nodes, by node.a
-	witness   []uint32 // node index of each witness wire
+	witness   []uint32     // node index of each witness wire
 	inputs    map[string]Signal
 	nInputs   int
 }
