@@ -134,3 +134,4 @@ require (
 )
 
 ignore ./interop/jswaku/node_modules
+ignore ./rln/internal/zerokitjs/node_modules

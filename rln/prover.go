@@ -120,6 +120,34 @@ func (p *Prover) Prove(m *message.Message, member *Member, messageID uint64, epo
 }
 
 func (p *Prover) prove(x Field, member *Member, messageID uint64, epoch Epoch) (*RateLimitProof, error) {
+	xe, ok := x.element()
+	if !ok {
+		return nil, fmt.Errorf("%w: signal hash not below the field modulus", ErrProve)
+	}
+	ext := ExternalNullifier(epoch, p.id)
+	exte, _ := ext.element()
+	w, err := p.witness(member, messageID, xe, exte)
+	if err != nil {
+		return nil, err
+	}
+	proof, err := p.g.Prove(w, p.rnd, p.tasks)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrProve, err)
+	}
+	// wires 1 to 5 are the public signals: y, root, nullifier, x, external nullifier
+	return &RateLimitProof{
+		Proof:         proof.Encode(),
+		MerkleRoot:    fieldOf(&w[2]),
+		Epoch:         epoch,
+		ShareX:        x,
+		ShareY:        fieldOf(&w[1]),
+		Nullifier:     fieldOf(&w[3]),
+		RLNIdentifier: p.id,
+	}, nil
+}
+
+// witness checks the member's values and computes the circuit's witness.
+func (p *Prover) witness(member *Member, messageID uint64, x, ext fr.Element) ([]fr.Element, error) {
 	limit := member.UserMessageLimit
 	if limit == 0 || limit > MaxUserMessageLimit {
 		return nil, fmt.Errorf("%w: user message limit %d not in 1..%d", ErrProve, limit, MaxUserMessageLimit)
@@ -142,9 +170,6 @@ func (p *Prover) prove(x Field, member *Member, messageID uint64, epoch Epoch) (
 		}
 		siblings[i] = e
 	}
-	xe, _ := x.element()
-	ext := ExternalNullifier(epoch, p.id)
-	exte, _ := ext.element()
 	var lim, id fr.Element
 	lim.SetUint64(limit)
 	id.SetUint64(messageID)
@@ -154,24 +179,11 @@ func (p *Prover) prove(x Field, member *Member, messageID uint64, epoch Epoch) (
 		inMessageID:         {id},
 		inPathElements:      siblings,
 		inIdentityPathIndex: member.Path.indexBits(),
-		inX:                 {xe},
-		inExternalNullifier: {exte},
+		inX:                 {x},
+		inExternalNullifier: {ext},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: witness: %v", ErrProve, err)
 	}
-	proof, err := p.g.Prove(w, p.rnd, p.tasks)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrProve, err)
-	}
-	// wires 1 to 5 are the public signals: y, root, nullifier, x, external nullifier
-	return &RateLimitProof{
-		Proof:         proof.Encode(),
-		MerkleRoot:    fieldOf(&w[2]),
-		Epoch:         epoch,
-		ShareX:        x,
-		ShareY:        fieldOf(&w[1]),
-		Nullifier:     fieldOf(&w[3]),
-		RLNIdentifier: p.id,
-	}, nil
+	return w, nil
 }

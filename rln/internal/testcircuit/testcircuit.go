@@ -16,7 +16,7 @@ import (
 const EnvDir = "COURIER_RLN_CIRCUIT_DIR"
 
 // Files are the names a test may need.
-var Files = []string{"rln_final.zkey", "graph.bin"}
+var Files = []string{"rln_final.zkey", "graph.bin", "rln.wasm"}
 
 // Dir returns the circuit directory, skipping t (or failing it under
 // CI=true) when one of Files is missing there.
@@ -40,7 +40,7 @@ func Dir(t testing.TB) string {
 
 func missing(t testing.TB, why string) {
 	t.Helper()
-	msg := "RLN circuit files: " + why + "; put zerokit's rln_final.zkey (v0.8.0 rln/resources/tree_height_20) and graph.bin (v0.9.0 rln/resources/tree_depth_20) in ../shared/rln beside the repository, or name their directory in $" + EnvDir
+	msg := "RLN circuit files: " + why + "; put zerokit's rln_final.zkey (v0.8.0 rln/resources/tree_height_20), graph.bin and rln.wasm (v0.9.0 rln/resources/tree_depth_20) in ../shared/rln beside the repository, or name their directory in $" + EnvDir
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
