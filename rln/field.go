@@ -92,14 +92,6 @@ func (f *Field) element() (e fr.Element, ok bool) {
 	return e, err == nil
 }
 
-// reduced returns f reduced mod r, as zerokit's bytes_le_to_fr reads it.
-func (f *Field) reduced() fr.Element {
-	var e fr.Element
-	be := f.BigEndian()
-	e.SetBytes(be[:])
-	return e
-}
-
 // fieldOf returns e in wire form.
 func fieldOf(e *fr.Element) Field {
 	var f Field

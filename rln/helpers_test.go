@@ -2,6 +2,7 @@ package rln
 
 import (
 	"encoding/binary"
+	"math/big"
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc/bn254/fr"
@@ -57,3 +58,7 @@ func zeroPath(t testing.TB, index uint64) MerklePath {
 	}
 	return p
 }
+
+func frModulus() *big.Int { return fr.Modulus() }
+
+func bigFromString(s string) (*big.Int, bool) { return new(big.Int).SetString(s, 10) }

@@ -14,8 +14,9 @@ import (
 const ProofSize = 128
 
 // EncodedProofSize is the length of a RateLimitProof's encoding: seven
-// bytes fields, 2+128 bytes for the proof and 2+32 for each of the others.
-const EncodedProofSize = 2 + ProofSize + 6*(2+FieldSize)
+// bytes fields, 3+128 bytes for the proof (tag and a two-byte length) and
+// 2+32 for each of the others: 335 bytes.
+const EncodedProofSize = 3 + ProofSize + 6*(2+FieldSize)
 
 // Field numbers of RateLimitProof (nwaku protocol_types.nim).
 const (

@@ -3,7 +3,9 @@ package rln
 import (
 	"encoding/binary"
 	"hash"
+	"math/bits"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/crypto/sha3"
 
@@ -51,28 +53,63 @@ var DefaultRLNIdentifier = RLNIdentifier{
 	'/', 'v', '2', '.', '0', '.', '0',
 }
 
-var keccakPool = sync.Pool{New: func() any { return sha3.NewLegacyKeccak256() }}
-
-// keccakToField hashes the concatenation of parts with Keccak-256 and reads
-// the digest as a little-endian integer reduced mod r (zerokit
-// hash_to_field_le, rln/src/hashers.rs).
-func keccakToField(parts ...[]byte) Field {
-	d := Field(keccakSum(parts...))
-	e := d.reduced()
-	return fieldOf(&e)
+// keccak is a pooled Keccak-256 state with its scratch buffers, so that
+// hashing allocates nothing.
+type keccak struct {
+	h   hash.Hash
+	ts  [8]byte
+	sum [32]byte
 }
 
-// keccakSum returns the Keccak-256 digest (Ethereum's, not SHA3-256) of
-// the concatenation of parts.
-func keccakSum(parts ...[]byte) (d [32]byte) {
-	h := keccakPool.Get().(hash.Hash)
-	h.Reset()
-	for _, p := range parts {
-		h.Write(p)
-	}
-	h.Sum(d[:0])
-	keccakPool.Put(h)
+var keccakPool = sync.Pool{New: func() any { return &keccak{h: sha3.NewLegacyKeccak256()} }}
+
+// keccakToField hashes data with Keccak-256 and reads the digest as a
+// little-endian integer reduced mod r (zerokit hash_to_field_le,
+// rln/src/hashers.rs).
+func keccakToField(data []byte) Field {
+	k := keccakPool.Get().(*keccak)
+	k.h.Reset()
+	k.h.Write(data)
+	f := k.finish()
+	keccakPool.Put(k)
+	return f
+}
+
+// finish reduces the digest of k's state into a field element.
+func (k *keccak) finish() Field {
+	k.h.Sum(k.sum[:0])
+	return reduceDigest(&k.sum)
+}
+
+// keccakSum returns the Keccak-256 digest (Ethereum's, not SHA3-256) of b.
+func keccakSum(b []byte) (d [32]byte) {
+	k := keccakPool.Get().(*keccak)
+	k.h.Reset()
+	k.h.Write(b)
+	k.h.Sum(k.sum[:0])
+	d = k.sum
+	keccakPool.Put(k)
 	return d
+}
+
+// reduceDigest reads 32 bytes little-endian and reduces them mod r (at most
+// five subtractions, since 2^256 < 6r).
+func reduceDigest(d *[32]byte) Field {
+	var z [4]uint64
+	for i := range z {
+		z[i] = binary.LittleEndian.Uint64(d[8*i:])
+	}
+	for !lessThanModulus(z) {
+		var borrow uint64
+		for i := range z {
+			z[i], borrow = bits.Sub64(z[i], modulusLimbs[i], borrow)
+		}
+	}
+	var f Field
+	for i := range z {
+		binary.LittleEndian.PutUint64(f[8*i:], z[i])
+	}
+	return f
 }
 
 // HashToField is zerokit's hash_to_field_le: Keccak-256 of data, read
@@ -84,9 +121,15 @@ func HashToField(data []byte) Field { return keccakToField(data) }
 // nanoseconds cast to unsigned), nwaku's toRLNSignal (rln_relay.nim). It
 // reads m and does not keep it.
 func SignalHash(m *message.Message) Field {
-	var ts [8]byte
-	binary.LittleEndian.PutUint64(ts[:], uint64(m.Timestamp))
-	return keccakToField(m.Payload, aliasBytes(m.ContentTopic), ts[:])
+	k := keccakPool.Get().(*keccak)
+	k.h.Reset()
+	k.h.Write(m.Payload)
+	k.h.Write(unsafe.Slice(unsafe.StringData(m.ContentTopic), len(m.ContentTopic))) // read only
+	binary.LittleEndian.PutUint64(k.ts[:], uint64(m.Timestamp))
+	k.h.Write(k.ts[:])
+	f := k.finish()
+	keccakPool.Put(k)
+	return f
 }
 
 // ExternalNullifier returns Poseidon(HashToField(epoch), HashToField(id)),
