@@ -187,3 +187,30 @@ func decimalFieldBytes(s string) []byte {
 	}
 	return out
 }
+
+func FuzzDecodeRateLimitProof(f *testing.F) {
+	f.Add(sampleProof().Marshal())
+	for _, pv := range loadVectors(f).Proofs {
+		f.Add([]byte(pv.RateLimitProof))
+	}
+	f.Add([]byte{0x0a, 0x80, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := DecodeRateLimitProof(b)
+		if err != nil {
+			if errors.Is(err, ErrMalformed) == errors.Is(err, ErrNonCanonical) || p != nil {
+				t.Fatalf("error %v wraps not exactly one sentinel (proof %v)", err, p)
+			}
+			return
+		}
+		enc := p.Marshal()
+		again, err := DecodeRateLimitProof(enc)
+		if err != nil || *again != *p {
+			t.Fatalf("re-encoding does not decode to the same proof: %v", err)
+		}
+		for _, v := range []Field{p.MerkleRoot, p.ShareX, p.ShareY, p.Nullifier} {
+			if !v.IsCanonical() {
+				t.Fatal("decoded a non-canonical field")
+			}
+		}
+	})
+}

@@ -35,12 +35,17 @@ func (g *Graph) Calculate(inputs map[string][]fr.Element) ([]fr.Element, error) 
 	values := make([]fr.Element, len(g.nodes))
 	for i, nd := range g.nodes {
 		v := &values[i]
-		a, b := &values[nd.a], &values[nd.b]
 		switch nd.op {
 		case opInput:
 			*v = buf[nd.a]
+			continue
 		case opConstant:
 			*v = g.constants[nd.a]
+			continue
+		}
+		// operands are earlier nodes (checked by Parse)
+		a, b := &values[nd.a], &values[nd.b]
+		switch nd.op {
 		case opMul:
 			v.Mul(a, b)
 		case opAdd:

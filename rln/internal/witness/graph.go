@@ -169,8 +169,9 @@ func (g *Graph) parseNode(b []byte, idx uint32) (node, error) {
 			if err != nil {
 				return err
 			}
-			nd.a, nd.b, nd.c = operands[0], operands[1], operands[2]
 			arity := int(num) - 2
+			clear(operands[arity:]) // fields past the arity are not operands
+			nd.a, nd.b, nd.c = operands[0], operands[1], operands[2]
 			switch {
 			case num == 3 && op == 0:
 				nd.op = opNeg
@@ -252,6 +253,7 @@ func (g *Graph) parseMetadata(b []byte) error {
 			return fmt.Errorf("%w: witness wire %d refers to node %d of %d", ErrFormat, i, w, len(g.nodes))
 		}
 	}
+	g.nInputs = 1 // slot 0 holds the constant 1
 	for _, nd := range g.nodes {
 		if nd.op == opInput && int(nd.a) >= g.nInputs {
 			g.nInputs = int(nd.a) + 1
