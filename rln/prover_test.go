@@ -95,7 +95,9 @@ func TestProveErrors(t *testing.T) {
 		{"limit over the circuit's", with(func(m *Member) { m.UserMessageLimit = MaxUserMessageLimit + 1 }), 0, false},
 		{"non-canonical secret", with(func(m *Member) { copy(m.SecretHash[:], addR(m.SecretHash[:])) }), 0, false},
 		{"index past the tree", with(func(m *Member) { m.Path.Index = 1 << TreeDepth }), 0, true},
-		{"non-canonical sibling", with(func(m *Member) { m.Path.Siblings[7] = Field(decimalFieldBytes("21888242871839275222246405745257275088548364400416034343698204186575808495617")) }), 0, true},
+		{"non-canonical sibling", with(func(m *Member) {
+			m.Path.Siblings[7] = Field(decimalFieldBytes("21888242871839275222246405745257275088548364400416034343698204186575808495617"))
+		}), 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rp, err := p.Prove(m, tc.member, tc.msgID, EpochFromUint64(1))

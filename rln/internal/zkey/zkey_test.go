@@ -20,8 +20,16 @@ import (
 // tinyKey is a small key of the right shapes: nVars 4, nPublic 1, domain 4.
 func tinyKey() *groth16.ProvingKey {
 	_, _, g1, g2 := bn254.Generators()
-	mul1 := func(k int64) bn254.G1Affine { var p bn254.G1Affine; p.ScalarMultiplication(&g1, big.NewInt(k)); return p }
-	mul2 := func(k int64) bn254.G2Affine { var p bn254.G2Affine; p.ScalarMultiplication(&g2, big.NewInt(k)); return p }
+	mul1 := func(k int64) bn254.G1Affine {
+		var p bn254.G1Affine
+		p.ScalarMultiplication(&g1, big.NewInt(k))
+		return p
+	}
+	mul2 := func(k int64) bn254.G2Affine {
+		var p bn254.G2Affine
+		p.ScalarMultiplication(&g2, big.NewInt(k))
+		return p
+	}
 	pk := &groth16.ProvingKey{NVars: 4, NPublic: 1, DomainSize: 4}
 	pk.Alpha, pk.Beta1, pk.Delta1 = mul1(2), mul1(3), mul1(5)
 	pk.Beta, pk.Gamma, pk.Delta = mul2(3), mul2(7), mul2(5)
