@@ -451,3 +451,75 @@ func toSnarkjs(p *groth16.Proof) zerokitjs.SnarkProof {
 }
 
 var _ = bytes.Equal
+
+// BenchmarkZerokit measures zerokit's npm wasm build (and snarkjs) on this
+// machine, beside BenchmarkVerify and BenchmarkProve: ns/op is the mean
+// the Node.js process timed for one call of verifyWithRoots, of witness
+// calculation plus generateRLNProofWithWitness, or of snarkjs' verify and
+// fullProve, without the test's own IPC.
+func BenchmarkZerokit(b *testing.B) {
+	dir := testcircuit.Dir(b)
+	peer := zerokitjs.Start(b, dir)
+	b.ReportMetric(peer.LoadMs*1e6, "load-ns")
+	c := &interopCase{peer: peer}
+	s := newSetup(b, "bench")
+	x, ext := SignalHash(s.m), ExternalNullifier(s.epoch, DefaultRLNIdentifier)
+	w := s.witness()
+	w.X, w.Ext = x.bytes(), ext.bytes()
+	pv, err := peer.Prove(w, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &RateLimitProof{MerkleRoot: Field(pv.Root), Epoch: s.epoch, ShareX: x, ShareY: Field(pv.Y),
+		Nullifier: Field(pv.Nullifier), RLNIdentifier: DefaultRLNIdentifier}
+	copy(p.Proof[:], pv.Proof)
+	sp, public, _, err := peer.SnarkProve(s.circuitInputs(x, ext), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(name string, f func(n int) float64) {
+		b.Run(name, func(b *testing.B) {
+			ms := f(b.N)
+			b.ReportMetric(ms*1e6, "ns/op")
+		})
+	}
+	run("verify", func(n int) float64 {
+		v := c.zerokitVerifyN(b, s.m, p, n)
+		if !v.Valid {
+			b.Fatal("zerokit refuses its proof")
+		}
+		return v.Ms
+	})
+	run("prove", func(n int) float64 {
+		out, err := peer.Prove(w, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return out.Ms
+	})
+	run("snarkjs-verify", func(n int) float64 {
+		v, err := peer.SnarkVerify(&sp, public, n)
+		if err != nil || !v.Valid {
+			b.Fatalf("snarkjs refuses its proof: %v", err)
+		}
+		return v.Ms
+	})
+	run("snarkjs-prove", func(n int) float64 {
+		_, _, ms, err := peer.SnarkProve(s.circuitInputs(x, ext), n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return ms
+	})
+}
+
+func (c *interopCase) zerokitVerifyN(t testing.TB, m *message.Message, p *RateLimitProof, n int) zerokitjs.Verdict {
+	t.Helper()
+	ext := ExternalNullifier(p.Epoch, p.RLNIdentifier)
+	v, err := c.peer.Verify(&zerokitjs.ProofValues{Proof: p.Proof[:], Root: p.MerkleRoot.bytes(), Ext: ext.bytes(),
+		X: p.ShareX.bytes(), Y: p.ShareY.bytes(), Nullifier: p.Nullifier.bytes()}, signalBytes(m), [][]byte{p.MerkleRoot.bytes()}, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

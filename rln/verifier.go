@@ -52,16 +52,23 @@ type Verifier struct {
 	g   *groth16.Verifier
 	id  RLNIdentifier
 	rnd io.Reader
-	ext atomic.Pointer[extNullifier] // the last epoch's external nullifier
+	ext [extSlots]atomic.Pointer[extNullifier] // by epoch number mod extSlots
 }
+
+// extSlots is the number of epochs whose external nullifier a Verifier
+// keeps: more than the 41 epochs of 1 s that a 20 s clock gap admits on
+// either side of now.
+const extSlots = 64
 
 type extNullifier struct {
 	epoch Epoch
 	value fr.Element
 }
 
-// NewVerifier prepares the compiled-in verifying key (about 2 ms: e(alpha,
-// beta) and the Miller loop lines of beta, gamma and delta).
+// NewVerifier prepares the compiled-in verifying key: e(alpha, beta), the
+// Miller loop lines of beta, gamma and delta, and tables of the five IC
+// points for the public inputs (tens of milliseconds, 2.5 MiB). Make one
+// per node and share it.
 func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	vk, err := verifyingKey()
 	if err != nil {
@@ -140,14 +147,15 @@ func (v *Verifier) prepare(m *message.Message, p *RateLimitProof) (groth16.Proof
 }
 
 // externalNullifier returns ExternalNullifier(epoch, v.id), keeping the
-// last epoch's value: messages of one epoch share it.
+// values of recent epochs: messages of one epoch share it.
 func (v *Verifier) externalNullifier(epoch Epoch) fr.Element {
-	if c := v.ext.Load(); c != nil && c.epoch == epoch {
+	slot := &v.ext[epoch.Uint64()%extSlots]
+	if c := slot.Load(); c != nil && c.epoch == epoch {
 		return c.value
 	}
 	f := ExternalNullifier(epoch, v.id)
 	e, _ := f.element()
-	v.ext.Store(&extNullifier{epoch: epoch, value: e})
+	slot.Store(&extNullifier{epoch: epoch, value: e})
 	return e
 }
 

@@ -31,10 +31,45 @@ type Verifier struct {
 	beta      lines
 	gamma     lines
 	delta     lines
+	ic        []fixedBase // IC[1:], for the public inputs
+}
+
+// fixedBase holds d·2^(8j)·P for every byte value d > 0 and byte position
+// j of a scalar, so that s·P costs one mixed addition per non-zero byte of
+// s and no doubling (32 additions instead of a windowed multiplication's
+// 254 doublings).
+type fixedBase [fr.Bytes][255]bn254.G1Affine
+
+func newFixedBase(p *bn254.G1Affine) *fixedBase {
+	t := new(fixedBase)
+	jac := make([]bn254.G1Jac, 255)
+	var base bn254.G1Jac
+	base.FromAffine(p)
+	for j := range t {
+		jac[0].Set(&base)
+		for d := 1; d < 255; d++ {
+			jac[d].Set(&jac[d-1]).AddAssign(&base)
+		}
+		copy(t[j][:], bn254.BatchJacobianToAffineG1(jac))
+		for range 8 {
+			base.DoubleAssign()
+		}
+	}
+	return t
+}
+
+// mulAdd adds s·P to acc.
+func (t *fixedBase) mulAdd(acc *bn254.G1Jac, s *fr.Element) {
+	b := s.Bits() // regular form, little-endian limbs
+	for j := range t {
+		if d := byte(b[j/8] >> (8 * (j % 8))); d != 0 {
+			acc.AddMixed(&t[j][d-1])
+		}
+	}
 }
 
 // NewVerifier prepares vk, which must have at least one IC point; vk is
-// copied.
+// copied. The tables of the IC points take 512 KiB per public input.
 func NewVerifier(vk *VerifyingKey) (*Verifier, error) {
 	if len(vk.IC) == 0 {
 		return nil, fmt.Errorf("%w: key has no IC points", ErrInputs)
@@ -49,6 +84,9 @@ func NewVerifier(vk *VerifyingKey) (*Verifier, error) {
 	v.beta = bn254.PrecomputeLines(vk.Beta)
 	v.gamma = bn254.PrecomputeLines(vk.Gamma)
 	v.delta = bn254.PrecomputeLines(vk.Delta)
+	for i := range v.vk.IC[1:] {
+		v.ic = append(v.ic, *newFixedBase(&v.vk.IC[i+1]))
+	}
 	return v, nil
 }
 
@@ -64,10 +102,10 @@ func (v *Verifier) inputPoint(public []fr.Element) (bn254.G1Jac, error) {
 	if len(public) != len(v.vk.IC)-1 {
 		return acc, fmt.Errorf("%w: %d, the key takes %d", ErrInputs, len(public), len(v.vk.IC)-1)
 	}
-	if _, err := acc.MultiExp(v.vk.IC[1:], public, ecc.MultiExpConfig{NbTasks: 1}); err != nil {
-		return acc, err
+	acc.FromAffine(&v.vk.IC[0])
+	for i := range public {
+		v.ic[i].mulAdd(&acc, &public[i])
 	}
-	acc.AddMixed(&v.vk.IC[0])
 	return acc, nil
 }
 
@@ -158,8 +196,10 @@ func (v *Verifier) VerifyBatch(proofs []*Proof, public [][]fr.Element, rnd io.Re
 	if _, err := sumC.MultiExp(cs, r, cfg); err != nil {
 		return err
 	}
-	if _, err := sumX.MultiExp(v.vk.IC, sc, cfg); err != nil {
-		return err
+	sumX.FromAffine(&v.vk.IC[0])
+	sumX.ScalarMultiplication(&sumX, sc[0].BigInt(new(big.Int)))
+	for j := range v.ic {
+		v.ic[j].mulAdd(&sumX, &sc[j+1])
 	}
 	var fixed [3]bn254.G1Affine
 	fixed[0].ScalarMultiplication(&v.vk.Alpha, sc[0].BigInt(new(big.Int)))
