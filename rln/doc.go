@@ -9,14 +9,18 @@
 // # Wire and math
 //
 // Field elements are 32 bytes little-endian (Field) and must be canonical.
-// The signal of a message is payload ‖ content topic ‖ timestamp (u64le)
-// and x = Keccak-256 of it read little-endian mod r (SignalHash); the epoch
-// is floor(timestamp / epoch length) as a u64le in 32 bytes (EpochAt); the
-// external nullifier is Poseidon(x(epoch), x(rln_identifier))
+// HashToField is Keccak-256 read little-endian mod r. The signal of a
+// message is payload ‖ content topic ‖ timestamp (u64le) and x is its
+// HashToField (SignalHash); the epoch is floor(timestamp / epoch length)
+// as a u64le in 32 bytes (EpochAt); the external nullifier is
+// Poseidon(HashToField(epoch), HashToField(rln_identifier))
 // (ExternalNullifier); a membership's leaf is Poseidon(commitment,
 // user message limit) (RateCommitment) in a Poseidon Merkle tree of depth
 // 20 (MerklePath). The circuit's public inputs are y, root, nullifier, x
-// and external nullifier, in that order (PublicInputs).
+// and external nullifier, in that order (PublicInputs). Poseidon is
+// circomlib's (go-iden3-crypto), which equals zerokit's for the arities
+// RLN uses (1, 2 and 3); the tests check every value against zerokit
+// (testdata/vectors.json).
 //
 // # Decode once, verify once
 //

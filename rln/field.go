@@ -27,10 +27,11 @@ type Field [FieldSize]byte
 // ErrNonCanonical is wrapped by the errors about encodings that zerokit and
 // nwaku accept but normalise (a field element not below r, a proof field
 // of the wrong length, missing, or sent with a non-bytes wire type): they
-// stand for a valid proof but not in its one canonical form, and let a
-// nullifier (plus r) slip past nwaku's duplicate check. An honest nwaku
-// forwards them, so a relay drops them without penalising the forwarder
-// (gossipsub Ignore, not Reject).
+// may stand for a valid proof, just not in its one canonical form, and a
+// nullifier plus r slips past nwaku's duplicate check. An honest nwaku
+// forwards such a message when the normalised proof verifies, so a relay
+// drops it without penalising the forwarder (gossipsub Ignore, not
+// Reject) and without spending a verification on it.
 var ErrNonCanonical = errors.New("rln: non-canonical encoding")
 
 // FieldFromUint64 returns v as a field element (little-endian, zero padded),
