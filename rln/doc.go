@@ -28,11 +28,13 @@
 // DecodeRateLimitProof, checks the epoch and the root window, calls
 // Verifier.Verify once, checks its nullifier log, and then carries the
 // *RateLimitProof in the message's envelope: no later consumer decodes or
-// verifies it again. DecodeRateLimitProof and Verify report encodings that
-// nwaku accepts in a normalised form with ErrNonCanonical, and proofs for
-// another application with ErrRLNIdentifier: a relay Ignores those (drops
-// them without penalising the forwarder) and Rejects every other failure,
-// as nwaku does. Verifier holds no lock on the verification path, so
+// verifies it again. Every failure is a Reject, as in nwaku, with two
+// exceptions that a relay Ignores (drops without penalising the
+// forwarder, since an honest nwaku relays them): a proof for another
+// application (ErrRLNIdentifier), and an encoding nwaku normalises
+// (ErrNonCanonical from DecodeRateLimitProof, which then returns nwaku's
+// reading of the proof) whose normalised proof passes every check.
+// Verifier holds no lock on the verification path, so
 // gossipsub's concurrent validation uses every core; VerifyBatch checks
 // proofs that arrive together in one multi-pairing.
 //

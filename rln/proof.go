@@ -56,15 +56,22 @@ type RateLimitProof struct {
 // RateLimitProof bytes). It reads b in place and copies the 352 bytes of
 // the fields into the result, keeping no reference to b.
 //
-// Only the canonical encoding decodes: every field present with bytes wire
-// type and its exact length (128 or 32 bytes), and the root, shares and
-// nullifier below r. As protobuf does and nwaku does, unknown fields are
-// skipped and a repeated field takes its last value. Errors wrap
-// ErrMalformed for bytes nwaku cannot parse either (Reject), or
-// ErrNonCanonical for encodings nwaku parses and normalises (a missing
-// field or one of another length is zero padded or cut, a known field
-// with another wire type is skipped, a value of r or more is reduced):
-// Ignore those. Each error names the field.
+// The canonical encoding has every field present with bytes wire type and
+// its exact length (128 or 32 bytes), and the root, shares and nullifier
+// below r. As protobuf does and nwaku does, unknown fields are skipped and
+// a repeated field takes its last value.
+//
+// Errors wrap ErrMalformed, with a nil proof, for bytes nwaku cannot parse
+// either: it Rejects them. Errors wrap ErrNonCanonical for an encoding
+// nwaku parses but normalises, and then the proof returned is nwaku's
+// reading of it (RateLimitProof.init, protocol_types.nim; zerokit's
+// bytes_le_to_fr): a missing field is zero, a field of another length is
+// zero padded or cut, a known field with another wire type is skipped,
+// and ShareX, ShareY and Nullifier are reduced mod r (the root and epoch,
+// which nwaku compares byte for byte, are kept as sent). A relay checks
+// that proof as it checks any other; when it passes, nwaku would have
+// relayed the message, so the relay drops it with Ignore rather than
+// Reject. Each error names the first such field.
 func DecodeRateLimitProof(b []byte) (*RateLimitProof, error) {
 	p := new(RateLimitProof)
 	var seen, bad uint8 // bit n: field n+1 read with the right length / wrong
@@ -99,29 +106,36 @@ func DecodeRateLimitProof(b []byte) (*RateLimitProof, error) {
 		clear(dst)
 		copy(dst, v) // nwaku's copyFrom: zero padded or cut
 		if len(v) == len(dst) {
-			seen, bad = seen|bit, bad&^bit
+			seen |= bit
 		} else {
-			seen, bad = seen&^bit, bad|bit
+			bad |= bit
 		}
 	}
-	for num := fieldProof; num <= fieldRLNIdentifier; num++ {
+	var err error
+	for num := fieldProof; num <= fieldRLNIdentifier && err == nil; num++ {
 		bit := uint8(1) << (num - 1)
 		switch {
 		case bad&bit != 0:
-			return nil, fmt.Errorf("%w: field %d (%s) is not %d bytes with wire type bytes", ErrNonCanonical, num, fieldName(num), len(p.field(num)))
+			err = fmt.Errorf("%w: field %d (%s) is not one of %d bytes with wire type bytes", ErrNonCanonical, num, fieldName(num), len(p.field(num)))
 		case seen&bit == 0:
-			return nil, fmt.Errorf("%w: field %d (%s) is missing", ErrNonCanonical, num, fieldName(num))
+			err = fmt.Errorf("%w: field %d (%s) is missing", ErrNonCanonical, num, fieldName(num))
 		}
+	}
+	if err == nil && !p.MerkleRoot.IsCanonical() {
+		err = fmt.Errorf("%w: field %d (%s) is not below the field modulus", ErrNonCanonical, fieldMerkleRoot, fieldName(fieldMerkleRoot))
 	}
 	for _, f := range []struct {
 		num protowire.Number
 		v   *Field
-	}{{fieldMerkleRoot, &p.MerkleRoot}, {fieldShareX, &p.ShareX}, {fieldShareY, &p.ShareY}, {fieldNullifier, &p.Nullifier}} {
+	}{{fieldShareX, &p.ShareX}, {fieldShareY, &p.ShareY}, {fieldNullifier, &p.Nullifier}} {
 		if !f.v.IsCanonical() {
-			return nil, fmt.Errorf("%w: field %d (%s) is not below the field modulus", ErrNonCanonical, f.num, fieldName(f.num))
+			if err == nil {
+				err = fmt.Errorf("%w: field %d (%s) is not below the field modulus", ErrNonCanonical, f.num, fieldName(f.num))
+			}
+			*f.v = reduceDigest((*[32]byte)(f.v))
 		}
 	}
-	return p, nil
+	return p, err
 }
 
 // field returns the storage of field num (1 to 7).

@@ -108,9 +108,10 @@ func (p *RateLimitProof) PublicInputs() PublicInputs {
 // (ErrInvalidProof). It is zerokit's verify_with_roots without the root
 // check, which belongs to the membership's window of acceptable roots, as
 // the epoch check and the nullifier log belong to the relay (nwaku
-// validateMessage order: epoch, root, proof, nullifier). p must come from
-// DecodeRateLimitProof or Prove, so its field elements are canonical
-// (ErrNonCanonical otherwise). Verify only reads m and p.
+// validateMessage order: epoch, root, proof, nullifier). p comes from
+// DecodeRateLimitProof (also the proof it returns with ErrNonCanonical) or
+// Prove; a public value not below r gives ErrNonCanonical. Verify only
+// reads m and p.
 func (v *Verifier) Verify(m *message.Message, p *RateLimitProof) error {
 	proof, public, err := v.prepare(m, p)
 	if err != nil {

@@ -165,3 +165,33 @@ func TestVerifyConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestNonCanonicalProof: a zerokit proof with nullifier + r on the wire
+// decodes with ErrNonCanonical to nwaku's reading, which verifies (nwaku
+// relays it: Ignore); with a wrong share it does not (Reject).
+func TestNonCanonicalProof(t *testing.T) {
+	v := newVerifier(t)
+	ms, ps := vectorProofs(t)
+	wire := *ps[0]
+	plusR := addR(wire.Nullifier[:])
+	if plusR == nil {
+		t.Skip("nullifier + r does not fit 32 bytes")
+	}
+	copy(wire.Nullifier[:], plusR)
+	enc := wire.Append(nil)
+	p, err := DecodeRateLimitProof(enc)
+	if !errors.Is(err, ErrNonCanonical) || p == nil || *p != *ps[0] {
+		t.Fatalf("decode: %v, %v", p, err)
+	}
+	if err := v.Verify(ms[0], p); err != nil {
+		t.Fatalf("nwaku's reading of the proof: %v", err)
+	}
+	wire.ShareY[0] ^= 1
+	p, err = DecodeRateLimitProof(wire.Append(nil))
+	if !errors.Is(err, ErrNonCanonical) {
+		t.Fatal(err)
+	}
+	if err := v.Verify(ms[0], p); !errors.Is(err, ErrInvalidProof) {
+		t.Fatalf("changed share: %v, want ErrInvalidProof", err)
+	}
+}
