@@ -78,6 +78,34 @@ func TestProve(t *testing.T) {
 	}
 }
 
+func TestProveOtherIdentifier(t *testing.T) {
+	var id RLNIdentifier
+	copy(id[:], "another/app/v1")
+	p, err := NewProver(ProverConfig{Dir: testcircuit.Dir(t), RLNIdentifier: id, Tasks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, member := testMember(t, "other app", 2, 3)
+	m := &message.Message{Payload: []byte("x"), ContentTopic: "/a/1/b/proto", Timestamp: 5}
+	rp, err := p.Prove(m, member, 1, EpochFromUint64(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.RLNIdentifier != id || rp.PublicInputs().ExternalNullifier != ExternalNullifier(EpochFromUint64(8), id) {
+		t.Fatal("proof not made for the configured identifier")
+	}
+	if err := newVerifier(t).Verify(m, rp); !errors.Is(err, ErrRLNIdentifier) {
+		t.Fatalf("Waku's verifier: %v, want ErrRLNIdentifier", err)
+	}
+	other, err := NewVerifier(VerifierConfig{RLNIdentifier: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Verify(m, rp); err != nil {
+		t.Fatalf("the application's verifier: %v", err)
+	}
+}
+
 func TestProveErrors(t *testing.T) {
 	p := testProver(t)
 	m := &message.Message{Payload: []byte("x"), ContentTopic: "/a/1/b/proto"}

@@ -26,10 +26,12 @@ var (
 	// the proof was made for other content (zerokit verify_with_roots
 	// compares them after the pairing; nwaku counts it as invalid_proof).
 	ErrSignalMismatch = fmt.Errorf("%w: share_x is not the hash of the message's signal", ErrInvalidProof)
-	// ErrRLNIdentifier: the proof is for another RLN application. nwaku
-	// never compares the identifier and relays such proofs, which lets a
-	// member multiply its rate by choosing identifiers; a relay drops
-	// them without penalising the forwarder (Ignore).
+	// ErrRLNIdentifier: the proof is valid but for another RLN
+	// application. nwaku never compares the identifier and relays such
+	// proofs, which lets a member multiply its rate by choosing
+	// identifiers; a relay drops them without penalising the forwarder
+	// (Ignore). An invalid proof for another application is
+	// ErrInvalidProof, as in nwaku.
 	ErrRLNIdentifier = errors.New("rln: proof is for another rln_identifier")
 )
 
@@ -102,10 +104,10 @@ func (p *RateLimitProof) PublicInputs() PublicInputs {
 		ExternalNullifier: ExternalNullifier(p.Epoch, p.RLNIdentifier)}
 }
 
-// Verify checks that p is a valid proof for m: p is for the verifier's
-// RLN identifier (ErrRLNIdentifier), ShareX is SignalHash(m)
-// (ErrSignalMismatch), and the zkSNARK verifies for p's public values
-// (ErrInvalidProof). It is zerokit's verify_with_roots without the root
+// Verify checks that p is a valid proof for m: ShareX is SignalHash(m)
+// (ErrSignalMismatch), the zkSNARK verifies for p's public values
+// (ErrInvalidProof), and p is for the verifier's RLN identifier
+// (ErrRLNIdentifier, only for a proof that is otherwise valid). It is zerokit's verify_with_roots without the root
 // check, which belongs to the membership's window of acceptable roots, as
 // the epoch check and the nullifier log belong to the relay (nwaku
 // validateMessage order: epoch, root, proof, nullifier). p comes from
@@ -120,15 +122,19 @@ func (v *Verifier) Verify(m *message.Message, p *RateLimitProof) error {
 	if err := v.g.Verify(&proof, public[:]); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidProof, err)
 	}
+	return v.checkID(p)
+}
+
+func (v *Verifier) checkID(p *RateLimitProof) error {
+	if p.RLNIdentifier != v.id {
+		return fmt.Errorf("%w: %x", ErrRLNIdentifier, p.RLNIdentifier[:])
+	}
 	return nil
 }
 
 // prepare runs the checks that need no pairing and decodes the points.
 func (v *Verifier) prepare(m *message.Message, p *RateLimitProof) (groth16.Proof, [5]fr.Element, error) {
 	var public [5]fr.Element
-	if p.RLNIdentifier != v.id {
-		return groth16.Proof{}, public, fmt.Errorf("%w: %x", ErrRLNIdentifier, p.RLNIdentifier[:])
-	}
 	if SignalHash(m) != p.ShareX {
 		return groth16.Proof{}, public, ErrSignalMismatch
 	}
@@ -139,7 +145,7 @@ func (v *Verifier) prepare(m *message.Message, p *RateLimitProof) (groth16.Proof
 		}
 		public[i] = e
 	}
-	public[4] = v.externalNullifier(p.Epoch)
+	public[4] = v.externalNullifier(p.Epoch, p.RLNIdentifier)
 	proof, err := groth16.DecodeProof(&p.Proof)
 	if err != nil {
 		return proof, public, fmt.Errorf("%w: %v", ErrInvalidProof, err)
@@ -147,9 +153,15 @@ func (v *Verifier) prepare(m *message.Message, p *RateLimitProof) (groth16.Proof
 	return proof, public, nil
 }
 
-// externalNullifier returns ExternalNullifier(epoch, v.id), keeping the
-// values of recent epochs: messages of one epoch share it.
-func (v *Verifier) externalNullifier(epoch Epoch) fr.Element {
+// externalNullifier returns ExternalNullifier(epoch, id), keeping the
+// values of recent epochs for the verifier's identifier: messages of one
+// epoch share it.
+func (v *Verifier) externalNullifier(epoch Epoch, id RLNIdentifier) fr.Element {
+	if id != v.id {
+		f := ExternalNullifier(epoch, id)
+		e, _ := f.element()
+		return e
+	}
 	slot := &v.ext[epoch.Uint64()%extSlots]
 	if c := slot.Load(); c != nil && c.epoch == epoch {
 		return c.value
@@ -197,6 +209,11 @@ func (v *Verifier) VerifyBatch(items []BatchItem) []error {
 			if err := v.g.Verify(proofs[k], publics[k]); err != nil {
 				errs[i] = fmt.Errorf("%w: %v", ErrInvalidProof, err)
 			}
+		}
+	}
+	for _, i := range index {
+		if errs[i] == nil {
+			errs[i] = v.checkID(items[i].Proof)
 		}
 	}
 	return errs

@@ -51,7 +51,7 @@ func TestVerifyErrors(t *testing.T) {
 		p    *RateLimitProof
 		want error
 	}{
-		{"other rln identifier", m, with(func(p *RateLimitProof) { p.RLNIdentifier = otherID }), ErrRLNIdentifier},
+		{"invalid proof for another rln identifier", m, with(func(p *RateLimitProof) { p.RLNIdentifier = otherID }), ErrInvalidProof},
 		{"other payload", &message.Message{Payload: []byte("x"), ContentTopic: m.ContentTopic, Timestamp: m.Timestamp}, good, ErrSignalMismatch},
 		{"other content topic", &message.Message{Payload: m.Payload, ContentTopic: m.ContentTopic + "x", Timestamp: m.Timestamp}, good, ErrSignalMismatch},
 		{"other epoch", m, with(func(p *RateLimitProof) { p.Epoch = EpochFromUint64(p.Epoch.Uint64() - 1) }), ErrInvalidProof},
@@ -91,8 +91,14 @@ func TestVerifierOtherIdentifier(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms, ps := vectorProofs(t)
-	if err := v.Verify(ms[0], ps[0]); !errors.Is(err, ErrRLNIdentifier) {
-		t.Fatalf("a proof for Waku's identifier: %v, want ErrRLNIdentifier", err)
+	if err := v.Verify(ms[0], ps[0]); !errors.Is(err, ErrRLNIdentifier) || errors.Is(err, ErrInvalidProof) {
+		t.Fatalf("a valid proof for Waku's identifier: %v, want ErrRLNIdentifier", err)
+	}
+	bad := *ps[1]
+	bad.ShareY[0] ^= 1
+	errs := v.VerifyBatch([]BatchItem{{ms[0], ps[0]}, {ms[1], &bad}, {ms[2], ps[2]}})
+	if !errors.Is(errs[0], ErrRLNIdentifier) || !errors.Is(errs[1], ErrInvalidProof) || !errors.Is(errs[2], ErrRLNIdentifier) {
+		t.Fatalf("batch: %v", errs)
 	}
 }
 
