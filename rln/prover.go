@@ -34,7 +34,9 @@ type ProverConfig struct {
 	// RLNIdentifier is the application proofs are made for; the zero
 	// value means DefaultRLNIdentifier.
 	RLNIdentifier RLNIdentifier
-	// Rand supplies the proofs' blinding factors. nil means crypto/rand.
+	// Rand supplies the proofs' blinding factors. nil means crypto/rand;
+	// another reader must be safe for concurrent use when Prove is called
+	// from several goroutines.
 	Rand io.Reader
 }
 
@@ -53,12 +55,11 @@ type Member struct {
 // zerokit's verifier (and with Verifier). It is immutable and safe for
 // concurrent use; each Prove allocates its own buffers.
 type Prover struct {
-	graph  *witness.Graph
-	g      *groth16.Prover
-	tasks  int
-	id     RLNIdentifier
-	rnd    io.Reader
-	public int
+	graph *witness.Graph
+	g     *groth16.Prover
+	tasks int
+	id    RLNIdentifier
+	rnd   io.Reader
 }
 
 // circuit input names (zerokit inputs_for_witness_calculation)
@@ -102,7 +103,7 @@ func NewProver(cfg ProverConfig) (*Prover, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCircuitFiles, err)
 	}
-	p := &Prover{graph: graph, g: g, tasks: cfg.Tasks, id: cfg.RLNIdentifier, rnd: cfg.Rand, public: pk.NPublic}
+	p := &Prover{graph: graph, g: g, tasks: cfg.Tasks, id: cfg.RLNIdentifier, rnd: cfg.Rand}
 	if p.id == (RLNIdentifier{}) {
 		p.id = DefaultRLNIdentifier
 	}
@@ -116,15 +117,8 @@ func NewProver(cfg ProverConfig) (*Prover, error) {
 // of member.Path. m and member are only read. Errors wrap ErrProve.
 func (p *Prover) Prove(m *message.Message, member *Member, messageID uint64, epoch Epoch) (*RateLimitProof, error) {
 	x := SignalHash(m)
-	return p.prove(x, member, messageID, epoch)
-}
-
-func (p *Prover) prove(x Field, member *Member, messageID uint64, epoch Epoch) (*RateLimitProof, error) {
-	xe, ok := x.element()
-	if !ok {
-		return nil, fmt.Errorf("%w: signal hash not below the field modulus", ErrProve)
-	}
 	ext := ExternalNullifier(epoch, p.id)
+	xe, _ := x.element() // both are hashes, canonical
 	exte, _ := ext.element()
 	w, err := p.witness(member, messageID, xe, exte)
 	if err != nil {

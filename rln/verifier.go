@@ -41,7 +41,9 @@ type VerifierConfig struct {
 	// means DefaultRLNIdentifier (Waku's).
 	RLNIdentifier RLNIdentifier
 	// Rand supplies the random coefficients of batch verification. nil
-	// means crypto/rand; tests may make batches deterministic.
+	// means crypto/rand; tests may make batches deterministic. Another
+	// reader must be safe for concurrent use when VerifyBatch is called
+	// from several goroutines.
 	Rand io.Reader
 }
 
@@ -107,10 +109,11 @@ func (p *RateLimitProof) PublicInputs() PublicInputs {
 // Verify checks that p is a valid proof for m: ShareX is SignalHash(m)
 // (ErrSignalMismatch), the zkSNARK verifies for p's public values
 // (ErrInvalidProof), and p is for the verifier's RLN identifier
-// (ErrRLNIdentifier, only for a proof that is otherwise valid). It is zerokit's verify_with_roots without the root
-// check, which belongs to the membership's window of acceptable roots, as
-// the epoch check and the nullifier log belong to the relay (nwaku
-// validateMessage order: epoch, root, proof, nullifier). p comes from
+// (ErrRLNIdentifier, only for a proof that is otherwise valid). It is
+// zerokit's verify_with_roots without the root check, which belongs to the
+// membership's window of acceptable roots, as the epoch check and the
+// nullifier log belong to the relay (nwaku validateMessage order: epoch,
+// root, proof, nullifier). p comes from
 // DecodeRateLimitProof (also the proof it returns with ErrNonCanonical) or
 // Prove; a public value not below r gives ErrNonCanonical. Verify only
 // reads m and p.
