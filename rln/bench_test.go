@@ -3,8 +3,6 @@ package rln
 import (
 	"fmt"
 	"testing"
-
-	"github.com/couriernet/courier/message"
 )
 
 // BenchmarkVerify is one message's verification as a relay runs it: the
@@ -53,7 +51,7 @@ func BenchmarkVerifyBatch(b *testing.B) {
 func BenchmarkProve(b *testing.B) {
 	p := testProver(b)
 	_, member := testMember(b, "bench", 100, 12345)
-	m := &message.Message{Payload: make([]byte, 1000), ContentTopic: "/courier/1/bench/proto", Timestamp: 1764590000000000000}
+	m := Signal{Payload: make([]byte, 1000), ContentTopic: "/courier/1/bench/proto", Timestamp: 1764590000000000000}
 	epoch := EpochAt(m.Timestamp, 600)
 	b.ReportAllocs()
 	i := uint64(0)
@@ -92,10 +90,10 @@ func BenchmarkDecodeRateLimitProof(b *testing.B) {
 }
 
 func BenchmarkSignalHash(b *testing.B) {
-	m := &message.Message{Payload: make([]byte, 1000), ContentTopic: "/courier/1/bench/proto", Timestamp: 1}
+	m := Signal{Payload: make([]byte, 1000), ContentTopic: "/courier/1/bench/proto", Timestamp: 1}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(m.Payload)))
 	for b.Loop() {
-		SignalHash(m)
+		m.Hash()
 	}
 }

@@ -11,7 +11,7 @@
 // Field elements are 32 bytes little-endian (Field) and must be canonical.
 // HashToField is Keccak-256 read little-endian mod r. The signal of a
 // message is payload ‖ content topic ‖ timestamp (u64le) and x is its
-// HashToField (SignalHash); the epoch is floor(timestamp / epoch length)
+// HashToField (Signal.Hash); the epoch is floor(timestamp / epoch length)
 // as a u64le in 32 bytes (EpochAt); the external nullifier is
 // Poseidon(HashToField(epoch), HashToField(rln_identifier))
 // (ExternalNullifier); a membership's leaf is Poseidon(commitment,

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/couriernet/courier/message"
 )
 
 func TestFieldCanonical(t *testing.T) {
@@ -50,11 +48,11 @@ func TestEpoch(t *testing.T) {
 }
 
 func TestSignalHash(t *testing.T) {
-	m := &message.Message{Payload: []byte("p"), ContentTopic: "/t", Timestamp: -2}
-	if got, want := SignalHash(m), HashToField(signalBytes(m)); got != want {
+	m := Signal{Payload: []byte("p"), ContentTopic: "/t", Timestamp: -2}
+	if got, want := m.Hash(), HashToField(signalBytes(m)); got != want {
 		t.Fatalf("SignalHash %s, HashToField of the signal %s", got, want)
 	}
-	if n := testing.AllocsPerRun(100, func() { SignalHash(m) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { m.Hash() }); n != 0 {
 		t.Fatalf("SignalHash allocates %v times", n)
 	}
 }

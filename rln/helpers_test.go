@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc/bn254/fr"
-
-	"github.com/couriernet/courier/message"
 )
 
 // poseidonFields hashes canonical fields with the package's Poseidon.
@@ -41,7 +39,7 @@ func shares(t testing.TB, secret, ext, x Field, messageID uint64) (y, nullifier 
 }
 
 // signalBytes is nwaku's toRLNSignal as one slice.
-func signalBytes(m *message.Message) []byte {
+func signalBytes(m Signal) []byte {
 	b := append([]byte(nil), m.Payload...)
 	b = append(b, m.ContentTopic...)
 	return binary.LittleEndian.AppendUint64(b, uint64(m.Timestamp))

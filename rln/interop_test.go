@@ -15,7 +15,6 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bn254/fp"
 	"github.com/consensys/gnark-crypto/ecc/bn254/fr"
 
-	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/rln/internal/groth16"
 	"github.com/couriernet/courier/rln/internal/testcircuit"
 	"github.com/couriernet/courier/rln/internal/zerokitjs"
@@ -138,7 +137,7 @@ func (f Field) bytes() []byte { return f[:] }
 type setup struct {
 	id     *IdentityCredential
 	member *Member
-	m      *message.Message
+	m      Signal
 	epoch  Epoch
 	msgID  uint64
 }
@@ -149,7 +148,7 @@ func newSetup(t testing.TB, seed string) *setup {
 	for i := range path.Siblings {
 		path.Siblings[i] = HashToField([]byte(fmt.Sprintf("%s/%d", seed, i)))
 	}
-	m := &message.Message{Payload: []byte("payload of " + seed), ContentTopic: "/courier/1/rln-interop/proto", Timestamp: 1764590000123456789}
+	m := Signal{Payload: []byte("payload of " + seed), ContentTopic: "/courier/1/rln-interop/proto", Timestamp: 1764590000123456789}
 	return &setup{id: id, member: &Member{SecretHash: id.SecretHash, UserMessageLimit: 100, Path: path},
 		m: m, epoch: EpochAt(m.Timestamp, 600), msgID: 7}
 }
@@ -180,28 +179,28 @@ func (s *setup) circuitInputs(x, ext Field) map[string]any {
 
 // tamper lists the changes both sides must refuse, as a message and a
 // proof derived from good ones.
-func tampers(m *message.Message, p *RateLimitProof) map[string]func() (*message.Message, *RateLimitProof) {
-	cm := func() *message.Message { c := *m; return &c }
+func tampers(m Signal, p *RateLimitProof) map[string]func() (Signal, *RateLimitProof) {
+	cm := func() Signal { return m }
 	cp := func() *RateLimitProof { c := *p; return &c }
-	return map[string]func() (*message.Message, *RateLimitProof){
-		"payload": func() (*message.Message, *RateLimitProof) {
+	return map[string]func() (Signal, *RateLimitProof){
+		"payload": func() (Signal, *RateLimitProof) {
 			c := cm()
 			c.Payload = append(append([]byte(nil), m.Payload...), '!')
 			return c, p
 		},
-		"timestamp": func() (*message.Message, *RateLimitProof) { c := cm(); c.Timestamp++; return c, p },
-		"epoch": func() (*message.Message, *RateLimitProof) {
+		"timestamp": func() (Signal, *RateLimitProof) { c := cm(); c.Timestamp++; return c, p },
+		"epoch": func() (Signal, *RateLimitProof) {
 			c := cp()
 			c.Epoch = EpochFromUint64(p.Epoch.Uint64() + 1)
 			return m, c
 		},
-		"nullifier": func() (*message.Message, *RateLimitProof) { c := cp(); c.Nullifier[0] ^= 1; return m, c },
-		"root":      func() (*message.Message, *RateLimitProof) { c := cp(); c.MerkleRoot[0] ^= 1; return m, c },
-		"share y":   func() (*message.Message, *RateLimitProof) { c := cp(); c.ShareY[0] ^= 1; return m, c },
-		"proof A":   func() (*message.Message, *RateLimitProof) { c := cp(); c.Proof[0] ^= 1; return m, c },
-		"proof B":   func() (*message.Message, *RateLimitProof) { c := cp(); c.Proof[40] ^= 1; return m, c },
-		"proof C":   func() (*message.Message, *RateLimitProof) { c := cp(); c.Proof[100] ^= 1; return m, c },
-		"proof A negated": func() (*message.Message, *RateLimitProof) {
+		"nullifier": func() (Signal, *RateLimitProof) { c := cp(); c.Nullifier[0] ^= 1; return m, c },
+		"root":      func() (Signal, *RateLimitProof) { c := cp(); c.MerkleRoot[0] ^= 1; return m, c },
+		"share y":   func() (Signal, *RateLimitProof) { c := cp(); c.ShareY[0] ^= 1; return m, c },
+		"proof A":   func() (Signal, *RateLimitProof) { c := cp(); c.Proof[0] ^= 1; return m, c },
+		"proof B":   func() (Signal, *RateLimitProof) { c := cp(); c.Proof[40] ^= 1; return m, c },
+		"proof C":   func() (Signal, *RateLimitProof) { c := cp(); c.Proof[100] ^= 1; return m, c },
+		"proof A negated": func() (Signal, *RateLimitProof) {
 			c := cp()
 			c.Proof[31] ^= 0x80 // the other y
 			return m, c
@@ -212,7 +211,7 @@ func tampers(m *message.Message, p *RateLimitProof) map[string]func() (*message.
 // zerokitVerify asks zerokit's verifyWithRoots about m and p, with the
 // external nullifier recomputed from p's epoch and identifier, as nwaku's
 // verifyProof does.
-func (c *interopCase) zerokitVerify(t testing.TB, m *message.Message, p *RateLimitProof, roots ...Field) zerokitjs.Verdict {
+func (c *interopCase) zerokitVerify(t testing.TB, m Signal, p *RateLimitProof, roots ...Field) zerokitjs.Verdict {
 	t.Helper()
 	ext, err := c.peer.ExternalNullifier(p.Epoch[:], p.RLNIdentifier[:])
 	if err != nil {
@@ -308,7 +307,7 @@ func (c *interopCase) courierProvesZerokit(t *testing.T) {
 
 func (c *interopCase) snarkjsProves(t *testing.T) {
 	s := newSetup(t, "snarkjs proves")
-	x, ext := SignalHash(s.m), ExternalNullifier(s.epoch, DefaultRLNIdentifier)
+	x, ext := s.m.Hash(), ExternalNullifier(s.epoch, DefaultRLNIdentifier)
 	sp, public, _, err := c.peer.SnarkProve(s.circuitInputs(x, ext), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +364,7 @@ func (c *interopCase) courierProvesSnarkjs(t *testing.T) {
 	for name, f := range tampers(s.m, p) {
 		m, tp := f()
 		tpub := tp.PublicInputs()
-		x := SignalHash(m)
+		x := m.Hash()
 		tpublic := []string{tpub.Y.Big().String(), tpub.Root.Big().String(), tpub.Nullifier.Big().String(),
 			x.Big().String(), tpub.ExternalNullifier.Big().String()}
 		tgp, err := groth16.DecodeProof(&tp.Proof)
@@ -383,7 +382,7 @@ func (c *interopCase) courierProvesSnarkjs(t *testing.T) {
 // witness calculator on rln.wasm.
 func (c *interopCase) witness(t *testing.T) {
 	s := newSetup(t, "witness")
-	x, ext := SignalHash(s.m), ExternalNullifier(s.epoch, DefaultRLNIdentifier)
+	x, ext := s.m.Hash(), ExternalNullifier(s.epoch, DefaultRLNIdentifier)
 	want, err := c.peer.Witness(s.circuitInputs(x, ext))
 	if err != nil {
 		t.Fatal(err)
@@ -463,7 +462,7 @@ func BenchmarkZerokit(b *testing.B) {
 	b.Logf("zerokit newRLN (loading the zkey): %.0f ms", peer.LoadMs)
 	c := &interopCase{peer: peer}
 	s := newSetup(b, "bench")
-	x, ext := SignalHash(s.m), ExternalNullifier(s.epoch, DefaultRLNIdentifier)
+	x, ext := s.m.Hash(), ExternalNullifier(s.epoch, DefaultRLNIdentifier)
 	w := s.witness()
 	w.X, w.Ext = x.bytes(), ext.bytes()
 	pv, err := peer.Prove(w, 1)
@@ -513,7 +512,7 @@ func BenchmarkZerokit(b *testing.B) {
 	})
 }
 
-func (c *interopCase) zerokitVerifyN(t testing.TB, m *message.Message, p *RateLimitProof, n int) zerokitjs.Verdict {
+func (c *interopCase) zerokitVerifyN(t testing.TB, m Signal, p *RateLimitProof, n int) zerokitjs.Verdict {
 	t.Helper()
 	ext := ExternalNullifier(p.Epoch, p.RLNIdentifier)
 	v, err := c.peer.Verify(&zerokitjs.ProofValues{Proof: p.Proof[:], Root: p.MerkleRoot.bytes(), Ext: ext.bytes(),

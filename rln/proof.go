@@ -46,7 +46,7 @@ type RateLimitProof struct {
 	Proof         [ProofSize]byte // field 1
 	MerkleRoot    Field           // field 2: the tree root the proof is for
 	Epoch         Epoch           // field 3
-	ShareX        Field           // field 4: x, the signal's hash (SignalHash)
+	ShareX        Field           // field 4: x, the signal's hash (Signal.Hash)
 	ShareY        Field           // field 5: y = secret + x·a1
 	Nullifier     Field           // field 6: Poseidon(a1), one per message id and epoch
 	RLNIdentifier RLNIdentifier   // field 7

@@ -7,7 +7,6 @@ import (
 
 	"github.com/consensys/gnark-crypto/ecc/bn254/fr"
 
-	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/rln/internal/groth16"
 	"github.com/couriernet/courier/rln/internal/witness"
 	"github.com/couriernet/courier/rln/internal/zkey"
@@ -110,13 +109,13 @@ func NewProver(cfg ProverConfig) (*Prover, error) {
 	return p, nil
 }
 
-// Prove makes the RateLimitProof of message m (its SignalHash) for member
-// in epoch with message id messageID, which must be below the member's
-// limit: each id may be used once per epoch, since two signals with one id
-// reveal the member's secret (RecoverSecret). The proof's root is the root
-// of member.Path. m and member are only read. Errors wrap ErrProve.
-func (p *Prover) Prove(m *message.Message, member *Member, messageID uint64, epoch Epoch) (*RateLimitProof, error) {
-	x := SignalHash(m)
+// Prove makes the RateLimitProof of the message of signal s for member in
+// epoch with message id messageID, which must be below the member's limit:
+// each id may be used once per epoch, since two signals with one id reveal
+// the member's secret (RecoverSecret). The proof's root is the root of
+// member.Path. s and member are only read. Errors wrap ErrProve.
+func (p *Prover) Prove(s Signal, member *Member, messageID uint64, epoch Epoch) (*RateLimitProof, error) {
+	x := s.Hash()
 	ext := ExternalNullifier(epoch, p.id)
 	xe, _ := x.element() // both are hashes, canonical
 	exte, _ := ext.element()

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/rln/internal/testcircuit"
 )
 
@@ -51,7 +50,7 @@ func TestProve(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id, member := testMember(t, tc.name, tc.limit, tc.index)
-			m := &message.Message{Payload: []byte(tc.name), ContentTopic: "/courier/1/prove/proto", Timestamp: 1764590000000000000}
+			m := Signal{Payload: []byte(tc.name), ContentTopic: "/courier/1/prove/proto", Timestamp: 1764590000000000000}
 			epoch := EpochAt(m.Timestamp, 600)
 			rp, err := p.Prove(m, member, tc.msgID, epoch)
 			if err != nil {
@@ -59,7 +58,7 @@ func TestProve(t *testing.T) {
 			}
 			leaf, _ := RateCommitment(id.Commitment, tc.limit)
 			root, _ := member.Path.Root(leaf)
-			x := SignalHash(m)
+			x := m.Hash()
 			ext := ExternalNullifier(epoch, DefaultRLNIdentifier)
 			y, nullifier := shares(t, id.SecretHash, ext, x, tc.msgID)
 			want := RateLimitProof{Proof: rp.Proof, MerkleRoot: root, Epoch: epoch, ShareX: x, ShareY: y,
@@ -86,7 +85,7 @@ func TestProveOtherIdentifier(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, member := testMember(t, "other app", 2, 3)
-	m := &message.Message{Payload: []byte("x"), ContentTopic: "/a/1/b/proto", Timestamp: 5}
+	m := Signal{Payload: []byte("x"), ContentTopic: "/a/1/b/proto", Timestamp: 5}
 	rp, err := p.Prove(m, member, 1, EpochFromUint64(8))
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +107,7 @@ func TestProveOtherIdentifier(t *testing.T) {
 
 func TestProveErrors(t *testing.T) {
 	p := testProver(t)
-	m := &message.Message{Payload: []byte("x"), ContentTopic: "/a/1/b/proto"}
+	m := Signal{Payload: []byte("x"), ContentTopic: "/a/1/b/proto"}
 	_, member := testMember(t, "errors", 5, 1)
 	with := func(f func(*Member)) *Member { c := *member; f(&c); return &c }
 	for _, tc := range []struct {
@@ -142,8 +141,8 @@ func TestRecoverSecret(t *testing.T) {
 	p := testProver(t)
 	id, member := testMember(t, "double signal", 3, 9)
 	epoch := EpochFromUint64(42)
-	m1 := &message.Message{Payload: []byte("one"), ContentTopic: "/a/1/b/proto", Timestamp: 1}
-	m2 := &message.Message{Payload: []byte("two"), ContentTopic: "/a/1/b/proto", Timestamp: 2}
+	m1 := Signal{Payload: []byte("one"), ContentTopic: "/a/1/b/proto", Timestamp: 1}
+	m2 := Signal{Payload: []byte("two"), ContentTopic: "/a/1/b/proto", Timestamp: 2}
 	p1, err := p.Prove(m1, member, 2, epoch)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +181,7 @@ func TestProveConcurrent(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() {
 			_, member := testMember(t, "concurrent", 4, uint64(i))
-			m := &message.Message{Payload: []byte{byte(i)}, ContentTopic: "/a/1/b/proto", Timestamp: int64(i)}
+			m := Signal{Payload: []byte{byte(i)}, ContentTopic: "/a/1/b/proto", Timestamp: int64(i)}
 			rp, err := p.Prove(m, member, uint64(i), EpochFromUint64(3))
 			if err == nil {
 				err = v.Verify(m, rp)

@@ -8,8 +8,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/crypto/sha3"
-
-	"github.com/couriernet/courier/message"
 )
 
 // Epoch is an RLN epoch as the RateLimitProof carries it (field 3): the
@@ -116,16 +114,24 @@ func reduceDigest(d *[32]byte) Field {
 // little-endian and reduced mod r. data is only read.
 func HashToField(data []byte) Field { return keccakToField(data) }
 
-// SignalHash returns x, the signal's hash a proof commits to: HashToField
-// of payload ‖ content topic (UTF-8) ‖ timestamp (uint64 little-endian, the
-// nanoseconds cast to unsigned), nwaku's toRLNSignal (rln_relay.nim). It
-// reads m and does not keep it.
-func SignalHash(m *message.Message) Field {
+// Signal is what a proof is bound to: a WakuMessage's payload, content
+// topic and timestamp (nwaku toRLNSignal, rln_relay.nim). It points at the
+// message's bytes, which it only reads.
+type Signal struct {
+	Payload      []byte
+	ContentTopic string
+	Timestamp    int64 // Unix nanoseconds, as in the WakuMessage
+}
+
+// Hash returns x, the signal's hash a proof commits to: HashToField of
+// payload ‖ content topic (UTF-8) ‖ timestamp (uint64 little-endian, the
+// nanoseconds cast to unsigned). It allocates nothing.
+func (s Signal) Hash() Field {
 	k := keccakPool.Get().(*keccak)
 	k.h.Reset()
-	k.h.Write(m.Payload)
-	k.h.Write(unsafe.Slice(unsafe.StringData(m.ContentTopic), len(m.ContentTopic))) // read only
-	binary.LittleEndian.PutUint64(k.ts[:], uint64(m.Timestamp))
+	k.h.Write(s.Payload)
+	k.h.Write(unsafe.Slice(unsafe.StringData(s.ContentTopic), len(s.ContentTopic))) // read only
+	binary.LittleEndian.PutUint64(k.ts[:], uint64(s.Timestamp))
 	k.h.Write(k.ts[:])
 	f := k.finish()
 	keccakPool.Put(k)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/rln/internal/zerokitjs"
 )
 
@@ -91,8 +90,8 @@ type proofVector struct {
 	RateLimitProof hx   `json:"rateLimitProof"`
 }
 
-func (v *proofVector) message() *message.Message {
-	return &message.Message{Payload: v.Payload, ContentTopic: v.ContentTopic, Timestamp: v.Timestamp}
+func (v *proofVector) message() Signal {
+	return Signal{Payload: v.Payload, ContentTopic: v.ContentTopic, Timestamp: v.Timestamp}
 }
 
 func (v *proofVector) path(t testing.TB) MerklePath {
@@ -172,8 +171,8 @@ func TestVectors(t *testing.T) {
 		eq(t, "hash to field", h[:], hv.Output)
 	}
 	for _, sv := range v.Signals {
-		m := &message.Message{Payload: sv.Payload, ContentTopic: sv.ContentTopic, Timestamp: sv.Timestamp}
-		x := SignalHash(m)
+		m := Signal{Payload: sv.Payload, ContentTopic: sv.ContentTopic, Timestamp: sv.Timestamp}
+		x := m.Hash()
 		eq(t, "signal hash", x[:], sv.X)
 		xs := HashToField(sv.Signal)
 		eq(t, "signal bytes' hash", xs[:], sv.X)
@@ -232,7 +231,7 @@ func checkProofVector(t *testing.T, verifier *Verifier, i int, pv *proofVector) 
 	}
 	epoch := EpochAt(pv.Timestamp, pv.EpochSec)
 	eq(t, "proof epoch", p.Epoch[:], epoch[:])
-	x := SignalHash(m)
+	x := m.Hash()
 	eq(t, "x", x[:], pv.PublicInputs[3])
 	ext := ExternalNullifier(epoch, DefaultRLNIdentifier)
 	eq(t, "external nullifier", ext[:], pv.PublicInputs[4])

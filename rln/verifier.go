@@ -9,7 +9,6 @@ import (
 
 	"github.com/consensys/gnark-crypto/ecc/bn254/fr"
 
-	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/rln/internal/groth16"
 )
 
@@ -22,7 +21,7 @@ var (
 	// the curve, outside the subgroup, bad flags). zerokit's
 	// verify_with_roots fails the same proofs and nwaku Rejects them.
 	ErrInvalidProof = errors.New("rln: invalid proof")
-	// ErrSignalMismatch: ShareX is not the SignalHash of the message, so
+	// ErrSignalMismatch: ShareX is not the Hash of the message's Signal, so
 	// the proof was made for other content (zerokit verify_with_roots
 	// compares them after the pairing; nwaku counts it as invalid_proof).
 	ErrSignalMismatch = fmt.Errorf("%w: share_x is not the hash of the message's signal", ErrInvalidProof)
@@ -106,7 +105,8 @@ func (p *RateLimitProof) PublicInputs() PublicInputs {
 		ExternalNullifier: ExternalNullifier(p.Epoch, p.RLNIdentifier)}
 }
 
-// Verify checks that p is a valid proof for m: ShareX is SignalHash(m)
+// Verify checks that p is a valid proof for the message of signal s:
+// ShareX is s.Hash()
 // (ErrSignalMismatch), the zkSNARK verifies for p's public values
 // (ErrInvalidProof), and p is for the verifier's RLN identifier
 // (ErrRLNIdentifier, only for a proof that is otherwise valid). It is
@@ -116,9 +116,9 @@ func (p *RateLimitProof) PublicInputs() PublicInputs {
 // root, proof, nullifier). p comes from
 // DecodeRateLimitProof (also the proof it returns with ErrNonCanonical) or
 // Prove; a public value not below r gives ErrNonCanonical. Verify only
-// reads m and p.
-func (v *Verifier) Verify(m *message.Message, p *RateLimitProof) error {
-	proof, public, err := v.prepare(m, p)
+// reads s and p.
+func (v *Verifier) Verify(s Signal, p *RateLimitProof) error {
+	proof, public, err := v.prepare(s, p)
 	if err != nil {
 		return err
 	}
@@ -136,9 +136,9 @@ func (v *Verifier) checkID(p *RateLimitProof) error {
 }
 
 // prepare runs the checks that need no pairing and decodes the points.
-func (v *Verifier) prepare(m *message.Message, p *RateLimitProof) (groth16.Proof, [5]fr.Element, error) {
+func (v *Verifier) prepare(s Signal, p *RateLimitProof) (groth16.Proof, [5]fr.Element, error) {
 	var public [5]fr.Element
-	if SignalHash(m) != p.ShareX {
+	if s.Hash() != p.ShareX {
 		return groth16.Proof{}, public, ErrSignalMismatch
 	}
 	for i, f := range []*Field{&p.ShareY, &p.MerkleRoot, &p.Nullifier, &p.ShareX} {
@@ -175,10 +175,11 @@ func (v *Verifier) externalNullifier(epoch Epoch, id RLNIdentifier) fr.Element {
 	return e
 }
 
-// BatchItem is one message and its decoded proof for VerifyBatch.
+// BatchItem is one message's signal and its decoded proof for
+// VerifyBatch.
 type BatchItem struct {
-	Message *message.Message
-	Proof   *RateLimitProof
+	Signal Signal
+	Proof  *RateLimitProof
 }
 
 // VerifyBatch verifies items together and returns one error per item, nil
@@ -193,7 +194,7 @@ func (v *Verifier) VerifyBatch(items []BatchItem) []error {
 	publics := make([][]fr.Element, 0, len(items))
 	index := make([]int, 0, len(items))
 	for i, it := range items {
-		proof, public, err := v.prepare(it.Message, it.Proof)
+		proof, public, err := v.prepare(it.Signal, it.Proof)
 		if err != nil {
 			errs[i] = err
 			continue

@@ -5,16 +5,14 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-
-	"github.com/couriernet/courier/message"
 )
 
 // vectorProofs returns the proof vectors (made by zerokit) decoded, with
 // their messages.
-func vectorProofs(t testing.TB) ([]*message.Message, []*RateLimitProof) {
+func vectorProofs(t testing.TB) ([]Signal, []*RateLimitProof) {
 	t.Helper()
 	v := loadVectors(t)
-	var ms []*message.Message
+	var ms []Signal
 	var ps []*RateLimitProof
 	for _, pv := range v.Proofs {
 		p, err := DecodeRateLimitProof(pv.RateLimitProof)
@@ -47,13 +45,13 @@ func TestVerifyErrors(t *testing.T) {
 	with := func(f func(*RateLimitProof)) *RateLimitProof { c := *good; f(&c); return &c }
 	for _, tc := range []struct {
 		name string
-		m    *message.Message
+		m    Signal
 		p    *RateLimitProof
 		want error
 	}{
 		{"invalid proof for another rln identifier", m, with(func(p *RateLimitProof) { p.RLNIdentifier = otherID }), ErrInvalidProof},
-		{"other payload", &message.Message{Payload: []byte("x"), ContentTopic: m.ContentTopic, Timestamp: m.Timestamp}, good, ErrSignalMismatch},
-		{"other content topic", &message.Message{Payload: m.Payload, ContentTopic: m.ContentTopic + "x", Timestamp: m.Timestamp}, good, ErrSignalMismatch},
+		{"other payload", Signal{Payload: []byte("x"), ContentTopic: m.ContentTopic, Timestamp: m.Timestamp}, good, ErrSignalMismatch},
+		{"other content topic", Signal{Payload: m.Payload, ContentTopic: m.ContentTopic + "x", Timestamp: m.Timestamp}, good, ErrSignalMismatch},
 		{"other epoch", m, with(func(p *RateLimitProof) { p.Epoch = EpochFromUint64(p.Epoch.Uint64() - 1) }), ErrInvalidProof},
 		{"other root", m, with(func(p *RateLimitProof) { p.MerkleRoot = FieldFromUint64(5) }), ErrInvalidProof},
 		{"other nullifier", m, with(func(p *RateLimitProof) { p.Nullifier = FieldFromUint64(5) }), ErrInvalidProof},
@@ -132,7 +130,7 @@ func TestVerifyBatch(t *testing.T) {
 				if (want == nil) != (err == nil) || (want != nil && !errors.Is(err, want)) {
 					t.Errorf("item %d: %v, want %v", i, err, want)
 				}
-				if single := v.Verify(tc.items[i].Message, tc.items[i].Proof); (single == nil) != (err == nil) {
+				if single := v.Verify(tc.items[i].Signal, tc.items[i].Proof); (single == nil) != (err == nil) {
 					t.Errorf("item %d: batch says %v, Verify says %v", i, err, single)
 				}
 			}
