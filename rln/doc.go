@@ -28,7 +28,9 @@
 // DecodeRateLimitProof, checks the epoch and the root window, calls
 // Verifier.Verify once, checks its nullifier log, and then carries the
 // *RateLimitProof in the message's envelope: no later consumer decodes or
-// verifies it again. Every failure is a Reject, as in nwaku, with two
+// verifies it again. The package imports no other courier package (a
+// Signal points at the message's payload and content topic), so the
+// envelope may refer to its types. Every failure is a Reject, as in nwaku, with two
 // exceptions that a relay Ignores (drops without penalising the
 // forwarder, since an honest nwaku relays them): a proof for another
 // application (ErrRLNIdentifier), and an encoding nwaku normalises

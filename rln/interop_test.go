@@ -51,7 +51,7 @@ func TestZerokit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v := c.zerokitVerify(t, pv.message(), p, p.MerkleRoot); !v.Valid {
+			if v := c.zerokitVerify(t, pv.signal(), p, p.MerkleRoot); !v.Valid {
 				t.Errorf("zerokit refuses proof vector %d: %+v", i, v)
 			}
 			k, err := peer.SeededKey(pv.IdentitySeed)

@@ -90,7 +90,7 @@ type proofVector struct {
 	RateLimitProof hx   `json:"rateLimitProof"`
 }
 
-func (v *proofVector) message() Signal {
+func (v *proofVector) signal() Signal {
 	return Signal{Payload: v.Payload, ContentTopic: v.ContentTopic, Timestamp: v.Timestamp}
 }
 
@@ -216,7 +216,7 @@ func TestVectors(t *testing.T) {
 }
 
 func checkProofVector(t *testing.T, verifier *Verifier, i int, pv *proofVector) {
-	m := pv.message()
+	m := pv.signal()
 	p, err := DecodeRateLimitProof(pv.RateLimitProof)
 	if err != nil {
 		t.Fatalf("proof %d: %v", i, err)

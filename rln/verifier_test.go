@@ -19,7 +19,7 @@ func vectorProofs(t testing.TB) ([]Signal, []*RateLimitProof) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ms, ps = append(ms, pv.message()), append(ps, p)
+		ms, ps = append(ms, pv.signal()), append(ps, p)
 	}
 	return ms, ps
 }
