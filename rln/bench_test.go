@@ -14,12 +14,14 @@ func BenchmarkVerify(b *testing.B) {
 	ms, ps := vectorProofs(b)
 	b.ReportAllocs()
 	i := 0
+	start := cpuTime()
 	for b.Loop() {
 		if err := v.Verify(ms[i%len(ms)], ps[i%len(ps)]); err != nil {
 			b.Fatal(err)
 		}
 		i++
 	}
+	reportCPU(b, start, 1, "")
 }
 
 // BenchmarkVerifyBatch verifies batches of proofs in one multi-pairing;
@@ -34,6 +36,7 @@ func BenchmarkVerifyBatch(b *testing.B) {
 		}
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.ReportAllocs()
+			start := cpuTime()
 			for b.Loop() {
 				for _, err := range v.VerifyBatch(items) {
 					if err != nil {
@@ -42,6 +45,7 @@ func BenchmarkVerifyBatch(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/proof")
+			reportCPU(b, start, n, "proof")
 		})
 	}
 }
@@ -55,12 +59,14 @@ func BenchmarkProve(b *testing.B) {
 	epoch := EpochAt(m.Timestamp, 600)
 	b.ReportAllocs()
 	i := uint64(0)
+	start := cpuTime()
 	for b.Loop() {
 		if _, err := p.Prove(m, member, i%100, epoch); err != nil {
 			b.Fatal(err)
 		}
 		i++
 	}
+	reportCPU(b, start, 1, "")
 }
 
 // BenchmarkWitness is the witness part of BenchmarkProve.
@@ -71,11 +77,13 @@ func BenchmarkWitness(b *testing.B) {
 	xe, _ := x.element()
 	exte, _ := ext.element()
 	b.ReportAllocs()
+	start := cpuTime()
 	for b.Loop() {
 		if _, err := p.witness(member, 3, xe, exte); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, start, 1, "")
 }
 
 func BenchmarkDecodeRateLimitProof(b *testing.B) {

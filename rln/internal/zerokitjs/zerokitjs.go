@@ -252,7 +252,8 @@ type ProofValues struct {
 	X         Hex     `json:"x"`
 	Y         Hex     `json:"y"`
 	Nullifier Hex     `json:"nullifier"`
-	Ms        float64 `json:"ms"`
+	Ms        float64 `json:"ms"`    // mean wall time of Prove's calls
+	CPUMs     float64 `json:"cpuMs"` // mean CPU time of the Node.js process
 }
 
 // Prove makes a proof with zerokit (the circom witness calculator on
@@ -269,7 +270,8 @@ func (p *Peer) Prove(w *Witness, repeat int) (ProofValues, error) {
 type Verdict struct {
 	Valid bool    `json:"valid"`
 	Error string  `json:"error"`
-	Ms    float64 `json:"ms"`
+	Ms    float64 `json:"ms"`    // mean wall time per call
+	CPUMs float64 `json:"cpuMs"` // mean CPU time of the Node.js process per call
 }
 
 // Verify is zerokit's verifyWithRoots for proof values, the signal bytes
@@ -299,14 +301,16 @@ type SnarkProof struct {
 
 // SnarkProve is snarkjs' groth16.fullProve with the circuit's inputs by
 // name (decimal strings or arrays of them), repeat times.
-func (p *Peer) SnarkProve(inputs map[string]any, repeat int) (SnarkProof, []string, float64, error) {
+// The two durations are the mean wall and CPU time per proof in ms.
+func (p *Peer) SnarkProve(inputs map[string]any, repeat int) (proof SnarkProof, public []string, ms, cpuMs float64, err error) {
 	var out struct {
 		Proof         SnarkProof `json:"proof"`
 		PublicSignals []string   `json:"publicSignals"`
 		Ms            float64    `json:"ms"`
+		CPUMs         float64    `json:"cpuMs"`
 	}
-	err := p.call("snarkProve", map[string]any{"inputs": inputs, "repeat": repeat}, &out)
-	return out.Proof, out.PublicSignals, out.Ms, err
+	err = p.call("snarkProve", map[string]any{"inputs": inputs, "repeat": repeat}, &out)
+	return out.Proof, out.PublicSignals, out.Ms, out.CPUMs, err
 }
 
 // SnarkVerify is snarkjs' groth16.verify with the zkey's verification key.
