@@ -73,7 +73,7 @@ func BenchmarkProve(b *testing.B) {
 func BenchmarkWitness(b *testing.B) {
 	p := testProver(b)
 	_, member := testMember(b, "bench", 100, 12345)
-	x, ext := FieldFromUint64(5), ExternalNullifier(EpochFromUint64(1), DefaultRLNIdentifier)
+	x, ext := FieldFromUint64(5), ExternalNullifier(EpochFromUint64(1), DefaultRLNIdentifier())
 	xe, _ := x.element()
 	exte, _ := ext.element()
 	b.ReportAllocs()

@@ -60,3 +60,6 @@ func zeroPath(t testing.TB, index uint64) MerklePath {
 func frModulus() *big.Int { return fr.Modulus() }
 
 func bigFromString(s string) (*big.Int, bool) { return new(big.Int).SetString(s, 10) }
+
+// wakuID is DefaultRLNIdentifier(), addressable for slicing.
+var wakuID = DefaultRLNIdentifier()

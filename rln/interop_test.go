@@ -236,7 +236,7 @@ func (c *interopCase) zerokitProves(t *testing.T) {
 		t.Fatal(err)
 	}
 	eq(t, "signal", signal, signalBytes(s.m))
-	ext, err := c.peer.ExternalNullifier(s.epoch[:], DefaultRLNIdentifier[:])
+	ext, err := c.peer.ExternalNullifier(s.epoch[:], wakuID[:])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func (c *interopCase) zerokitProves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, err := c.peer.EncodeProof(pv.Proof, pv.Root, s.epoch[:], pv.X, pv.Y, pv.Nullifier, DefaultRLNIdentifier[:])
+	enc, err := c.peer.EncodeProof(pv.Proof, pv.Root, s.epoch[:], pv.X, pv.Y, pv.Nullifier, wakuID[:])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func (c *interopCase) courierProvesZerokit(t *testing.T) {
 
 func (c *interopCase) snarkjsProves(t *testing.T) {
 	s := newSetup(t, "snarkjs proves")
-	x, ext := s.m.Hash(), ExternalNullifier(s.epoch, DefaultRLNIdentifier)
+	x, ext := s.m.Hash(), ExternalNullifier(s.epoch, DefaultRLNIdentifier())
 	sp, public, _, _, err := c.peer.SnarkProve(s.circuitInputs(x, ext), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +319,7 @@ func (c *interopCase) snarkjsProves(t *testing.T) {
 		fields[i] = decimalField(t, public[i])
 	}
 	p := &RateLimitProof{Proof: enc, MerkleRoot: fields[1], Epoch: s.epoch, ShareX: fields[3], ShareY: fields[0],
-		Nullifier: fields[2], RLNIdentifier: DefaultRLNIdentifier}
+		Nullifier: fields[2], RLNIdentifier: DefaultRLNIdentifier()}
 	if fields[3] != x || fields[4] != ext {
 		t.Fatalf("snarkjs' public x, external nullifier %v %v, want %v %v", fields[3], fields[4], x, ext)
 	}
@@ -382,7 +382,7 @@ func (c *interopCase) courierProvesSnarkjs(t *testing.T) {
 // witness calculator on rln.wasm.
 func (c *interopCase) witness(t *testing.T) {
 	s := newSetup(t, "witness")
-	x, ext := s.m.Hash(), ExternalNullifier(s.epoch, DefaultRLNIdentifier)
+	x, ext := s.m.Hash(), ExternalNullifier(s.epoch, DefaultRLNIdentifier())
 	want, err := c.peer.Witness(s.circuitInputs(x, ext))
 	if err != nil {
 		t.Fatal(err)
@@ -462,7 +462,7 @@ func BenchmarkZerokit(b *testing.B) {
 	b.Logf("zerokit newRLN (loading the zkey): %.0f ms", peer.LoadMs)
 	c := &interopCase{peer: peer}
 	s := newSetup(b, "bench")
-	x, ext := s.m.Hash(), ExternalNullifier(s.epoch, DefaultRLNIdentifier)
+	x, ext := s.m.Hash(), ExternalNullifier(s.epoch, DefaultRLNIdentifier())
 	w := s.witness()
 	w.X, w.Ext = x.bytes(), ext.bytes()
 	pv, err := peer.Prove(w, 1)
@@ -470,7 +470,7 @@ func BenchmarkZerokit(b *testing.B) {
 		b.Fatal(err)
 	}
 	p := &RateLimitProof{MerkleRoot: Field(pv.Root), Epoch: s.epoch, ShareX: x, ShareY: Field(pv.Y),
-		Nullifier: Field(pv.Nullifier), RLNIdentifier: DefaultRLNIdentifier}
+		Nullifier: Field(pv.Nullifier), RLNIdentifier: DefaultRLNIdentifier()}
 	copy(p.Proof[:], pv.Proof)
 	sp, public, _, _, err := peer.SnarkProve(s.circuitInputs(x, ext), 1)
 	if err != nil {

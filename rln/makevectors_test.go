@@ -98,16 +98,16 @@ func makeVectors(t *testing.T, peer *zerokitjs.Peer, prove bool) *vectors {
 		}{e.ts, e.sec, must(peer.Epoch(e.ts, e.sec))})
 	}
 
-	v.RLNIdentifier.Bytes = DefaultRLNIdentifier[:]
-	v.RLNIdentifier.Hash = must(peer.Hash(DefaultRLNIdentifier[:]))
+	v.RLNIdentifier.Bytes = wakuID[:]
+	v.RLNIdentifier.Hash = must(peer.Hash(wakuID[:]))
 	var zerokitID RLNIdentifier
 	copy(zerokitID[:], "zerokit/rln/010203040506070809")
 	for _, x := range []struct {
 		epoch Epoch
 		id    RLNIdentifier
 	}{
-		{EpochFromUint64(2833333), DefaultRLNIdentifier}, {EpochFromUint64(0), DefaultRLNIdentifier},
-		{EpochFromUint64(1764590000), DefaultRLNIdentifier}, {EpochFromUint64(1), zerokitID},
+		{EpochFromUint64(2833333), DefaultRLNIdentifier()}, {EpochFromUint64(0), DefaultRLNIdentifier()},
+		{EpochFromUint64(1764590000), DefaultRLNIdentifier()}, {EpochFromUint64(1), zerokitID},
 	} {
 		v.ExternalNullifiers = append(v.ExternalNullifiers, struct {
 			Epoch         hx `json:"epoch"`
@@ -172,7 +172,7 @@ func makeVectors(t *testing.T, peer *zerokitjs.Peer, prove bool) *vectors {
 			t.Fatal(err)
 		}
 		epoch := must(peer.Epoch(pv.Timestamp, pv.EpochSec))
-		ext := must(peer.ExternalNullifier(epoch, DefaultRLNIdentifier[:]))
+		ext := must(peer.ExternalNullifier(epoch, wakuID[:]))
 		w := &zerokitjs.Witness{Secret: k.Secret, Limit: FieldFromUint64(pc.limit).bytes(),
 			MessageID: FieldFromUint64(pc.msgID).bytes(), X: x, Ext: ext}
 		for j := range path.Siblings {
@@ -185,7 +185,7 @@ func makeVectors(t *testing.T, peer *zerokitjs.Peer, prove bool) *vectors {
 			t.Fatalf("proof vector %d: %v", i, err)
 		}
 		pv.PublicInputs = []hx{out.Y, out.Root, out.Nullifier, out.X, out.Ext}
-		pv.RateLimitProof = must(peer.EncodeProof(out.Proof, out.Root, epoch, out.X, out.Y, out.Nullifier, DefaultRLNIdentifier[:]))
+		pv.RateLimitProof = must(peer.EncodeProof(out.Proof, out.Root, epoch, out.X, out.Y, out.Nullifier, wakuID[:]))
 		v.Proofs = append(v.Proofs, pv)
 	}
 	return v

@@ -10,7 +10,7 @@ import (
 
 // sampleProof is a RateLimitProof with distinct bytes in every field.
 func sampleProof() *RateLimitProof {
-	p := &RateLimitProof{Epoch: EpochFromUint64(2833333), RLNIdentifier: DefaultRLNIdentifier}
+	p := &RateLimitProof{Epoch: EpochFromUint64(2833333), RLNIdentifier: DefaultRLNIdentifier()}
 	for i := range p.Proof {
 		p.Proof[i] = byte(i)
 	}

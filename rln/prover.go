@@ -31,7 +31,7 @@ type ProverConfig struct {
 	// multi-scalar multiplications. 0 means GOMAXPROCS.
 	Tasks int
 	// RLNIdentifier is the application proofs are made for; the zero
-	// value means DefaultRLNIdentifier.
+	// value means DefaultRLNIdentifier().
 	RLNIdentifier RLNIdentifier
 	// Rand supplies the proofs' blinding factors. nil means crypto/rand;
 	// another reader must be safe for concurrent use when Prove is called
@@ -104,7 +104,7 @@ func NewProver(cfg ProverConfig) (*Prover, error) {
 	}
 	p := &Prover{graph: graph, g: g, tasks: cfg.Tasks, id: cfg.RLNIdentifier, rnd: cfg.Rand}
 	if p.id == (RLNIdentifier{}) {
-		p.id = DefaultRLNIdentifier
+		p.id = DefaultRLNIdentifier()
 	}
 	return p, nil
 }

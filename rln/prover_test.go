@@ -59,10 +59,10 @@ func TestProve(t *testing.T) {
 			leaf, _ := RateCommitment(id.Commitment, tc.limit)
 			root, _ := member.Path.Root(leaf)
 			x := m.Hash()
-			ext := ExternalNullifier(epoch, DefaultRLNIdentifier)
+			ext := ExternalNullifier(epoch, DefaultRLNIdentifier())
 			y, nullifier := shares(t, id.SecretHash, ext, x, tc.msgID)
 			want := RateLimitProof{Proof: rp.Proof, MerkleRoot: root, Epoch: epoch, ShareX: x, ShareY: y,
-				Nullifier: nullifier, RLNIdentifier: DefaultRLNIdentifier}
+				Nullifier: nullifier, RLNIdentifier: DefaultRLNIdentifier()}
 			if *rp != want {
 				t.Fatalf("proof values %+v, want %+v", rp, want)
 			}

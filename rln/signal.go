@@ -44,11 +44,16 @@ func EpochAt(timestampNs int64, epochSec uint64) Epoch {
 // 32 bytes, hashed with the epoch into the external nullifier.
 type RLNIdentifier [32]byte
 
-// DefaultRLNIdentifier is Waku's: ASCII "rln/waku-rln-relay/v2.0.0" zero
-// padded to 32 bytes (nwaku DefaultRlnIdentifier, constants.nim).
-var DefaultRLNIdentifier = RLNIdentifier{
-	'r', 'l', 'n', '/', 'w', 'a', 'k', 'u', '-', 'r', 'l', 'n', '-', 'r', 'e', 'l', 'a', 'y',
-	'/', 'v', '2', '.', '0', '.', '0',
+// WakuRLNIdentifier is the text of Waku's RLN identifier (nwaku
+// DefaultRlnIdentifier, constants.nim).
+const WakuRLNIdentifier = "rln/waku-rln-relay/v2.0.0"
+
+// DefaultRLNIdentifier returns Waku's identifier: WakuRLNIdentifier in
+// ASCII, zero padded to 32 bytes.
+func DefaultRLNIdentifier() RLNIdentifier {
+	var id RLNIdentifier
+	copy(id[:], WakuRLNIdentifier)
+	return id
 }
 
 // keccak is a pooled Keccak-256 state with its scratch buffers, so that

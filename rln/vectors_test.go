@@ -182,8 +182,8 @@ func TestVectors(t *testing.T) {
 		e := EpochAt(ev.Timestamp, ev.EpochSec)
 		eq(t, "epoch", e[:], ev.Epoch)
 	}
-	eq(t, "rln identifier", DefaultRLNIdentifier[:], v.RLNIdentifier.Bytes)
-	idh := HashToField(DefaultRLNIdentifier[:])
+	eq(t, "rln identifier", wakuID[:], v.RLNIdentifier.Bytes)
+	idh := HashToField(wakuID[:])
 	eq(t, "rln identifier hash", idh[:], v.RLNIdentifier.Hash)
 	for _, xv := range v.ExternalNullifiers {
 		h := ExternalNullifier(Epoch(xv.Epoch), RLNIdentifier(xv.RLNIdentifier))
@@ -233,7 +233,7 @@ func checkProofVector(t *testing.T, verifier *Verifier, i int, pv *proofVector) 
 	eq(t, "proof epoch", p.Epoch[:], epoch[:])
 	x := m.Hash()
 	eq(t, "x", x[:], pv.PublicInputs[3])
-	ext := ExternalNullifier(epoch, DefaultRLNIdentifier)
+	ext := ExternalNullifier(epoch, DefaultRLNIdentifier())
 	eq(t, "external nullifier", ext[:], pv.PublicInputs[4])
 	// the root from our Merkle code, the shares and nullifier from ours
 	commitment, err := IdentityCommitment(field(t, pv.SecretHash))

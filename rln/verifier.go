@@ -37,7 +37,7 @@ var (
 // VerifierConfig configures a Verifier.
 type VerifierConfig struct {
 	// RLNIdentifier is the application proofs must be for. The zero value
-	// means DefaultRLNIdentifier (Waku's).
+	// means DefaultRLNIdentifier() (Waku's).
 	RLNIdentifier RLNIdentifier
 	// Rand supplies the random coefficients of batch verification. nil
 	// means crypto/rand; tests may make batches deterministic. Another
@@ -83,7 +83,7 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	}
 	v := &Verifier{g: g, id: cfg.RLNIdentifier, rnd: cfg.Rand}
 	if v.id == (RLNIdentifier{}) {
-		v.id = DefaultRLNIdentifier
+		v.id = DefaultRLNIdentifier()
 	}
 	if v.rnd == nil {
 		v.rnd = rand.Reader
