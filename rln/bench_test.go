@@ -24,6 +24,25 @@ func BenchmarkVerify(b *testing.B) {
 	reportCPU(b, start, 1, "")
 }
 
+// BenchmarkVerifyParallel verifies on every core at once (run with -cpu
+// 1,2 to see it scale: nothing in Verify is shared but read-only state and
+// the lock-free cache of external nullifiers).
+func BenchmarkVerifyParallel(b *testing.B) {
+	v := newVerifier(b)
+	ms, ps := vectorProofs(b)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if err := v.Verify(ms[i%len(ms)], ps[i%len(ps)]); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}
+
 // BenchmarkVerifyBatch verifies batches of proofs in one multi-pairing;
 // ns/proof is the time per proof.
 func BenchmarkVerifyBatch(b *testing.B) {
