@@ -6,9 +6,11 @@ require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/andybalholm/brotli v1.3.0
+	github.com/consensys/gnark-crypto v0.22.0
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1
 	github.com/ethereum/go-ethereum v1.17.10
 	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/iden3/go-iden3-crypto v0.0.17
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/klauspost/compress v1.20.4
 	github.com/libp2p/go-buffer-pool v0.1.0
@@ -39,6 +41,7 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/bits-and-blooms/bitset v1.25.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davidlazar/go-crypto v0.0.0-20200604182044-b73af7476f6c // indirect
 	github.com/dunglas/httpsfv v1.1.2 // indirect
@@ -134,4 +137,5 @@ ignore (
 	./libnet/js/native
 	./libnet/js/test/node_modules
 	./libnet/js/test/.cache
+	./rln/internal/zerokitjs/node_modules
 )
