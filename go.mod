@@ -135,7 +135,7 @@ require (
 ignore (
 	./interop/jswaku/node_modules
 	./libnet/js/native
-	./libnet/js/test/node_modules
 	./libnet/js/test/.cache
+	./libnet/js/test/node_modules
 	./rln/internal/zerokitjs/node_modules
 )
