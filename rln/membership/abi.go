@@ -28,7 +28,6 @@ const contractABI = `[
 {"type":"function","name":"register","stateMutability":"nonpayable","inputs":[{"name":"idCommitment","type":"uint256"},{"name":"rateLimit","type":"uint32"},{"name":"idCommitmentsToErase","type":"uint256[]"}],"outputs":[]},
 {"type":"event","name":"MembershipRegistered","anonymous":false,"inputs":[{"name":"idCommitment","type":"uint256","indexed":false},{"name":"membershipRateLimit","type":"uint256","indexed":false},{"name":"index","type":"uint32","indexed":false}]},
 {"type":"event","name":"MembershipErased","anonymous":false,"inputs":[{"name":"idCommitment","type":"uint256","indexed":false},{"name":"membershipRateLimit","type":"uint32","indexed":false},{"name":"index","type":"uint32","indexed":false}]},
-{"type":"error","name":"DuplicateIdCommitment","inputs":[]},
 {"type":"error","name":"InvalidIdCommitment","inputs":[{"name":"idCommitment","type":"uint256"}]},
 {"type":"error","name":"InvalidMembershipRateLimit","inputs":[]},
 {"type":"error","name":"CannotExceedMaxTotalRateLimit","inputs":[]},

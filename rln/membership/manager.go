@@ -145,7 +145,7 @@ func (m *Manager) begin(ctx context.Context) error {
 		}
 		m.catchUp(ctx, from, head)
 	}
-	m.advance(ctx, head, root)
+	m.advance(ctx, head, root, true)
 	return nil
 }
 
@@ -175,14 +175,16 @@ func (m *Manager) poll(ctx context.Context) {
 	m.mu.Lock()
 	prev := m.head
 	m.mu.Unlock()
-	if latest, _ := m.window.Load().Latest(); latest != root && prev > 0 && head > prev {
+	latest, _ := m.window.Load().Latest()
+	changed := latest != root
+	if changed && prev > 0 && head > prev {
 		from := prev + 1
 		if head-prev > maxCatchUpBlocks {
 			from = head - maxCatchUpBlocks
 		}
 		m.catchUp(ctx, from, head)
 	}
-	m.advance(ctx, head, root)
+	m.advance(ctx, head, root, changed)
 }
 
 // snapshot reads the chain head and the current root from one endpoint.
@@ -227,10 +229,11 @@ func (m *Manager) catchUp(ctx context.Context, from, to uint64) {
 	}
 }
 
-// advance records a successful read of root at head: the window, the
-// member count and the own path when the root changed.
-func (m *Manager) advance(ctx context.Context, head uint64, root [32]byte) {
-	changed := m.push(root)
+// advance records a successful read of root at head: the window, and the
+// member count and the own path when the root changed (changed: root is
+// not the newest root the window had before this poll).
+func (m *Manager) advance(ctx context.Context, head uint64, root [32]byte, changed bool) {
+	m.push(root)
 	if changed || !m.counted.Load() {
 		if n, err := m.client.NextFreeIndex(ctx); err == nil {
 			m.members.Store(n)

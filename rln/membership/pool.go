@@ -208,7 +208,7 @@ func closeBackend(b Backend) {
 func answered(err error) bool {
 	var re rpc.Error
 	return errors.As(err, &re) || errors.Is(err, ethereum.NotFound) || errors.Is(err, bind.ErrNoCode) ||
-		errors.Is(err, ErrNoContract) || errors.Is(err, errAnswered)
+		errors.Is(err, ErrNoContract) || errors.Is(err, ErrNotMember) || errors.Is(err, errAnswered)
 }
 
 // errAnswered marks errors of this package about an answer's content (a
