@@ -304,9 +304,9 @@ func TestParsePrivateKey(t *testing.T) {
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://linea-sepolia.infura.io/v3/0123456789abcdef": "https://linea-sepolia.infura.io",
-		"wss://user:secret@rpc.example:8546/ws?key=k":          "wss://rpc.example:8546",
-		"http://localhost:8540/":                               "http://localhost:8540",
-		"not a url":                                            "(endpoint)",
+		"wss://user:secret@rpc.example:8546/ws?key=k":         "wss://rpc.example:8546",
+		"http://localhost:8540/":                              "http://localhost:8540",
+		"not a url":                                           "(endpoint)",
 	} {
 		if got := membership.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
