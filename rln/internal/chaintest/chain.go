@@ -110,6 +110,7 @@ func NewServed(t testing.TB) *Chain {
 	}
 	ethConf.SyncMode = ethconfig.FullSync
 	ethConf.TxPool.NoLocals = true
+	ethConf.LogNoHistory = true // as the simulated backend: unindexed log search, no indexer lag
 	backend, err := eth.New(stack, &ethConf)
 	if err != nil {
 		stack.Close()
