@@ -15,8 +15,8 @@ import (
 	"hash"
 	"strings"
 
-	keccak "golang.org/x/crypto/sha3"
 	"golang.org/x/crypto/scrypt"
+	keccak "golang.org/x/crypto/sha3"
 )
 
 // Key derivation parameters, as nwaku's keyfile.nim writes them.
