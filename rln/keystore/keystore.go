@@ -74,7 +74,12 @@ var (
 
 // AppInfo names the application a keystore file belongs to.
 type AppInfo struct {
-	Application, AppIdentifier, Version string
+	// Application is the application's name ("waku-rln-relay").
+	Application string
+	// AppIdentifier is its identifier ("01234567890abcdef").
+	AppIdentifier string
+	// Version is the keystore format's version ("0.2").
+	Version string
 }
 
 // RLN returns the AppInfo of nwaku's RLN keystore.
@@ -86,6 +91,7 @@ func RLN() AppInfo {
 // credentials, still encrypted, in file order. It is not safe for
 // concurrent use.
 type Keystore struct {
+	// App is the application the keystore belongs to.
 	App     AppInfo
 	entries []entry
 }

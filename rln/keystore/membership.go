@@ -11,9 +11,13 @@ import (
 // secret hash is Poseidon(trapdoor, nullifier) and the commitment
 // Poseidon(secret hash); this package stores them and does not check.
 type IdentityCredential struct {
-	IDTrapdoor   [32]byte
-	IDNullifier  [32]byte
+	// IDTrapdoor is the random identity trapdoor.
+	IDTrapdoor [32]byte
+	// IDNullifier is the random identity nullifier.
+	IDNullifier [32]byte
+	// IDSecretHash is the identity secret, the circuit's private input.
 	IDSecretHash [32]byte
+	// IDCommitment is the public commitment registered on chain.
 	IDCommitment [32]byte
 }
 
@@ -22,7 +26,9 @@ type IdentityCredential struct {
 // RPC's chain id) and Address as the operator gave
 // --rln-relay-eth-contract-address.
 type MembershipContract struct {
+	// ChainID is the chain id in decimal, e.g. "59141".
 	ChainID string
+	// Address is the contract address, 0x and 40 hex digits.
 	Address string
 }
 
@@ -30,9 +36,13 @@ type MembershipContract struct {
 // contract, the leaf index in its tree, the identity and the user message
 // limit (messages per epoch) it was registered with.
 type Membership struct {
-	Contract         MembershipContract
-	TreeIndex        uint64
-	Identity         IdentityCredential
+	// Contract is the membership contract.
+	Contract MembershipContract
+	// TreeIndex is the membership's leaf index.
+	TreeIndex uint64
+	// Identity is the RLN identity.
+	Identity IdentityCredential
+	// UserMessageLimit is the membership's rate limit, messages per epoch.
 	UserMessageLimit uint64
 }
 

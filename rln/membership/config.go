@@ -113,11 +113,12 @@ type Config struct {
 	PollInterval time.Duration
 	// CallTimeout bounds one JSON-RPC call. Default 10 s.
 	CallTimeout time.Duration
-	// StartAttempts and RetryDelay bound Start's wait for the chain:
-	// StartAttempts tries DefaultRetryDelay apart. Defaults 15 and 4 s
-	// (nwaku's RetryStrategy: a minute).
+	// StartAttempts is how many times Dial and Start try the endpoints
+	// before they give up. Default 15 (nwaku's RetryStrategy).
 	StartAttempts int
-	RetryDelay    time.Duration
+	// RetryDelay is the wait between those tries. Default 4 s (nwaku's:
+	// a minute in all).
+	RetryDelay time.Duration
 	// ReceiptPollInterval is how often Register asks for a transaction's
 	// receipt. Default 1 s.
 	ReceiptPollInterval time.Duration

@@ -20,8 +20,11 @@ const maxCatchUpBlocks = 10_000
 // root they lead to. Index's bits, least significant first, are the path's
 // directions (nwaku's identity_path_index).
 type MerklePath struct {
-	Index    uint32
-	Root     [32]byte
+	// Index is the membership's leaf index.
+	Index uint32
+	// Root is the root the path leads to, little-endian.
+	Root [32]byte
+	// Siblings are the path elements from the leaf level up.
 	Siblings [MerkleTreeDepth][32]byte
 }
 
@@ -43,6 +46,7 @@ const (
 // Health is a snapshot of a Manager's view of the chain, for /health, the
 // log and metrics.
 type Health struct {
+	// State is READY, SYNCHRONIZING or NOT_READY.
 	State State
 	// Desc says why the state is not READY, or what is degraded (a missing
 	// Merkle path); empty when all is well.
@@ -55,13 +59,15 @@ type Health struct {
 	Roots int
 	// Members is the contract's nextFreeIndex when last read.
 	Members uint32
-	// Block is the chain head at the last successful poll; LastPoll its
-	// time (zero before the first).
-	Block    uint64
+	// Block is the chain head at the last successful poll.
+	Block uint64
+	// LastPoll is the time of the last successful poll (zero before the
+	// first).
 	LastPoll time.Time
-	// Failures counts the polls failed in a row; LastError is the last
-	// one's error.
-	Failures  int
+	// Failures counts the polls failed in a row.
+	Failures int
+	// LastError is the error of the last failed poll in the current run
+	// of failures, empty when the last poll succeeded.
 	LastError string
 	// HavePath reports whether the node's own Merkle path is known for the
 	// current root (always false without Config.MembershipIndex).

@@ -40,12 +40,14 @@ type Registration struct {
 	// RateLimit is the membership's user message limit (messages per
 	// epoch), from the MembershipRegistered event.
 	RateLimit uint32
-	// TxHash and Block identify the register transaction.
+	// TxHash is the register transaction.
 	TxHash common.Hash
-	Block  uint64
-	// Token and Deposit are what the price calculator asked for the
-	// membership, in the token's smallest unit.
-	Token   common.Address
+	// Block is the number of the block the transaction is in.
+	Block uint64
+	// Token is the ERC-20 token of the deposit, as the contract's price
+	// calculator names it.
+	Token common.Address
+	// Deposit is the amount taken, in the token's smallest unit.
 	Deposit *big.Int
 	// ApproveTxHash is the approval step's transaction, zero when none was
 	// sent.

@@ -62,7 +62,9 @@ type Artifact struct {
 
 // Artifacts are the compiled contracts, keyed "file:name".
 type Artifacts struct {
-	Solc      string              `json:"solc"`
+	// Solc is the compiler's version.
+	Solc string `json:"solc"`
+	// Contracts are the compiled contracts and libraries.
 	Contracts map[string]Artifact `json:"contracts"`
 }
 

@@ -35,7 +35,12 @@ type DeployConfig struct {
 // Deployment is a deployed membership contract with its price calculator
 // and token. The deployer, Key(0), owns all three.
 type Deployment struct {
-	Membership, Calculator, Token common.Address
+	// Membership is the membership contract's address.
+	Membership common.Address
+	// Calculator is the price calculator's address.
+	Calculator common.Address
+	// Token is the ERC-20 token's address.
+	Token common.Address
 
 	chain      *Chain
 	artifacts  *Artifacts
