@@ -10,6 +10,9 @@ import (
 	"time"
 )
 
+// errRootMoving: the root changed during each attempt to read the path.
+var errRootMoving = errors.New("the root kept changing while reading the Merkle path")
+
 // maxCatchUpBlocks bounds the block range of one catch-up's event query
 // (RPC providers refuse larger eth_getLogs ranges).
 const maxCatchUpBlocks = 10_000
@@ -210,28 +213,34 @@ func (m *Manager) snapshot(ctx context.Context) (uint64, [32]byte, error) {
 
 // catchUp appends to the window the roots after each membership event in
 // blocks [from, to], oldest first: the roots a poller may have missed. It
-// is best effort: an endpoint that cannot answer (no event index, pruned
-// state) leaves the window as it is.
+// is best effort: a block whose state the endpoint no longer has (or an
+// endpoint without an event index) is skipped.
 func (m *Manager) catchUp(ctx context.Context, from, to uint64) {
+	var blocks []uint64
 	err := m.client.pool.do(ctx, func(ctx context.Context, b Backend) error {
-		blocks, err := m.client.changeBlocks(ctx, b, from, to)
-		if err != nil {
-			return err
-		}
-		if len(blocks) > windowCap {
-			blocks = blocks[len(blocks)-windowCap:]
-		}
-		for _, n := range blocks {
-			root, err := m.client.rootAt(ctx, b, new(big.Int).SetUint64(n))
-			if err != nil {
-				return err
-			}
-			m.push(root)
-		}
-		return nil
+		var err error
+		blocks, err = m.client.changeBlocks(ctx, b, from, to)
+		return err
 	})
 	if err != nil {
-		m.cfg.Logger.Debug("rln: could not read the roots of past blocks", "from", from, "to", to, "err", err)
+		m.cfg.Logger.Debug("rln: could not read past membership events", "from", from, "to", to, "err", err)
+		return
+	}
+	if len(blocks) > windowCap {
+		blocks = blocks[len(blocks)-windowCap:]
+	}
+	for _, n := range blocks {
+		var root [32]byte
+		err := m.client.pool.do(ctx, func(ctx context.Context, b Backend) error {
+			var err error
+			root, err = m.client.rootAt(ctx, b, new(big.Int).SetUint64(n))
+			return err
+		})
+		if err != nil {
+			m.cfg.Logger.Debug("rln: could not read the root of a past block", "block", n, "err", err)
+			continue
+		}
+		m.push(root)
 	}
 }
 
@@ -264,31 +273,34 @@ func (m *Manager) push(root [32]byte) bool {
 	return changed
 }
 
-// refreshPath fetches the node's Merkle path for root. The path and the
-// root are read from one endpoint, root last: if the root moved in
+// refreshPath fetches the node's Merkle path for root. Each attempt reads
+// the path and then the root from one endpoint: if the root moved in
 // between, the newer root joins the window and the path is read again (up
 // to three times), so that a stored path always leads to its root.
 func (m *Manager) refreshPath(ctx context.Context, root [32]byte) {
 	index := *m.cfg.MembershipIndex
-	err := m.client.pool.do(ctx, func(ctx context.Context, b Backend) error {
-		for range 3 {
-			siblings, err := m.client.merkleProof(ctx, b, index)
-			if err != nil {
+	var err error
+	for range 3 {
+		var siblings [MerkleTreeDepth][32]byte
+		var now [32]byte
+		err = m.client.pool.do(ctx, func(ctx context.Context, b Backend) error {
+			var err error
+			if siblings, err = m.client.merkleProof(ctx, b, index); err != nil {
 				return err
 			}
-			now, err := m.client.rootAt(ctx, b, nil)
-			if err != nil {
-				return err
-			}
-			if now == root {
-				m.path.Store(&MerklePath{Index: index, Root: root, Siblings: siblings})
-				return nil
-			}
-			m.push(now)
-			root = now
+			now, err = m.client.rootAt(ctx, b, nil)
+			return err
+		})
+		if err != nil {
+			break
 		}
-		return errors.New("the root kept changing while reading the Merkle path")
-	})
+		if now == root {
+			m.path.Store(&MerklePath{Index: index, Root: root, Siblings: siblings})
+			break
+		}
+		m.push(now)
+		root, err = now, errRootMoving
+	}
 	m.mu.Lock()
 	m.pathErr = err
 	m.mu.Unlock()
