@@ -6,7 +6,9 @@ pragma solidity 0.8.24;
 // src/Membership.sol): the same functions, events and errors that nodes call
 // and watch, with the same rules for rate limits, deposits, expiry and the
 // Merkle tree, so that courier's chain client is tested against the real
-// interface. It is not upgradeable and takes its settings in the constructor.
+// interface. It leaves out what only the deployment needs: it is not an
+// upgradeable proxy (no initialize, upgradeTo or ownership transfer) and
+// takes its settings in the constructor.
 
 import { LazyIMT, LazyIMTData } from "@zk-kit/lazy-imt.sol/LazyIMT.sol";
 import { PoseidonT3 } from "poseidon-solidity/PoseidonT3.sol";
