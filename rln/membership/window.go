@@ -1,6 +1,6 @@
 package membership
 
-import "bytes"
+import "encoding/binary"
 
 // AcceptableRootWindowSize is nwaku's window of acceptable Merkle roots
 // (waku_rln_relay/constants.nim). nwaku's updateRoots
@@ -22,6 +22,7 @@ const windowCap = AcceptableRootWindowSize + 1
 // goroutine without a lock. The nil *Window holds no root.
 type Window struct {
 	roots [][32]byte
+	heads []uint64 // the first 8 bytes of each root, scanned before a full compare
 }
 
 // Contains reports whether root (the 32 bytes of a RateLimitProof's
@@ -31,8 +32,9 @@ func (w *Window) Contains(root []byte) bool {
 	if w == nil || len(root) != 32 {
 		return false
 	}
-	for i := len(w.roots) - 1; i >= 0; i-- { // newest first: the likeliest
-		if bytes.Equal(w.roots[i][:], root) {
+	head := binary.LittleEndian.Uint64(root)
+	for i := len(w.heads) - 1; i >= 0; i-- { // newest first: the likeliest
+		if w.heads[i] == head && w.roots[i] == [32]byte(root) {
 			return true
 		}
 	}
@@ -81,5 +83,10 @@ func (w *Window) with(root [32]byte) (*Window, bool) {
 	}
 	roots := make([][32]byte, len(old), len(old)+1)
 	copy(roots, old)
-	return &Window{roots: append(roots, root)}, true
+	roots = append(roots, root)
+	heads := make([]uint64, len(roots))
+	for i := range roots {
+		heads[i] = binary.LittleEndian.Uint64(roots[i][:8])
+	}
+	return &Window{roots: roots, heads: heads}, true
 }

@@ -109,13 +109,14 @@ func BenchmarkAcceptableRoot(b *testing.B) {
 	}
 	m.window.Store(w)
 	oldest, miss := root(0), root(999)
-	b.ReportAllocs()
 	b.Run("oldest", func(b *testing.B) {
+		b.ReportAllocs()
 		for b.Loop() {
 			m.AcceptableRoot(oldest[:])
 		}
 	})
 	b.Run("miss", func(b *testing.B) {
+		b.ReportAllocs()
 		for b.Loop() {
 			m.AcceptableRoot(miss[:])
 		}
