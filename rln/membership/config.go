@@ -91,9 +91,9 @@ type Config struct {
 	// Endpoints are the Ethereum JSON-RPC addresses
 	// (--rln-relay-eth-client-address, repeatable), http(s):// or ws(s)://,
 	// in order of preference. Like nwaku's establishConnection, the first
-	// that answers is used; when it fails, the others are tried again in
-	// order (the failed one last) and the first that answers takes over.
-	// At least one is required.
+	// that answers is used, and stays in use while it answers; when it
+	// fails, the others are tried in order within the same call and the
+	// first that answers takes over. At least one is required.
 	Endpoints []string
 	// Contract is the membership contract (--rln-relay-eth-contract-address).
 	Contract common.Address

@@ -16,8 +16,9 @@ import (
 
 // pool holds the endpoints and the one in use. Calls run on the current
 // endpoint; when it fails in transport (no JSON-RPC answer), it is dropped
-// and the others are tried in order of preference, the failed one last,
-// as nwaku's establishConnection reconnects.
+// and the others are tried in order of preference, as nwaku's
+// establishConnection reconnects; the first that answers becomes current.
+// When none answers, the next call starts again with the failed one.
 type pool struct {
 	addrs   []string
 	dial    DialFunc
