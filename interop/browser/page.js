@@ -167,12 +167,17 @@ async function run(cfg) {
     ["store history", async () => {
       const peerId = out.sender.libp2p.getConnections().find((c) => c.remotePeer.toString() === out.ws.remotePeer).remotePeer;
       const decoder = out.sender.createDecoder({ contentTopic: cfg.contentTopic, shardId: cfg.shard });
-      const pages = [];
       const options = { peerId, paginationForward: true, paginationLimit: cfg.pageSize };
-      for await (const page of out.sender.store.queryGenerator([decoder], options)) {
-        const msgs = (await Promise.all(page)).filter(Boolean);
-        pages.push(msgs.map((m) => ({ payload: bytesToUtf8(m.payload), hash: m.hashStr })));
-      }
+      // The node archives what it relays in batches: ask again until the
+      // message pushed above is in its answer.
+      const pages = await until("the pushed message in the store", 10000, async () => {
+        const pages = [];
+        for await (const page of out.sender.store.queryGenerator([decoder], options)) {
+          const msgs = (await Promise.all(page)).filter(Boolean);
+          pages.push(msgs.map((m) => ({ payload: bytesToUtf8(m.payload), hash: m.hashStr })));
+        }
+        return pages.flat().some((m) => m.hash === out.received.hash) && pages;
+      });
       out.store = pages;
       const n = pages.flat().length;
       return `${n} messages in ${pages.length} pages of at most ${cfg.pageSize}: ${pages.flat().map((m) => `"${m.payload}"`).join(", ")}`;
