@@ -6,7 +6,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/x509"
 	"debug/elf"
@@ -88,7 +87,9 @@ func TestImage(t *testing.T) {
 	run(t, buildah, append(slices.Clone(storage), "push", "--quiet", tag, "oci:"+layout+":courier")...)
 	t.Logf("buildah bud and push: %v", time.Since(start).Round(time.Millisecond))
 
+	start = time.Now()
 	img := extract(t, layout, filepath.Join(tmp, "root"))
+	t.Logf("extract: %v", time.Since(start).Round(time.Millisecond))
 	t.Logf("image: %d bytes compressed (%.1f MB), %d bytes of files (%.1f MB)", img.Compressed, float64(img.Compressed)/1e6, img.Unpacked, float64(img.Unpacked)/1e6)
 	checkConfig(t, img)
 	checkFiles(t, img)
@@ -211,11 +212,22 @@ func unpack(path, mediaType, root string) (int64, error) {
 	var r io.Reader = f
 	switch {
 	case strings.HasSuffix(mediaType, "+gzip"):
-		gz, err := gzip.NewReader(f)
+		// gzip(1) rather than compress/gzip: under -race the latter takes
+		// half a minute for this layer.
+		gz := exec.Command("gzip", "-dc")
+		gz.Stdin = f
+		out, err := gz.StdoutPipe()
 		if err != nil {
 			return 0, err
 		}
-		r = gz
+		if err := gz.Start(); err != nil {
+			return 0, err
+		}
+		defer func() {
+			io.Copy(io.Discard, out)
+			gz.Wait()
+		}()
+		r = out
 	case strings.HasSuffix(mediaType, ".tar"):
 	default:
 		return 0, fmt.Errorf("layer media type %q", mediaType)
@@ -367,10 +379,11 @@ func checkFiles(t *testing.T, img image) {
 
 // container is the image's entrypoint run from its extracted root.
 type container struct {
-	cmd   *exec.Cmd
-	mu    sync.Mutex
-	lines []string
-	done  chan error
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	lines  []string
+	exited chan struct{} // closed when the process has exited
+	err    error         // Wait's result, set before exited is closed
 }
 
 // start runs the entrypoint with args in img's root, as its user, in its
@@ -378,7 +391,7 @@ type container struct {
 func start(t *testing.T, img image, env []string, args ...string) *container {
 	t.Helper()
 	uid, gid := imageUser(t, img.Config.User)
-	c := &container{done: make(chan error, 1)}
+	c := &container{exited: make(chan struct{})}
 	argv := append(slices.Clone(img.Config.Entrypoint), args...)
 	c.cmd = &exec.Cmd{
 		Path: argv[0],
@@ -407,12 +420,15 @@ func start(t *testing.T, img image, env []string, args ...string) *container {
 			c.lines = append(c.lines, sc.Text())
 			c.mu.Unlock()
 		}
-		c.done <- c.cmd.Wait()
+		c.err = c.cmd.Wait()
+		close(c.exited)
 	}()
 	t.Cleanup(func() {
-		if c.cmd.ProcessState == nil {
+		select {
+		case <-c.exited:
+		default:
 			c.cmd.Process.Kill()
-			<-c.done
+			<-c.exited
 		}
 		if t.Failed() {
 			t.Logf("container output:\n%s", strings.Join(c.output(), "\n"))
@@ -463,9 +479,9 @@ func checkBareRun(t *testing.T, img image) {
 	t.Helper()
 	c := start(t, img, nil)
 	select {
-	case err := <-c.done:
+	case <-c.exited:
 		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.HasPrefix(strings.Join(c.output(), "\n"), "usage: courier") {
+		if err := c.err; !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.HasPrefix(strings.Join(c.output(), "\n"), "usage: courier") {
 			t.Errorf("bare run: %v, output %q; want the usage and exit code 2", err, c.output())
 		}
 	case <-time.After(30 * time.Second):
@@ -556,15 +572,19 @@ func runNode(t *testing.T, img image) {
 		return err == nil && slices.ContainsFunc(res.Messages, func(m archive.Stored) bool { return m.Hash == want })
 	})
 
+	t.Logf("messages crossed both ways %v after the start", time.Since(started).Round(time.Millisecond))
+
 	// SIGTERM stops the node cleanly.
+	stopped := time.Now()
 	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-c.done:
-		if err != nil {
+	case <-c.exited:
+		if err := c.err; err != nil {
 			t.Errorf("after SIGTERM: %v, want exit code 0", err)
 		}
+		t.Logf("stopped %v after SIGTERM", time.Since(stopped).Round(time.Millisecond))
 	case <-time.After(30 * time.Second):
 		t.Fatal("the node in the image did not stop within 30 s of SIGTERM")
 	}
