@@ -474,15 +474,15 @@ func imageUser(t *testing.T, user string) (uid, gid uint32) {
 }
 
 // checkBareRun: with no arguments and no WAKUNODE2_ variable the
-// entrypoint prints its usage and exits 2, as courier does.
+// entrypoint prints its usage and exits 1, as courier does for every usage error.
 func checkBareRun(t *testing.T, img image) {
 	t.Helper()
 	c := start(t, img, nil)
 	select {
 	case <-c.exited:
 		var exit *exec.ExitError
-		if err := c.err; !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.HasPrefix(strings.Join(c.output(), "\n"), "usage: courier") {
-			t.Errorf("bare run: %v, output %q; want the usage and exit code 2", err, c.output())
+		if err := c.err; !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasPrefix(strings.Join(c.output(), "\n"), "usage: courier") {
+			t.Errorf("bare run: %v, output %q; want the usage and exit code 1", err, c.output())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("bare run did not exit")
