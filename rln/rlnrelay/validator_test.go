@@ -38,7 +38,7 @@ type fixedClock struct {
 	t  time.Time
 }
 
-func (c *fixedClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fixedClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *fixedClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // newTestValidator returns a validator over the golden roots at the golden
@@ -127,7 +127,12 @@ func TestValidateReasons(t *testing.T) {
 			time.Unix(0, a0.Timestamp-21_000_000_000), ReasonClockGap, pubsub.ValidationReject, false},
 		{"clock gap before no proof", func() *message.Message { m := *a0; m.RateLimitProof = nil; return &m }, nil,
 			time.Unix(0, a0.Timestamp+time.Hour.Nanoseconds()), ReasonClockGap, pubsub.ValidationReject, false},
-		{"no proof", func() *message.Message { m := *a0; m.RateLimitProof = nil; m.Present &^= message.HasRateLimitProof; return &m }, nil, now,
+		{"no proof", func() *message.Message {
+			m := *a0
+			m.RateLimitProof = nil
+			m.Present &^= message.HasRateLimitProof
+			return &m
+		}, nil, now,
 			ReasonNoProof, pubsub.ValidationReject, false},
 		{"a proof of no fields is nwaku's zero proof: wrong epoch", func() *message.Message { m := *a0; m.RateLimitProof = []byte{0x40, 0x01}; return &m }, nil, now,
 			ReasonEpoch, pubsub.ValidationReject, false},
