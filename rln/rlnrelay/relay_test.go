@@ -17,7 +17,7 @@ import (
 
 const relayTopic = "/waku/2/rs/0/0"
 
-func newHost(t *testing.T) host.Host {
+func newHost(t testing.TB) host.Host {
 	t.Helper()
 	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
 	if err != nil {
