@@ -191,8 +191,8 @@ func (v *Validator) check(m *message.Message, now time.Time, clock bool, c *coun
 	}
 	c.messages.Add(1)
 	if clock && clockGapExceeded(now, m.Timestamp) {
-		return Result{Reason: ReasonClockGap, Proof: p, Err: fmt.Errorf("timestamp %d ns is %.0f s from local time %d ns, over %v",
-			m.Timestamp, math.Abs(float64(now.UnixNano()-m.Timestamp)/1e9), now.UnixNano(), MaxClockGap)}
+		return Result{Reason: ReasonClockGap, Proof: p, Err: fmt.Errorf("timestamp %d ns is %.3f s from local time %d ns: more than %.0f whole seconds",
+			m.Timestamp, math.Abs(float64(now.UnixNano())-float64(m.Timestamp))/1e9, now.UnixNano(), MaxClockGap.Seconds())}
 	}
 	if p == nil {
 		return Result{Reason: ReasonNoProof, Err: errors.New("the message carries no RateLimitProof")}
@@ -202,7 +202,7 @@ func (v *Validator) check(m *message.Message, now time.Time, clock bool, c *coun
 			p.Epoch.Uint64(), want.Uint64(), v.epochSec)}
 	}
 	if !v.roots.AcceptableRoot(p.MerkleRoot[:]) {
-		return Result{Reason: ReasonRoot, Proof: p, Err: fmt.Errorf("root %s is not in the window of acceptable roots", p.MerkleRoot)}
+		return Result{Reason: ReasonRoot, Proof: p, Err: fmt.Errorf("root %x (nwaku logs it as %s) is not in the window of acceptable roots", p.MerkleRoot[:], p.MerkleRoot)}
 	}
 	if err := v.verify(m, p, c); err != nil {
 		reason := ReasonProof
