@@ -52,10 +52,12 @@ const (
 	// waku_rln_spam_messages_total. Reject.
 	ReasonSpam
 	// ReasonNonCanonical: an encoding nwaku reads but normalises
-	// (rln.ErrNonCanonical) whose normalised proof passes the checks up to
-	// the verification: an honest nwaku relays it, so its forwarder is not
-	// penalised, but this node neither relays nor logs it. One that fails
-	// a check gets that check's reason. Ignore.
+	// (rln.ErrNonCanonical) whose normalised proof passes the clock,
+	// epoch, root and proof checks: an honest nwaku relays it, so its
+	// forwarder is not penalised, but this node neither relays nor logs
+	// it (nwaku logs the nullifier as sent, so nullifier + r passes its
+	// duplicate check). One that fails a check gets that check's reason,
+	// a Reject. Ignore.
 	ReasonNonCanonical
 	// ReasonRLNIdentifier: a valid proof for another RLN application
 	// (rln.ErrRLNIdentifier), which nwaku relays without looking. Ignore.
