@@ -27,7 +27,10 @@ var (
 
 // Collector exposes v's counts (and, when p is not nil, p's) as nwaku's
 // waku_rln_* metrics and courier's courier_rln_* ones, read at scrape
-// time. nwaku's counts map from Stats as its fields say; the reasons nwaku
+// time. nwaku's counters carry the names nwaku serves, its declared name
+// with _total appended by nim-metrics (waku_rln_messages_total_total,
+// waku_rln_invalid_messages_total_total{type}, ...), which its dashboards
+// query; its gauges keep their names. nwaku's counts map from Stats as its fields say; the reasons nwaku
 // does not count (ReasonMalformed, which it Rejects before counting, and
 // the Ignored ones, which it Accepts) appear only in
 // courier_rln_messages_total. waku_rln_number_registered_memberships

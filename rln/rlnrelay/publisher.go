@@ -32,9 +32,9 @@ var (
 	// ErrLimit is wrapped by *LimitError: the membership's message ids of
 	// the epoch are spent.
 	ErrLimit = fmt.Errorf("%w: user message limit reached in this epoch", ErrNoProof)
-	// ErrTimestamp: the message's timestamp is MaxClockGap or more from
-	// local time, so every relay would reject it (ReasonClockGap); no id
-	// is spent on it.
+	// ErrTimestamp: the message's timestamp is 21 s or more from local
+	// time (see MaxClockGap), so every relay would reject it
+	// (ReasonClockGap); no id is spent on it.
 	ErrTimestamp = fmt.Errorf("%w: timestamp outside the clock gap", ErrNoProof)
 )
 

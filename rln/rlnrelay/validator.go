@@ -20,9 +20,13 @@ import (
 // it is less than 21 s away.
 const MaxClockGap = 20 * time.Second
 
-// DefaultMaxLogEntries is the default bound of the nullifier log: about
-// 1 M valid messages in the epochs the clock gap admits, some 120 MiB.
-const DefaultMaxLogEntries = 1 << 20
+// DefaultMaxLogEntries is the default bound of the nullifier log: 524288
+// valid messages in the epochs the clock gap admits, about 100 MiB at
+// some 200 bytes an entry. That is 12,000 messages a second with epochs of
+// 1 s (the log then holds 43 epochs), more than the cores of a small
+// machine verify, and 2,600 members sending their 100 messages with The
+// Waku Network's epochs of 600 s (the log then holds 2).
+const DefaultMaxLogEntries = 1 << 19
 
 // Roots is the part of the membership the validator needs: the window of
 // acceptable Merkle roots (nwaku validateRoot; rln/membership.Manager's
