@@ -17,6 +17,7 @@ import (
 
 	"github.com/couriernet/courier/internal/harness"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/rln"
 )
 
 // Errors of the relay API.
@@ -122,7 +123,8 @@ func (r *Relay) Counters() *message.Counters { return r.cfg.Counters }
 func (r *Relay) TopicPeers(pubsubTopic string) []peer.ID { return r.ps.ListPeers(pubsubTopic) }
 
 // validateBytes is the topic validator's work on one received message:
-// decode once, apply the Reject and Ignore rules, hash once. A message that
+// decode once, apply the Reject and Ignore rules (with RLN relay, its check
+// and its one proof verification), hash once. A message that
 // decodes but fails message.Validate (its content topic: nwaku relays an
 // empty one) is Ignored, not Rejected, so that the honest peer that
 // forwarded it is not penalised.
@@ -140,7 +142,16 @@ func (r *Relay) validateBytes(pubsubTopic string, data []byte) (*message.Envelop
 		r.c.drop(DropTimestamp)
 		return nil, pubsub.ValidationIgnore
 	}
-	env := message.NewEnvelope(m, pubsubTopic, data, r.cfg.Counters)
+	var proof *rln.RateLimitProof
+	if r.cfg.RLN != nil {
+		p, res := r.cfg.RLN.ValidateMessage(pubsubTopic, m)
+		if res != pubsub.ValidationAccept {
+			r.c.drop(DropRLN)
+			return nil, res
+		}
+		proof = p
+	}
+	env := message.NewEnvelopeWithProof(m, pubsubTopic, data, r.cfg.Counters, proof)
 	env.Hash() // once, here: every consumer of a relayed message needs it
 	return env, pubsub.ValidationAccept
 }
