@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/ethereum/go-ethereum/p2p/dnsdisc"
 	"github.com/ethereum/go-ethereum/p2p/enode"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -20,7 +22,6 @@ import (
 	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/peerexchange"
-	"github.com/couriernet/courier/rest"
 )
 
 // DiscoveryConfig configures how the node says where it is (its ENR) and
@@ -458,7 +459,7 @@ func (n *Node) startDiscovery() error {
 	n.discv5, err = discovery.StartDiscv5(ek, n.record, conn, discovery.Discv5Config{
 		Bootnodes: boot,
 		Filter:    discovery.WakuFilter(n.cfg.ClusterID, n.cfg.Shards),
-		Found:     func(p discovery.Peer) { n.peers.add(p, rest.Discv5) },
+		Found:     func(p discovery.Peer) { n.peers.add(p, state.Discv5) },
 		Logger:    n.cfg.Logger,
 	})
 	return err
@@ -484,7 +485,7 @@ func (n *Node) dnsDiscovery() []*enode.Node {
 	for _, p := range peers {
 		out = append(out, p.Node)
 		if keep(p) {
-			n.peers.add(p, rest.DNS)
+			n.peers.add(p, state.DNS)
 		}
 	}
 	n.cfg.Logger.Info("DNS discovery", "url", dc.DNSDiscoveryURL, "records", len(peers), "rejected", malformed)
@@ -495,7 +496,7 @@ func (n *Node) dnsDiscovery() []*enode.Node {
 // the peer exchange server and client as configured.
 func (n *Node) runPeerManager(ctx context.Context, static []peer.AddrInfo) error {
 	for _, pi := range static {
-		n.peers.add(discovery.Peer{ID: pi.ID, Addrs: pi.Addrs}, rest.Static)
+		n.peers.add(discovery.Peer{ID: pi.ID, Addrs: pi.Addrs}, state.Static)
 	}
 	dc := n.cfg.Discovery
 	if dc.PeerExchange {
@@ -549,7 +550,7 @@ func (n *Node) askPeerExchange(ctx context.Context, pi peer.AddrInfo) {
 		kept := 0
 		for _, p := range peers {
 			if keep(p) {
-				n.peers.add(p, rest.PeerExchange)
+				n.peers.add(p, state.PeerExchange)
 				kept++
 			}
 		}
@@ -612,16 +613,16 @@ func (n *Node) closeDiscovery() {
 func (n *Node) PeerStats() PeerStats { return n.peers.snapshot() }
 
 // peerOrigin returns how the node learned of id, as /admin/v1/peers shows.
-func (n *Node) peerOrigin(id peer.ID) rest.Origin {
+func (n *Node) peerOrigin(id peer.ID) state.Origin {
 	if n.isStatic(id) {
-		return rest.Static
+		return state.Static
 	}
 	if n.peers != nil {
 		if o, ok := n.peers.origin(id); ok {
 			return o
 		}
 	}
-	return rest.UnknownOrigin
+	return state.UnknownOrigin
 }
 
 // startRecord signs the node's ENR and logs it.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/libp2p/go-libp2p/core/network"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -251,7 +253,7 @@ func TestPeerExchangeLearnsDiscv5Peers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range others {
-		for light.peerOrigin(o.Host().ID()) != rest.PeerExchange || light.Host().Network().Connectedness(o.Host().ID()) != network.Connected {
+		for light.peerOrigin(o.Host().ID()) != state.PeerExchange || light.Host().Network().Connectedness(o.Host().ID()) != network.Connected {
 			if time.Now().After(deadline) {
 				t.Fatalf("light node: peer %s origin %s, stats %+v", o.Host().ID(), light.peerOrigin(o.Host().ID()), light.PeerStats())
 			}
@@ -276,10 +278,10 @@ func TestPeerExchangeLearnsDiscv5Peers(t *testing.T) {
 		}
 		return rest.ProtocolHealth{}
 	}
-	if h := pxHealth(boot); h.Health != rest.Ready {
+	if h := pxHealth(boot); h.Health != state.Ready {
 		t.Errorf("health %+v", h)
 	}
-	if h := pxHealth(light); h.Health != rest.NotMounted {
+	if h := pxHealth(light); h.Health != state.NotMounted {
 		t.Errorf("light node health %+v", h)
 	}
 }

@@ -3,6 +3,8 @@ package node
 import (
 	"sync"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
@@ -77,9 +79,9 @@ func (n *Node) MarkMounted(protocolName string, codecs ...protocol.ID) {
 // healthReport computes GET /health as nwaku v0.38.1 does
 // (node_health_monitor.nim getNodeHealthReport).
 func (n *Node) healthReport() rest.Health {
-	state := rest.HealthStatus(n.getState())
-	if state == rest.Initializing || state == rest.ShuttingDown {
-		return rest.Health{NodeHealth: state, ConnectionStatus: rest.StatusDisconnected}
+	ns := state.HealthStatus(n.getState())
+	if ns == state.Initializing || ns == state.ShuttingDown {
+		return rest.Health{NodeHealth: ns, ConnectionStatus: state.StatusDisconnected}
 	}
 	n.health.mu.Lock()
 	mounted := make(map[string][]protocol.ID, len(n.health.mounted))
@@ -89,12 +91,12 @@ func (n *Node) healthReport() rest.Health {
 	n.health.mu.Unlock()
 
 	relayPeers := 0
-	relay := rest.ProtocolHealth{Protocol: HealthRelay, Health: rest.NotMounted}
+	relay := rest.ProtocolHealth{Protocol: HealthRelay, Health: state.NotMounted}
 	if n.relay != nil {
 		relayPeers = len(n.relay.TopicPeers("")) // "": every gossipsub peer
-		relay.Health = rest.Ready
+		relay.Health = state.Ready
 		if relayPeers == 0 {
-			relay.Health, relay.Desc = rest.NotReady, "No connected peers"
+			relay.Health, relay.Desc = state.NotReady, "No connected peers"
 		}
 	}
 	strength := map[string]int{HealthRelay: relayPeers}
@@ -104,35 +106,35 @@ func (n *Node) healthReport() rest.Health {
 			report = append(report, relay)
 			continue
 		}
-		p := rest.ProtocolHealth{Protocol: name, Health: rest.NotMounted}
+		p := rest.ProtocolHealth{Protocol: name, Health: state.NotMounted}
 		codecs, ok := mounted[name]
 		if ok {
 			peers := n.capablePeers(codecs)
 			strength[name] = peers
-			p.Health, p.Desc = protocolHealth(name, relay.Health == rest.Ready, peers, mounted)
+			p.Health, p.Desc = protocolHealth(name, relay.Health == state.Ready, peers, mounted)
 		}
 		report = append(report, p)
 	}
 	return rest.Health{
-		NodeHealth:       rest.Ready,
+		NodeHealth:       state.Ready,
 		ConnectionStatus: connectionStatus(report, strength),
 		ProtocolsHealth:  report,
 	}
 }
 
 // protocolHealth is nwaku's rule for a mounted protocol other than Relay.
-func protocolHealth(name string, relayReady bool, peers int, mounted map[string][]protocol.ID) (rest.HealthStatus, string) {
-	needRelay := func(desc string) (rest.HealthStatus, string) {
+func protocolHealth(name string, relayReady bool, peers int, mounted map[string][]protocol.ID) (state.HealthStatus, string) {
+	needRelay := func(desc string) (state.HealthStatus, string) {
 		if relayReady {
-			return rest.Ready, ""
+			return state.Ready, ""
 		}
-		return rest.NotReady, desc
+		return state.NotReady, desc
 	}
-	needPeers := func(desc string) (rest.HealthStatus, string) {
+	needPeers := func(desc string) (state.HealthStatus, string) {
 		if peers > 0 {
-			return rest.Ready, ""
+			return state.Ready, ""
 		}
-		return rest.NotReady, desc
+		return state.NotReady, desc
 	}
 	switch name {
 	case HealthLightpush, HealthLegacyLightpush:
@@ -147,20 +149,20 @@ func protocolHealth(name string, relayReady bool, peers int, mounted map[string]
 		return needPeers("No Rendezvous peers are available yet")
 	case HealthStoreClient:
 		if _, store := mounted[HealthStore]; store {
-			return rest.Ready, ""
+			return state.Ready, ""
 		}
 		return needPeers("No Store service peer available yet, neither Store service set up for the node")
 	}
-	return rest.Ready, ""
+	return state.Ready, ""
 }
 
 // connectionStatus is nwaku's calculateConnectionState: relay peers
 // decide for a relay node; otherwise an edge node needs lightpush, filter
 // and store service peers.
-func connectionStatus(report []rest.ProtocolHealth, strength map[string]int) rest.ConnectionStatus {
+func connectionStatus(report []rest.ProtocolHealth, strength map[string]int) state.ConnectionStatus {
 	var relay, lightpush, filter, store int
 	for _, p := range report {
-		if p.Health != rest.Ready {
+		if p.Health != state.Ready {
 			continue
 		}
 		s := strength[p.Protocol]
@@ -177,15 +179,15 @@ func connectionStatus(report []rest.ProtocolHealth, strength map[string]int) res
 	}
 	switch {
 	case relay >= relayDLow:
-		return rest.StatusConnected
+		return state.StatusConnected
 	case relay > 0:
-		return rest.StatusPartiallyConnected
+		return state.StatusPartiallyConnected
 	case lightpush == 0 || filter == 0 || store == 0:
-		return rest.StatusDisconnected
+		return state.StatusDisconnected
 	case lightpush >= healthyThreshold && filter >= healthyThreshold && store >= healthyThreshold:
-		return rest.StatusConnected
+		return state.StatusConnected
 	}
-	return rest.StatusPartiallyConnected
+	return state.StatusPartiallyConnected
 }
 
 // capablePeers counts the connected peers that speak one of codecs.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	ma "github.com/multiformats/go-multiaddr"
@@ -217,7 +219,7 @@ func (b restBackend) Peers() []rest.Peer {
 
 func (b restBackend) peer(id peer.ID) rest.Peer {
 	h := b.n.host
-	p := rest.Peer{Protocols: []string{}, Shards: []uint16{}, Connected: rest.NotConnected, Origin: rest.UnknownOrigin}
+	p := rest.Peer{Protocols: []string{}, Shards: []uint16{}, Connected: state.NotConnected, Origin: state.UnknownOrigin}
 	if addrs := h.Peerstore().Addrs(id); len(addrs) > 0 {
 		p.Multiaddr = fmt.Sprintf("%s/p2p/%s", addrs[0], id)
 	} else {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -21,7 +23,6 @@ import (
 	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
-	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/shard"
 )
 
@@ -292,7 +293,7 @@ func TestServicePeerFromDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ma.StringCast("/ip4/127.0.0.1/tcp/1")
-	n.peers.add(discovery.Peer{ID: id, Addrs: []ma.Multiaddr{addr}, Caps: discovery.Lightpush | discovery.Filter, HasCaps: true}, rest.Discv5)
+	n.peers.add(discovery.Peer{ID: id, Addrs: []ma.Multiaddr{addr}, Caps: discovery.Lightpush | discovery.Filter, HasCaps: true}, state.Discv5)
 	for _, tc := range []struct {
 		codec protocol.ID
 		ok    bool

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/ethereum/go-ethereum/p2p/enode"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -27,7 +29,6 @@ import (
 
 	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/relay"
-	"github.com/couriernet/courier/rest"
 )
 
 // Peer manager constants of nwaku v0.38.1 (waku/node/peer_manager/peer_manager.nim).
@@ -53,7 +54,7 @@ const (
 
 // managedPeer is what the manager knows of one peer.
 type managedPeer struct {
-	origin     rest.Origin
+	origin     state.Origin
 	addrs      []ma.Multiaddr
 	record     *enode.Node
 	caps       discovery.Capabilities
@@ -128,7 +129,7 @@ func newPeerManager(n *Node) *peerManager {
 
 // add records a peer learned from origin and wakes the dialler. A peer
 // already known keeps its origin unless the new one is Static.
-func (pm *peerManager) add(p discovery.Peer, origin rest.Origin) {
+func (pm *peerManager) add(p discovery.Peer, origin state.Origin) {
 	if p.ID == pm.h.ID() {
 		pm.n.sameID(p.Addrs, string(origin))
 		return
@@ -148,7 +149,7 @@ func (pm *peerManager) add(p discovery.Peer, origin rest.Origin) {
 		pm.peers[p.ID] = mp
 		pm.stats.added.Add(1)
 	}
-	if origin == rest.Static {
+	if origin == state.Static {
 		mp.origin = origin
 	}
 	mp.addrs, mp.caps, mp.hasCaps, mp.shards, mp.hasShards = p.Addrs, p.Caps, p.HasCaps, p.Shards, p.HasShards
@@ -185,7 +186,7 @@ func (pm *peerManager) connected(id peer.ID) {
 		pm.stats.storeFull.Add(1)
 		return
 	}
-	pm.peers[id] = &managedPeer{origin: rest.UnknownOrigin, added: time.Now()}
+	pm.peers[id] = &managedPeer{origin: state.UnknownOrigin, added: time.Now()}
 	pm.stats.added.Add(1)
 }
 
@@ -201,7 +202,7 @@ func (pm *peerManager) evictLocked() bool {
 	var victim peer.ID
 	var worst *managedPeer
 	for id, mp := range pm.peers {
-		if mp.origin == rest.Static || pm.h.Network().Connectedness(id) == network.Connected {
+		if mp.origin == state.Static || pm.h.Network().Connectedness(id) == network.Connected {
 			continue
 		}
 		if worst == nil || mp.failed > worst.failed || (mp.failed == worst.failed && mp.added.Before(worst.added)) {
@@ -223,13 +224,13 @@ func (pm *peerManager) wake() {
 }
 
 // origin returns how the node learned of id.
-func (pm *peerManager) origin(id peer.ID) (rest.Origin, bool) {
+func (pm *peerManager) origin(id peer.ID) (state.Origin, bool) {
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
 	if mp, ok := pm.peers[id]; ok {
 		return mp.origin, true
 	}
-	return rest.UnknownOrigin, false
+	return state.UnknownOrigin, false
 }
 
 // recordShards returns the relay shards id's discovery record (ENR)
@@ -392,7 +393,7 @@ func (pm *peerManager) candidates() []peer.AddrInfo {
 	defer pm.mu.Unlock()
 	var out []peer.AddrInfo
 	for id, mp := range pm.peers {
-		if mp.origin == rest.Static || len(mp.addrs) == 0 || (mp.hasCaps && !mp.caps.Has(discovery.Relay)) ||
+		if mp.origin == state.Static || len(mp.addrs) == 0 || (mp.hasCaps && !mp.caps.Has(discovery.Relay)) ||
 			(mp.protos != nil && !slices.Contains(mp.protos, string(relay.ProtocolID))) {
 			continue
 		}
@@ -504,7 +505,7 @@ func (pm *peerManager) exchangePool() []*enode.Node {
 	defer pm.mu.Unlock()
 	var out []*enode.Node
 	for _, mp := range pm.peers {
-		if mp.origin != rest.Discv5 || mp.record == nil || mp.failed > 0 {
+		if mp.origin != state.Discv5 || mp.record == nil || mp.failed > 0 {
 			continue
 		}
 		if mp.hasShards && mp.shards.ClusterID != cluster {
@@ -524,12 +525,12 @@ func (pm *peerManager) snapshot() PeerStats {
 
 // savedPeer is one line of peers.json.
 type savedPeer struct {
-	ID        string      `json:"id"`
-	Addrs     []string    `json:"addrs"`
-	Origin    rest.Origin `json:"origin"`
-	ENR       string      `json:"enr,omitempty"`
-	Protocols []string    `json:"protocols,omitempty"`
-	Agent     string      `json:"agent,omitempty"` // identify's agent version
+	ID        string       `json:"id"`
+	Addrs     []string     `json:"addrs"`
+	Origin    state.Origin `json:"origin"`
+	ENR       string       `json:"enr,omitempty"`
+	Protocols []string     `json:"protocols,omitempty"`
+	Agent     string       `json:"agent,omitempty"` // identify's agent version
 }
 
 // save writes the known peers to peers.json when they changed: at most
@@ -652,7 +653,7 @@ func (pm *peerManager) restore(p discovery.Peer, sp savedPeer) bool {
 	pm.mu.Lock()
 	mp, ok := pm.peers[p.ID]
 	if ok {
-		if mp.origin != rest.Static {
+		if mp.origin != state.Static {
 			mp.origin = origin
 		}
 		if protos != nil {

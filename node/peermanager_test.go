@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -21,7 +23,6 @@ import (
 	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/relay"
-	"github.com/couriernet/courier/rest"
 )
 
 func TestBackoffIsNwakus(t *testing.T) {
@@ -80,8 +81,8 @@ func TestPeerManagerForgetsFailingPeers(t *testing.T) {
 	defer n.Stop(context.Background())
 	pm := n.peers
 	dead := randomPeer(t, "/ip4/127.0.0.1/tcp/1")
-	pm.add(dead, rest.Discv5)
-	if o, _ := pm.origin(dead.ID); o != rest.Discv5 {
+	pm.add(dead, state.Discv5)
+	if o, _ := pm.origin(dead.ID); o != state.Discv5 {
 		t.Fatalf("origin %s", o)
 	}
 	for i := 1; i <= maxFailedAttempts; i++ {
@@ -98,21 +99,21 @@ func TestPeerManagerForgetsFailingPeers(t *testing.T) {
 	}
 
 	bad := randomPeer(t, "/ip4/127.0.0.1/tcp/2")
-	pm.add(bad, rest.PeerExchange)
+	pm.add(bad, state.PeerExchange)
 	n.onMetadataChecked(bad.ID, errors.New("metadata: peer is on another cluster"))
 	if _, ok := pm.origin(bad.ID); ok || n.PeerStats().MetadataPruned != 1 {
 		t.Fatal("peer that failed the metadata check kept")
 	}
 
 	a, b, c := randomPeer(t, "/ip4/127.0.0.1/tcp/3"), randomPeer(t, "/ip4/127.0.0.1/tcp/4"), randomPeer(t, "/ip4/127.0.0.1/tcp/5")
-	pm.add(a, rest.Discv5)
-	pm.add(b, rest.Discv5)
+	pm.add(a, state.Discv5)
+	pm.add(b, state.Discv5)
 	pm.dial(context.Background(), peer.AddrInfo{ID: a.ID, Addrs: a.Addrs})
-	pm.add(c, rest.DNS)
+	pm.add(c, state.DNS)
 	if _, ok := pm.origin(a.ID); ok {
 		t.Error("full store kept the failing peer")
 	}
-	if o, _ := pm.origin(c.ID); o != rest.DNS {
+	if o, _ := pm.origin(c.ID); o != state.DNS {
 		t.Errorf("new peer origin %q", o)
 	}
 }
@@ -130,7 +131,7 @@ func TestPeerPersistence(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := randomPeer(t, "/ip4/127.0.0.1/tcp/1")
-	n.peers.add(p, rest.PeerExchange)
+	n.peers.add(p, state.PeerExchange)
 	if err := n.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestPeerPersistence(t *testing.T) {
 	}
 	defer n2.Stop(context.Background())
 	n2.peers.load()
-	if o, ok := n2.peers.origin(p.ID); !ok || o != rest.PeerExchange {
+	if o, ok := n2.peers.origin(p.ID); !ok || o != state.PeerExchange {
 		t.Fatalf("after restart: origin %q, known %v", o, ok)
 	}
 }
@@ -246,13 +247,13 @@ func TestPeerPersistenceKeepsEveryPeer(t *testing.T) {
 		}
 		return true
 	})
-	known := map[string]rest.Origin{}
+	known := map[string]state.Origin{}
 	for _, p := range (restBackend{n1}).Peers() {
 		_, id, _ := strings.Cut(p.Multiaddr, "/p2p/")
 		known[id] = p.Origin
 	}
 	for _, id := range ids {
-		if o, ok := known[id.String()]; !ok || o != rest.UnknownOrigin {
+		if o, ok := known[id.String()]; !ok || o != state.UnknownOrigin {
 			t.Errorf("peer %s after restart: origin %q, listed %v", id, o, ok)
 		}
 	}
@@ -270,7 +271,7 @@ func TestPeerPersistenceBounded(t *testing.T) {
 	defer n.Stop(context.Background())
 	pm := n.peers
 	a, b, c := randomPeer(t, "/ip4/127.0.0.1/tcp/1"), randomPeer(t, "/ip4/127.0.0.1/tcp/2"), randomPeer(t, "/ip4/127.0.0.1/tcp/3")
-	pm.add(a, rest.DNS)
+	pm.add(a, state.DNS)
 	pm.connected(b.ID)
 	n.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
 	if err := n.host.Peerstore().AddProtocols(b.ID, relay.ProtocolID); err != nil {
@@ -305,7 +306,7 @@ func TestPeerPersistenceBounded(t *testing.T) {
 	if len(relayPeers) != 1 || relayPeers[0].ID != b.ID || relayPeers[0].Addrs[0].String() != "/ip4/127.0.0.1/tcp/2" {
 		t.Errorf("relay peers to reconnect: %v", relayPeers)
 	}
-	if o, ok := n2.peers.origin(b.ID); !ok || o != rest.UnknownOrigin {
+	if o, ok := n2.peers.origin(b.ID); !ok || o != state.UnknownOrigin {
 		t.Errorf("inbound peer: origin %q, known %v", o, ok)
 	}
 	if p := (restBackend{n2}).peer(b.ID); p.Agent != "nwaku-test" || !slices.Equal(p.Protocols, []string{string(relay.ProtocolID)}) {

@@ -4,16 +4,16 @@ import (
 	"context"
 	"slices"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/couriernet/courier/rest"
 )
 
 // Peerstore metadata keys of what the node learned of a peer; they live
 // as long as the peer's entry in the peerstore, as nwaku's books do.
 const (
-	// connectednessKey holds a rest.Connectedness: CanConnect once the
+	// connectednessKey holds a state.Connectedness: CanConnect once the
 	// peer's last connection closed, CannotConnect once a dial failed
 	// (nwaku waku/node/peer_manager/peer_manager.nim onPeerEvent and
 	// connectPeer write the same to their ConnectionBook).
@@ -28,7 +28,7 @@ const (
 func (n *Node) watchConnectedness() {
 	n.host.Network().Notify(&network.NotifyBundle{DisconnectedF: func(nw network.Network, c network.Conn) {
 		if id := c.RemotePeer(); len(nw.ConnsToPeer(id)) == 0 {
-			n.host.Peerstore().Put(id, connectednessKey, rest.CanConnect)
+			n.host.Peerstore().Put(id, connectednessKey, state.CanConnect)
 		}
 	}})
 }
@@ -37,7 +37,7 @@ func (n *Node) watchConnectedness() {
 func (n *Node) connect(ctx context.Context, pi peer.AddrInfo) error {
 	err := n.host.Connect(ctx, pi)
 	if err != nil && n.host.Network().Connectedness(pi.ID) != network.Connected {
-		n.host.Peerstore().Put(pi.ID, connectednessKey, rest.CannotConnect)
+		n.host.Peerstore().Put(pi.ID, connectednessKey, state.CannotConnect)
 	}
 	return err
 }
@@ -45,16 +45,16 @@ func (n *Node) connect(ctx context.Context, pi peer.AddrInfo) error {
 // connectedness returns how /admin/v1/peers names id's state: Connected
 // while a connection is open, else what the last disconnection or failed
 // dial left, else NotConnected (known but never dialled).
-func (n *Node) connectedness(id peer.ID) rest.Connectedness {
+func (n *Node) connectedness(id peer.ID) state.Connectedness {
 	if n.host.Network().Connectedness(id) == network.Connected {
-		return rest.Connected
+		return state.Connected
 	}
 	if v, err := n.host.Peerstore().Get(id, connectednessKey); err == nil {
-		if c, ok := v.(rest.Connectedness); ok {
+		if c, ok := v.(state.Connectedness); ok {
 			return c
 		}
 	}
-	return rest.NotConnected
+	return state.NotConnected
 }
 
 // keepShards records the shards id reported in its metadata.

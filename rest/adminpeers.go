@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+
+	"github.com/couriernet/courier/node/state"
 )
 
 // PeersOfShard is one element of GET /admin/v1/peers/relay and
@@ -201,7 +203,7 @@ func (s *Server) getPeerStats(w http.ResponseWriter, _ *http.Request) {
 		return n
 	}
 	byConn := object{}
-	for _, c := range []Connectedness{Connected, NotConnected, CannotConnect, CanConnect} {
+	for _, c := range []state.Connectedness{state.Connected, state.NotConnected, state.CannotConnect, state.CanConnect} {
 		byConn = append(byConn, member{string(c), count(func(p Peer) bool { return p.Connected == c })})
 	}
 	byProto := object{}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/couriernet/courier/node/state"
 )
 
 // relayFake is a Backend with relay peers: A and B connected on shards 0
@@ -23,10 +25,10 @@ const (
 func (f *relayFake) Peers() []Peer {
 	return []Peer{
 		{Multiaddr: peerA, Protocols: []string{"/vac/waku/relay/2.0.0", "/vac/waku/store-query/3.0.0",
-			"/vac/waku/filter-subscribe/2.0.0-beta1", "/vac/waku/metadata/1.0.0"}, Shards: []uint16{0, 5}, Connected: Connected, Agent: "nwaku", Origin: Static},
+			"/vac/waku/filter-subscribe/2.0.0-beta1", "/vac/waku/metadata/1.0.0"}, Shards: []uint16{0, 5}, Connected: state.Connected, Agent: "nwaku", Origin: state.Static},
 		{Multiaddr: peerB, Protocols: []string{"/vac/waku/peer-exchange/2.0.0-alpha1", "/vac/waku/lightpush/3.0.0",
-			"/vac/waku/lightpush/2.0.0-beta1", "/vac/waku/relay/2.0.0"}, Shards: []uint16{5}, Connected: Connected, Agent: "courier", Origin: Discv5},
-		{Multiaddr: peerC, Protocols: []string{"/vac/waku/store-query/3.0.0"}, Connected: NotConnected, Origin: DNS},
+			"/vac/waku/lightpush/2.0.0-beta1", "/vac/waku/relay/2.0.0"}, Shards: []uint16{5}, Connected: state.Connected, Agent: "courier", Origin: state.Discv5},
+		{Multiaddr: peerC, Protocols: []string{"/vac/waku/store-query/3.0.0"}, Connected: state.NotConnected, Origin: state.DNS},
 	}
 }
 

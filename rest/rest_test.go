@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/shard"
 )
@@ -107,17 +109,17 @@ func (f *fakeBackend) Peers() []Peer {
 	return []Peer{
 		{Multiaddr: "/ip4/127.0.0.1/tcp/60001/p2p/16Uiu2HAm4v86W3bmT1BiH6oSPzcsSr24iDQpSN5Qa992BCjjwgrD",
 			Protocols: []string{"/vac/waku/relay/2.0.0", "/vac/waku/metadata/1.0.0"}, Shards: []uint16{0, 3},
-			Connected: Connected, Agent: "nwaku", Origin: Static, Score: &score},
+			Connected: state.Connected, Agent: "nwaku", Origin: state.Static, Score: &score},
 		{Multiaddr: "/ip4/127.0.0.1/tcp/60002/p2p/16Uiu2HAmVFXtAfSj4EiR7mL2KvL4EE2wztuQgUSBoj2Jx2KeXFLN",
-			Connected: CanConnect, Agent: "", Origin: Discv5},
+			Connected: state.CanConnect, Agent: "", Origin: state.Discv5},
 	}
 }
 
 func (f *fakeBackend) Health() Health {
-	return Health{NodeHealth: Ready, ConnectionStatus: StatusPartiallyConnected, ProtocolsHealth: []ProtocolHealth{
-		{Protocol: "Relay", Health: Ready},
-		{Protocol: "Store", Health: NotMounted},
-		{Protocol: "Rln Relay", Health: NotReady, Desc: "no membership"},
+	return Health{NodeHealth: state.Ready, ConnectionStatus: state.StatusPartiallyConnected, ProtocolsHealth: []ProtocolHealth{
+		{Protocol: "Relay", Health: state.Ready},
+		{Protocol: "Store", Health: state.NotMounted},
+		{Protocol: "Rln Relay", Health: state.NotReady, Desc: "no membership"},
 	}}
 }
 
