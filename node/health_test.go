@@ -19,7 +19,7 @@ import (
 // getHealth answers GET /health through the REST handler over n.
 func getHealth(t *testing.T, n *Node) string {
 	t.Helper()
-	srv, err := rest.New(restBackend{n}, rest.Config{})
+	srv, err := rest.New(rest.Config{Node: (*restAPI)(n)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestInfoAnnouncedAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Stop(context.Background())
-	info := restBackend{n}.Info()
+	info := (*restAPI)(n).Info()
 	if len(info.ListenAddresses) != 1 || strings.Contains(info.ListenAddresses[0], "/0.0.0.0/") ||
 		!strings.HasSuffix(info.ListenAddresses[0], "/p2p/"+n.Host().ID().String()) {
 		t.Errorf("listenAddresses %q, want one announced TCP address", info.ListenAddresses)

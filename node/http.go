@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -13,17 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/couriernet/courier/node/state"
-
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/peerstore"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/couriernet/courier/message"
-	"github.com/couriernet/courier/relay"
-	"github.com/couriernet/courier/rest"
-	"github.com/couriernet/courier/shard"
 )
 
 // Version is the node's version string, served at /debug/v1/version and
@@ -33,13 +23,7 @@ const Version = "courier v0.1.0"
 // startHTTP starts the REST API and the metrics server as configured. The
 // listeners are bound before it returns, so a port in use is an error here.
 func (n *Node) startHTTP() error {
-	if n.cfg.REST {
-		srv, err := rest.New(restBackend{n}, rest.Config{CacheSize: n.cfg.RESTCacheCapacity, Admin: n.cfg.RESTAdmin, NoRelay: n.relay == nil, AllowOrigin: n.cfg.RESTAllowOrigin, Logger: n.cfg.Logger})
-		if err != nil {
-			return err
-		}
-		n.rest = srv
-		n.light.onFilterPush = srv.DeliverFilter
+	if srv := n.rest; srv != nil {
 		if n.relay != nil {
 			var cts, shards []string
 			if n.auto != nil {
@@ -118,220 +102,6 @@ func (n *Node) stopHTTP(ctx context.Context) error {
 // HTTPAddrs returns the bound addresses of the REST and metrics servers, in
 // that order, for the ones that run.
 func (n *Node) HTTPAddrs() []string { return n.httpAddrs }
-
-// restBackend is the node as the REST API sees it.
-type restBackend struct{ n *Node }
-
-func (b restBackend) RelaySubscribe(topics []string) error {
-	if b.n.relay == nil {
-		return ErrNotRelaying
-	}
-	b.n.shardMu.Lock()
-	defer b.n.shardMu.Unlock()
-	if err := b.n.checkMoreShards(topics); err != nil {
-		return err
-	}
-	for _, t := range topics {
-		if err := b.n.relay.Subscribe(t, relay.OwnerREST); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (b restBackend) RelayUnsubscribe(topics []string) error {
-	if b.n.relay == nil {
-		return ErrNotRelaying
-	}
-	for _, t := range topics {
-		if err := b.n.relay.Unsubscribe(t, relay.OwnerREST); err != nil && !errors.Is(err, relay.ErrNotSubscribed) {
-			return err
-		}
-	}
-	return nil
-}
-
-func (b restBackend) RelayPublish(ctx context.Context, topic string, msg *message.Message) error {
-	if b.n.relay == nil {
-		return ErrNotRelaying
-	}
-	if !slices.Contains(b.n.relay.Topics(), topic) {
-		return fmt.Errorf("%w: %s", rest.ErrNotSubscribed, topic)
-	}
-	_, err := b.n.Publish(ctx, topic, msg)
-	return b.published(err)
-}
-
-// published maps a relay publish's outcome to the REST API's errors: a
-// message the validators refuse is rest.ErrInvalidMessage.
-func (b restBackend) published(err error) error {
-	if errors.Is(err, relay.ErrInvalid) {
-		return fmt.Errorf("%w: %w", rest.ErrInvalidMessage, err)
-	}
-	return err
-}
-
-// RelayTopicPeers implements rest.RelayPeerCounter.
-func (b restBackend) RelayTopicPeers(topic string) int {
-	if b.n.relay == nil {
-		return 0
-	}
-	return len(b.n.relay.TopicPeers(topic))
-}
-
-func (b restBackend) RelayPublishWith(ctx context.Context, topic string, msg *message.Message, n int, fill func([]byte) error) error {
-	if b.n.relay == nil {
-		return ErrNotRelaying
-	}
-	if !slices.Contains(b.n.relay.Topics(), topic) {
-		return fmt.Errorf("%w: %s", rest.ErrNotSubscribed, topic)
-	}
-	_, err := b.n.PublishWith(ctx, topic, msg, n, fill)
-	return b.published(err)
-}
-
-func (b restBackend) ContentTopicShard(ct string) (string, error) {
-	if b.n.auto == nil {
-		return "", rest.ErrAutoshardingDisabled
-	}
-	return b.n.auto.PubsubTopic(ct)
-}
-
-func (b restBackend) Info() rest.Info {
-	return rest.Info{ListenAddresses: b.n.announcedAddresses(), ENRURI: b.n.ENR()}
-}
-
-func (b restBackend) Version() string { return Version }
-
-func (b restBackend) Health() rest.Health { return b.n.healthReport() }
-
-func (b restBackend) Peers() []rest.Peer {
-	h := b.n.host
-	var out []rest.Peer
-	for _, id := range h.Peerstore().Peers() {
-		if id == h.ID() {
-			continue
-		}
-		out = append(out, b.peer(id))
-	}
-	return out
-}
-
-func (b restBackend) peer(id peer.ID) rest.Peer {
-	h := b.n.host
-	p := rest.Peer{Protocols: []string{}, Shards: []uint16{}, Connected: state.NotConnected, Origin: state.UnknownOrigin}
-	if addrs := h.Peerstore().Addrs(id); len(addrs) > 0 {
-		p.Multiaddr = fmt.Sprintf("%s/p2p/%s", addrs[0], id)
-	} else {
-		p.Multiaddr = "/p2p/" + id.String()
-	}
-	// Sorted: the peerstore keeps no order (nwaku lists them in the order
-	// of the peer's identify message).
-	if protos, err := h.Peerstore().GetProtocols(id); err == nil {
-		for _, pr := range protos {
-			p.Protocols = append(p.Protocols, string(pr))
-		}
-		slices.Sort(p.Protocols)
-	}
-	p.Shards = b.n.knownShards(id)
-	p.Connected = b.n.connectedness(id)
-	if agent, err := h.Peerstore().Get(id, "AgentVersion"); err == nil {
-		p.Agent, _ = agent.(string)
-	}
-	p.Origin = b.n.peerOrigin(id)
-	return p
-}
-
-// RelayPeers implements rest.RelayPeersBackend: per static-shard pubsub
-// topic the relay is subscribed to, ascending by shard, the peers gossipsub
-// knows on it or those in its mesh (relay.Relay.TopicPeers, MeshPeers).
-func (b restBackend) RelayPeers(mesh bool) ([]rest.PeersOfShard, bool) {
-	if b.n.relay == nil {
-		return nil, false
-	}
-	var out []rest.PeersOfShard
-	for _, t := range b.n.relay.Topics() {
-		rs, err := shard.ParsePubsubTopic(t)
-		if err != nil {
-			continue // a named topic: nwaku lists static shards only
-		}
-		out = append(out, rest.PeersOfShard{Shard: rs.ShardID, Peers: b.topicPeers(t, mesh)})
-	}
-	slices.SortFunc(out, func(x, y rest.PeersOfShard) int { return cmp.Compare(x.Shard, y.Shard) })
-	return out, true
-}
-
-// ShardPeers implements rest.RelayPeersBackend for the shard of the node's
-// cluster.
-func (b restBackend) ShardPeers(s uint16, mesh bool) ([]rest.Peer, bool) {
-	if b.n.relay == nil {
-		return nil, false
-	}
-	return b.topicPeers(shard.RelayShard{ClusterID: b.n.cfg.ClusterID, ShardID: s}.PubsubTopic(), mesh), true
-}
-
-// topicPeers returns the relay peers of pubsubTopic (or its mesh peers),
-// sorted by peer id, each with its gossipsub score. A peer gossipsub has
-// not scored yet (before its first heartbeat) has score 0, the score nwaku
-// starts a peer at (nim-libp2p pubsubpeer.nim).
-func (b restBackend) topicPeers(pubsubTopic string, mesh bool) []rest.Peer {
-	var ids []peer.ID
-	if mesh {
-		ids = b.n.relay.MeshPeers(pubsubTopic)
-	} else {
-		ids = b.n.relay.TopicPeers(pubsubTopic)
-		slices.Sort(ids)
-	}
-	out := make([]rest.Peer, 0, len(ids))
-	for _, id := range ids {
-		p := b.peer(id)
-		score, _ := b.n.relay.PeerScore(id)
-		p.Score = (*rest.Score)(&score)
-		out = append(out, p)
-	}
-	return out
-}
-
-// ParsePeer implements rest.AdminBackend.
-func (b restBackend) ParsePeer(addr string) error {
-	_, err := parsePeerAddr(addr)
-	return err
-}
-
-func parsePeerAddr(addr string) (*peer.AddrInfo, error) {
-	m, err := ma.NewMultiaddr(addr)
-	if err != nil {
-		return nil, err
-	}
-	return peer.AddrInfoFromP2pAddr(m)
-}
-
-// ConnectPeer implements rest.AdminBackend: the peer's addresses are kept
-// and the peer dialled; a failed dial leaves it CannotConnect.
-func (b restBackend) ConnectPeer(ctx context.Context, addr string) error {
-	pi, err := parsePeerAddr(addr)
-	if err != nil {
-		return err
-	}
-	b.n.host.Peerstore().AddAddrs(pi.ID, pi.Addrs, peerstore.PermanentAddrTTL)
-	return b.n.connect(ctx, *pi)
-}
-
-// SetLogLevel implements rest.AdminBackend with nwaku's level names.
-func (b restBackend) SetLogLevel(level string) error {
-	if b.n.cfg.LogLevel == nil {
-		return errors.New("the log level of this node is fixed")
-	}
-	l, ok := map[string]slog.Level{
-		"TRACE": slog.LevelDebug - 4, "DEBUG": slog.LevelDebug, "INFO": slog.LevelInfo, "NOTICE": slog.LevelInfo + 2,
-		"WARN": slog.LevelWarn, "ERROR": slog.LevelError, "FATAL": slog.LevelError + 4,
-	}[level]
-	if !ok {
-		return fmt.Errorf("unknown log level %q", level)
-	}
-	b.n.cfg.LogLevel.Set(l)
-	return nil
-}
 
 // announcedAddresses are the addresses /debug/v1/info lists, each with
 // /p2p/<id>, as nwaku's NetConfig announces them (waku/node/net_config.nim

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
-	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/shard"
 )
 
@@ -234,79 +232,4 @@ func (n *Node) SelectServicePeer(codec protocol.ID) (p peer.ID, ok bool) {
 		return "", false
 	}
 	return candidates[rand.IntN(len(candidates))], true
-}
-
-// noServicePeer is the error of a REST light request with no service
-// peer: nwaku answers "none discovered" when discv5 runs (its discovery
-// handler found nothing), "no discovery method" otherwise
-// (waku/rest_api/endpoint/lightpush/handlers.nim). Courier's discv5 feeds
-// the peer manager continuously, so the peers it found are already
-// candidates; no extra lookup is made per request.
-func (n *Node) noServicePeer() error {
-	if n.discv5 != nil {
-		return rest.ErrNoneDiscovered
-	}
-	return rest.ErrNoServicePeer
-}
-
-// Lightpush implements rest.LightBackend: to the selected service peer.
-// nwaku v0.38.1 always mounts the lightpush client, so its REST handler
-// never uses the node's own service (useSelfHostedLightPush is false):
-// a node serving lightpush pushes through another peer too.
-func (b restBackend) Lightpush(ctx context.Context, req lightpush.Request) (lightpush.Response, error) {
-	p, ok := b.n.SelectServicePeer(lightpush.ProtocolID)
-	if !ok {
-		return lightpush.Response{}, b.n.noServicePeer()
-	}
-	return b.n.light.lightpushClient.Send(ctx, p, req)
-}
-
-// LightpushLegacy implements rest.LightBackend with lightpush v2.
-func (b restBackend) LightpushLegacy(ctx context.Context, pubsubTopic string, msg *message.Message) error {
-	p, ok := b.n.SelectServicePeer(lightpush.LegacyProtocolID)
-	if !ok {
-		return b.n.noServicePeer()
-	}
-	if pubsubTopic == "" {
-		t, err := b.ContentTopicShard(msg.ContentTopic)
-		if err != nil {
-			return &lightpush.StatusError{Desc: "Pubsub topic must be specified when static sharding is enabled"}
-		}
-		pubsubTopic = t
-	}
-	req := lightpush.LegacyRequest{PubsubTopic: pubsubTopic, Message: msg.Encode(b.n.cfg.Counters)}
-	return b.n.light.lightpushClient.SendLegacy(ctx, p, req)
-}
-
-// FilterService implements rest.LightBackend: requests go to the service
-// peer selected once for the REST call. A subscribe or unsubscribe that
-// fails or is refused counts in waku_node_errors as nwaku's filter API
-// counts it (waku/node/kernel_api/filter.nim: subscribe_filter_failure,
-// unsubscribe_filter_failure).
-func (b restBackend) FilterService() (rest.FilterSender, error) {
-	p, ok := b.n.SelectServicePeer(filter.SubscribeProtocolID)
-	if !ok {
-		return nil, b.n.noServicePeer()
-	}
-	c, errs := b.n.light.filterClient, b.n.nwaku.nodeErrors
-	return func(ctx context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error) {
-		resp, err := c.Request(ctx, p, req)
-		if err != nil || resp.StatusCode != filter.StatusOK {
-			switch req.Type {
-			case filter.Subscribe:
-				errs.WithLabelValues("subscribe_filter_failure").Inc()
-			case filter.Unsubscribe, filter.UnsubscribeAll:
-				errs.WithLabelValues("unsubscribe_filter_failure").Inc()
-			}
-		}
-		return resp, err
-	}, nil
-}
-
-// FilterSubscriptions implements rest.LightBackend.
-func (b restBackend) FilterSubscriptions() ([]filter.PeerSubscriptions, bool) {
-	if b.n.light.filter == nil {
-		return nil, false
-	}
-	return b.n.light.filter.Subscriptions(), true
 }

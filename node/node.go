@@ -210,7 +210,10 @@ func (n *Node) build() error {
 	}
 	n.watchConnectedness()
 	n.metadata, err = metadata.New(n.host, metadata.Config{ClusterID: n.cfg.ClusterID, Shards: n.shards, OnChecked: n.onMetadataChecked, Logger: n.cfg.Logger})
-	return err
+	if err != nil {
+		return err
+	}
+	return n.newREST()
 }
 
 func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {

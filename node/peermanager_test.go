@@ -216,7 +216,7 @@ func TestPeerPersistenceKeepsEveryPeer(t *testing.T) {
 	}
 	cfg := Config{DataDir: t.TempDir(), Discovery: DiscoveryConfig{PeerPersistence: true}}
 	n1, viaAdmin, inbound := start(cfg), start(Config{}), start(Config{})
-	if err := (restBackend{n1}).ConnectPeer(ctx, viaAdmin.ListenAddresses()[0]); err != nil {
+	if err := (*restAPI)(n1).ConnectPeer(ctx, viaAdmin.ListenAddresses()[0]); err != nil {
 		t.Fatal(err)
 	}
 	if err := inbound.Host().Connect(ctx, peer.AddrInfo{ID: n1.Host().ID(), Addrs: n1.Host().Addrs()}); err != nil {
@@ -248,7 +248,7 @@ func TestPeerPersistenceKeepsEveryPeer(t *testing.T) {
 		return true
 	})
 	known := map[string]state.Origin{}
-	for _, p := range (restBackend{n1}).Peers() {
+	for _, p := range (*restAPI)(n1).Peers() {
 		_, id, _ := strings.Cut(p.Multiaddr, "/p2p/")
 		known[id] = p.Origin
 	}
@@ -309,7 +309,7 @@ func TestPeerPersistenceBounded(t *testing.T) {
 	if o, ok := n2.peers.origin(b.ID); !ok || o != state.UnknownOrigin {
 		t.Errorf("inbound peer: origin %q, known %v", o, ok)
 	}
-	if p := (restBackend{n2}).peer(b.ID); p.Agent != "nwaku-test" || !slices.Equal(p.Protocols, []string{string(relay.ProtocolID)}) {
+	if p := (*restAPI)(n2).peer(b.ID); p.Agent != "nwaku-test" || !slices.Equal(p.Protocols, []string{string(relay.ProtocolID)}) {
 		t.Errorf("inbound peer after restart: agent %q, protocols %v", p.Agent, p.Protocols)
 	}
 	if _, ok := n2.peers.origin(c.ID); !ok {

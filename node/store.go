@@ -6,14 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/peerstore"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/ratelimit"
-	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/store"
 )
 
@@ -152,36 +148,4 @@ func (n *Node) connectedStorePeer() peer.ID {
 		}
 	}
 	return ""
-}
-
-// StoreLocal implements rest.StoreBackend: the node's own archive.
-func (b restBackend) StoreLocal(ctx context.Context, req *store.Request) (*store.Response, error) {
-	if b.n.store.server == nil {
-		return nil, rest.ErrNoLocalStore
-	}
-	return store.Answer(ctx, b.n.archive, req)
-}
-
-// StoreRemote implements rest.StoreBackend: peerAddr, else StorePeer.
-func (b restBackend) StoreRemote(ctx context.Context, peerAddr string, req *store.Request) (*store.Response, error) {
-	n := b.n
-	p := n.StorePeer()
-	if peerAddr != "" {
-		addr, err := ma.NewMultiaddr(peerAddr)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", rest.ErrPeerAddr, err)
-		}
-		pi, err := peer.AddrInfoFromP2pAddr(addr)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", rest.ErrPeerAddr, err)
-		}
-		if n.host.Network().Connectedness(pi.ID) != network.Connected {
-			n.host.Peerstore().AddAddrs(pi.ID, pi.Addrs, peerstore.TempAddrTTL)
-		}
-		p = pi.ID
-	}
-	if p == "" {
-		return nil, rest.ErrNoStorePeer
-	}
-	return store.Query(ctx, n.host, p, req, n.cfg.Counters)
 }

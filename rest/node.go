@@ -92,7 +92,7 @@ func (p ProtocolHealth) MarshalJSON() ([]byte, error) {
 }
 
 func (s *Server) getHealth(w http.ResponseWriter, _ *http.Request) {
-	h := s.b.Health()
+	h := s.cfg.Node.Health()
 	if h.ProtocolsHealth == nil {
 		h.ProtocolsHealth = []ProtocolHealth{}
 	}
@@ -100,7 +100,7 @@ func (s *Server) getHealth(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) getInfo(w http.ResponseWriter, _ *http.Request) {
-	info := s.b.Info()
+	info := s.cfg.Node.Info()
 	if info.ListenAddresses == nil {
 		info.ListenAddresses = []string{}
 	}
@@ -108,7 +108,7 @@ func (s *Server) getInfo(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) getVersion(w http.ResponseWriter, _ *http.Request) {
-	writeText(w, http.StatusOK, s.b.Version())
+	writeText(w, http.StatusOK, s.cfg.Node.Version())
 }
 
 // getPeer answers GET /admin/v1/peer/{peerId} as nwaku
@@ -153,8 +153,8 @@ func (s *Server) getConnectedPeers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, out)
 }
 
-// adminPeers returns the Backend's peers with empty lists, not null.
-func (s *Server) adminPeers() []Peer { return withEmptyLists(s.b.Peers()) }
+// adminPeers returns the admin backend's peers with empty lists, not null.
+func (s *Server) adminPeers() []Peer { return withEmptyLists(s.cfg.Admin.Peers()) }
 
 // withEmptyLists returns peers, never nil, with empty lists for nil
 // Protocols and Shards, as nwaku writes them.
