@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -148,22 +149,23 @@ func (n *Node) startLight() {
 	}
 }
 
-// closeLight stops the light-client protocols; the relay is closed after.
+// closeLight stops the light-client protocols and returns every error
+// they give; the relay is closed after.
 func (n *Node) closeLight() error {
 	if n.light.removePush != nil {
 		n.light.removePush()
 	}
-	var err error
+	var errs []error
 	if n.light.filter != nil {
-		err = n.light.filter.Close()
+		errs = append(errs, n.light.filter.Close())
 	}
 	if n.light.lightpush != nil {
-		err = n.light.lightpush.Close()
+		errs = append(errs, n.light.lightpush.Close())
 	}
 	if n.light.filterClient != nil {
-		err = n.light.filterClient.Close()
+		errs = append(errs, n.light.filterClient.Close())
 	}
-	return err
+	return errors.Join(errs...)
 }
 
 // Filter returns the filter service, nil unless Config.Filter.

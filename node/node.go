@@ -143,8 +143,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("%w: %w (--shard, --pubsub-topic and --content-topic)", ErrConfig, err)
 	}
 	if err := n.build(); err != nil {
-		n.closeParts()
-		return nil, err
+		return nil, errors.Join(err, n.closeParts())
 	}
 	return n, nil
 }
@@ -266,8 +265,7 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
 	}
 	if err := checkListening(h, listen); err != nil {
-		h.Close()
-		return nil, err
+		return nil, errors.Join(err, h.Close())
 	}
 	return h, nil
 }
@@ -572,7 +570,9 @@ func (n *Node) dropPeersAfter(ctx context.Context, grace time.Duration) (cancel 
 	drop := func() {
 		once.Do(func() {
 			n.cfg.Logger.Warn("stop: services still busy with peers; closing the connections", "grace", grace)
-			n.host.Network().Close()
+			if err := n.host.Network().Close(); err != nil {
+				n.cfg.Logger.Warn("stop: closing the connections", "err", err)
+			}
 		})
 	}
 	timer := time.AfterFunc(grace, drop)
