@@ -106,7 +106,9 @@ func (n *Node) resumeOnce(ctx context.Context) (int, error) {
 		res, err := store.Query(qctx, n.host, p, req, n.cfg.Counters)
 		qcancel()
 		if err != nil {
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The stream's deadline, the context's, may pass a moment
+			// before the context itself reports it.
+			if d, _ := ctx.Deadline(); errors.Is(ctx.Err(), context.DeadlineExceeded) || !time.Now().Before(d) {
 				err = fmt.Errorf("%w: %v in all: %w", errResumeLimit, lim.timeout, err)
 			}
 			return total, fmt.Errorf("query %s: %w", p, err)
