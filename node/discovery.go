@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/couriernet/courier/node/state"
 
-	"github.com/ethereum/go-ethereum/p2p/dnsdisc"
 	"github.com/ethereum/go-ethereum/p2p/enode"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
@@ -23,204 +21,6 @@ import (
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/peerexchange"
 )
-
-// DiscoveryConfig configures how the node says where it is (its ENR) and
-// how it finds peers. Field names follow nwaku v0.38.1's flags
-// (tools/confutils/cli_args.nim); the zero value of each field means its
-// documented default.
-type DiscoveryConfig struct {
-	// ExtMultiaddrs are addresses others reach the node at
-	// (--ext-multiaddr), announced besides the listen addresses. An
-	// /ip4/<ip>/tcp/<port> one gives the record's ip and tcp; the others
-	// (/dns4, /ws, /wss ...) go in its multiaddrs field.
-	ExtMultiaddrs []string
-	// ExtMultiaddrOnly announces only ExtMultiaddrs (--ext-multiaddr-only).
-	ExtMultiaddrOnly bool
-	// NAT is how the node learns its public address (--nat): "none" (the
-	// default; nwaku's default "any" probes UPnP and NAT-PMP routers),
-	// "extip:<IPv4>" (that address), or "any", "upnp" or "pmp" (go-libp2p's
-	// port mapping, which tries both protocols).
-	NAT string
-	// DNS4DomainName is a domain name resolving to the node's public IPv4
-	// address (--dns4-domain-name); it is announced as /dns4/<name>/tcp/...
-	DNS4DomainName string
-
-	// Discv5 runs discovery v5 (--discv5-discovery).
-	Discv5 bool
-	// Discv5UDPPort is its UDP port (--discv5-udp-port). DefaultConfig sets
-	// 9000, as nwaku; 0 picks a free port.
-	Discv5UDPPort int
-	// Discv5BootstrapNodes are ENRs in text form to start from
-	// (--discv5-bootstrap-node).
-	Discv5BootstrapNodes []string
-	// Discv5ENRAutoUpdate lets discv5 replace the record's IP with the one
-	// peers report (--discv5-enr-auto-update).
-	Discv5ENRAutoUpdate bool
-	// Discv5TableIPLimit, Discv5BucketIPLimit and Discv5BitsPerHop are
-	// nwaku's routing-table tunables (defaults 10, 2 and 1). go-ethereum's
-	// table has the same limits built in (10 per /24 in the table, 2 per
-	// /24 in a bucket, LAN addresses exempt) and one bit per hop; other
-	// values are refused.
-	Discv5TableIPLimit, Discv5BucketIPLimit, Discv5BitsPerHop int
-
-	// RelayServiceRatio splits MaxConnections between relay and service
-	// peers (--relay-service-ratio), "relay:service" summing to 100.
-	// Default "50:50", as nwaku v0.38.1. A third of the relay share is
-	// dialled out, the rest left to inbound peers (nwaku peer_manager.nim).
-	RelayServiceRatio string
-	// IPColocationLimit is the most connected peers from one IP address
-	// (--ip-colocation-limit). 0 means nwaku's default 5; negative means no
-	// limit (nwaku's 0). Static peers are exempt.
-	IPColocationLimit int
-	// PeerStoreCapacity bounds the peers the manager keeps
-	// (--peer-store-capacity). Default 1000.
-	PeerStoreCapacity int
-	// PeerPersistence keeps the known peers in DataDir/peers.json across
-	// restarts (--peer-persistence).
-	PeerPersistence bool
-
-	// DNSDiscovery fetches DNSDiscoveryURL at start (--dns-discovery): its
-	// records are dialled (origin Dns) and, with discv5 on, bootstrap it.
-	DNSDiscovery bool
-	// DNSDiscoveryURL is an EIP-1459 tree, enrtree://<key>@<domain>
-	// (--dns-discovery-url).
-	DNSDiscoveryURL string
-	// DNSNameServers are the name servers asked (--dns-addrs-name-server):
-	// IP addresses (port 53, as nwaku) or, courier's extension, IP:port.
-	// Empty means nwaku's 1.1.1.1 and 1.0.0.1.
-	DNSNameServers []string
-
-	// PeerExchange serves peer exchange (--peer-exchange). Default true via
-	// DefaultDiscoveryConfig, as nwaku; a Config built by hand has it off.
-	PeerExchange bool
-	// PeerExchangeNode is a multiaddr with /p2p/<id> asked for peers at
-	// start and every PeerExchangeInterval after (--peer-exchange-node).
-	PeerExchangeNode string
-	// PeerExchangeInterval is the pause between two requests to
-	// PeerExchangeNode. Default 5 minutes; a failed request is retried
-	// after 10 s.
-	PeerExchangeInterval time.Duration
-}
-
-// DefaultDiscoveryConfig returns nwaku v0.38.1's defaults with courier's
-// --nat=none.
-func DefaultDiscoveryConfig() DiscoveryConfig {
-	return DiscoveryConfig{NAT: natNone, Discv5UDPPort: 9000, RelayServiceRatio: "50:50", PeerExchange: true}
-}
-
-// natNone is courier's default --nat: no probes leave the machine.
-const natNone = "none"
-
-func (c *DiscoveryConfig) setDefaults() {
-	if c.NAT == "" {
-		c.NAT = natNone
-	}
-	if c.Discv5TableIPLimit == 0 {
-		c.Discv5TableIPLimit = 10
-	}
-	if c.Discv5BucketIPLimit == 0 {
-		c.Discv5BucketIPLimit = 2
-	}
-	if c.Discv5BitsPerHop == 0 {
-		c.Discv5BitsPerHop = 1
-	}
-	if c.RelayServiceRatio == "" {
-		c.RelayServiceRatio = "50:50"
-	}
-	if c.IPColocationLimit == 0 {
-		c.IPColocationLimit = 5
-	}
-	if c.PeerStoreCapacity == 0 {
-		c.PeerStoreCapacity = 1000
-	}
-	if c.PeerExchangeInterval == 0 {
-		c.PeerExchangeInterval = 5 * time.Minute
-	}
-}
-
-func (c *DiscoveryConfig) validate() error {
-	if _, err := c.extIP(); err != nil {
-		return err
-	}
-	for _, s := range c.ExtMultiaddrs {
-		if _, err := ma.NewMultiaddr(s); err != nil {
-			return fmt.Errorf("%w: --ext-multiaddr %q: %w", ErrConfig, s, err)
-		}
-	}
-	if c.ExtMultiaddrOnly && len(c.ExtMultiaddrs) == 0 {
-		return fmt.Errorf("%w: --ext-multiaddr-only needs --ext-multiaddr", ErrConfig)
-	}
-	if c.DNS4DomainName != "" && strings.ContainsAny(c.DNS4DomainName, "/ ") {
-		return fmt.Errorf("%w: --dns4-domain-name %q is not a domain name", ErrConfig, c.DNS4DomainName)
-	}
-	if c.Discv5UDPPort < 0 || c.Discv5UDPPort > 65535 {
-		return fmt.Errorf("%w: --discv5-udp-port %d", ErrConfig, c.Discv5UDPPort)
-	}
-	for _, b := range c.Discv5BootstrapNodes {
-		if _, err := discovery.ParseENR(b); err != nil {
-			return fmt.Errorf("%w: --discv5-bootstrap-node %q: %w", ErrConfig, b, err)
-		}
-	}
-	if c.Discv5TableIPLimit != 10 || c.Discv5BucketIPLimit != 2 || c.Discv5BitsPerHop != 1 {
-		return fmt.Errorf("%w: --discv5-table-ip-limit, --discv5-bucket-ip-limit and --discv5-bits-per-hop: go-ethereum's discv5 table has 10, 2 and 1 built in", ErrConfig)
-	}
-	if _, _, err := parseRatio(c.RelayServiceRatio); err != nil {
-		return err
-	}
-	if c.PeerExchangeNode != "" {
-		if _, err := peer.AddrInfoFromString(c.PeerExchangeNode); err != nil {
-			return fmt.Errorf("%w: --peer-exchange-node %q needs a multiaddr with /p2p/<id>: %w", ErrConfig, c.PeerExchangeNode, err)
-		}
-	}
-	if c.DNSDiscovery && c.DNSDiscoveryURL == "" {
-		return fmt.Errorf("%w: --dns-discovery needs --dns-discovery-url enrtree://<key>@<domain>", ErrConfig)
-	}
-	if c.DNSDiscoveryURL != "" {
-		// The tree's public key and domain, as the client will read them.
-		if _, _, err := dnsdisc.ParseURL(c.DNSDiscoveryURL); err != nil {
-			return fmt.Errorf("%w: --dns-discovery-url %q: %w (want enrtree://<base32 public key>@<domain>)", ErrConfig, c.DNSDiscoveryURL, err)
-		}
-	}
-	if c.PeerStoreCapacity < 0 {
-		return fmt.Errorf("%w: --peer-store-capacity %d", ErrConfig, c.PeerStoreCapacity)
-	}
-	return nil
-}
-
-// parseRatio parses "relay:service", two numbers summing to 100
-// (nwaku parseRelayServiceRatio).
-func parseRatio(s string) (relay, service float64, err error) {
-	r, sv, ok := strings.Cut(s, ":")
-	if ok {
-		_, err1 := fmt.Sscan(r, &relay)
-		_, err2 := fmt.Sscan(sv, &service)
-		ok = err1 == nil && err2 == nil && relay >= 0 && service >= 0 && relay+service == 100
-	}
-	if !ok {
-		return 0, 0, fmt.Errorf("%w: --relay-service-ratio %q: want two numbers summing to 100, as 50:50", ErrConfig, s)
-	}
-	return relay / 100, service / 100, nil
-}
-
-// extIP returns the address of --nat=extip:<IPv4>, or nil.
-func (c *DiscoveryConfig) extIP() (net.IP, error) {
-	switch {
-	case c.NAT == natNone || c.portMapping():
-		return nil, nil
-	case strings.HasPrefix(c.NAT, "extip:"):
-		ip := net.ParseIP(strings.TrimPrefix(c.NAT, "extip:"))
-		if ip == nil || ip.To4() == nil {
-			return nil, fmt.Errorf("%w: --nat %q: want extip:<IPv4 address>", ErrConfig, c.NAT)
-		}
-		return ip, nil
-	}
-	return nil, fmt.Errorf("%w: --nat %q: want none, any, upnp, pmp or extip:<IPv4 address>", ErrConfig, c.NAT)
-}
-
-// portMapping reports whether --nat asks for UPnP or NAT-PMP port mapping.
-func (c *DiscoveryConfig) portMapping() bool {
-	return c.NAT == "any" || c.NAT == "upnp" || c.NAT == "pmp"
-}
 
 // Protocol ids whose handlers give the bits of the waku2 field
 // (nwaku waku_core/codecs.nim).
@@ -255,7 +55,7 @@ func (n *Node) capabilities() discovery.Capabilities {
 // networkConfiguration).
 func (n *Node) resolveDNS4() error {
 	dc := n.cfg.Discovery
-	if ip, _ := dc.extIP(); ip != nil || dc.DNS4DomainName == "" {
+	if n.cfg.extIP != nil || dc.DNS4DomainName == "" {
 		return nil
 	}
 	ip, err := discovery.ResolveIPv4(dc.DNS4DomainName, discovery.DNSConfig{NameServers: dc.DNSNameServers, Logger: n.cfg.Logger})
@@ -279,15 +79,8 @@ func (n *Node) recordConfig(udpPort int) (discovery.RecordConfig, error) {
 		rc.Shards = discovery.RelayShards{ClusterID: n.cfg.ClusterID, Shards: slices.Clone(n.cfg.Shards)}
 	}
 	tcpPort, wsPort := n.boundPorts()
-	var ext []ma.Multiaddr
-	for _, s := range dc.ExtMultiaddrs {
-		a, err := ma.NewMultiaddr(s)
-		if err != nil {
-			return rc, fmt.Errorf("%w: --ext-multiaddr %q: %w", ErrConfig, s, err)
-		}
-		ext = append(ext, a)
-	}
-	extIP, _ := dc.extIP()
+	ext := n.cfg.extAddrs
+	extIP := n.cfg.extIP
 	if extIP == nil {
 		extIP = n.dns4IP
 	}
@@ -447,15 +240,7 @@ func (n *Node) startDiscovery() error {
 		n.dnsDiscovery()
 		return nil
 	}
-	boot := n.dnsDiscovery()
-	for _, b := range dc.Discv5BootstrapNodes {
-		bn, err := discovery.ParseENR(b)
-		if err != nil {
-			conn.Close()
-			return fmt.Errorf("%w: --discv5-bootstrap-node: %w", ErrConfig, err)
-		}
-		boot = append(boot, bn)
-	}
+	boot := append(n.dnsDiscovery(), n.cfg.bootstrap...)
 	n.discv5, err = discovery.StartDiscv5(ek, n.record, conn, discovery.Discv5Config{
 		Bootnodes: boot,
 		Filter:    discovery.WakuFilter(n.cfg.ClusterID, n.cfg.Shards),
@@ -494,29 +279,21 @@ func (n *Node) dnsDiscovery() []*enode.Node {
 
 // runPeerManager starts the peer manager with the static peers known, and
 // the peer exchange server and client as configured.
-func (n *Node) runPeerManager(ctx context.Context, static []peer.AddrInfo) error {
+func (n *Node) runPeerManager(ctx context.Context, static []peer.AddrInfo) {
 	for _, pi := range static {
 		n.peers.add(discovery.Peer{ID: pi.ID, Addrs: pi.Addrs}, state.Static)
 	}
 	dc := n.cfg.Discovery
 	if dc.PeerExchange {
-		limits, err := ratelimit.Parse(n.cfg.RateLimit)
-		if err != nil {
-			return fmt.Errorf("%w: --rate-limit: %w", ErrConfig, err)
-		}
 		n.pxServer = peerexchange.NewServer(n.host, peerexchange.Config{
 			Peers:     n.peers.exchangePool,
-			RateLimit: limits.Get(ratelimit.PeerExchange),
+			RateLimit: n.cfg.limits.Get(ratelimit.PeerExchange),
 			Logger:    n.cfg.Logger.With("protocol", "peer-exchange"),
 		})
 		n.MarkMounted(HealthPeerExchange, peerexchange.ProtocolID)
 	}
 	n.pxClient = peerexchange.NewClient(n.host, n.cfg.Logger.With("protocol", "peer-exchange"))
-	if dc.PeerExchangeNode != "" {
-		pi, err := peer.AddrInfoFromString(dc.PeerExchangeNode)
-		if err != nil {
-			return fmt.Errorf("%w: --peer-exchange-node: %w", ErrConfig, err)
-		}
+	if pi := n.cfg.pxNode; pi != nil {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -528,7 +305,6 @@ func (n *Node) runPeerManager(ctx context.Context, static []peer.AddrInfo) error
 		defer n.wg.Done()
 		n.peers.run(ctx)
 	}()
-	return nil
 }
 
 // askPeerExchange asks pi for peers now and every PeerExchangeInterval

@@ -147,8 +147,7 @@ func TestRecordConfigAddresses(t *testing.T) {
 	}
 	for _, bad := range []DiscoveryConfig{{NAT: "stun"}, {NAT: "extip:host"}, {ExtMultiaddrs: []string{"nope"}}, {ExtMultiaddrOnly: true}} {
 		cfg := Config{Discovery: bad}
-		cfg.setDefaults()
-		if err := cfg.validate(); !errors.Is(err, ErrConfig) {
+		if _, err := cfg.resolve(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}

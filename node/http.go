@@ -26,9 +26,9 @@ func (n *Node) startHTTP() error {
 	if srv := n.rest; srv != nil {
 		if n.relay != nil {
 			var cts, shards []string
-			if n.auto != nil {
+			if n.cfg.auto != nil {
 				for _, ct := range n.cfg.ContentTopics {
-					if t, err := n.auto.PubsubTopic(ct); err == nil {
+					if t, err := n.cfg.auto.PubsubTopic(ct); err == nil {
 						cts, shards = append(cts, ct), append(shards, t)
 					}
 				}
@@ -115,12 +115,7 @@ func (n *Node) HTTPAddrs() []string { return n.httpAddrs }
 // is a WebSocket one and neither a domain name nor an extip is set.
 func (n *Node) announcedAddresses() []string {
 	dc := n.cfg.Discovery
-	var ext []ma.Multiaddr
-	for _, s := range dc.ExtMultiaddrs {
-		if a, err := ma.NewMultiaddr(s); err == nil { // checked by validate
-			ext = append(ext, a)
-		}
-	}
+	ext := n.cfg.extAddrs
 	var out []string
 	if !dc.ExtMultiaddrOnly {
 		host, external := n.announcedHost()
@@ -173,7 +168,7 @@ func (n *Node) announcedHost() (host string, external bool) {
 	if dc.DNS4DomainName != "" {
 		return "/dns4/" + dc.DNS4DomainName, true
 	}
-	if ip, _ := dc.extIP(); ip != nil {
+	if ip := n.cfg.extIP; ip != nil {
 		return ipMultiaddr(ip), true
 	}
 	return "", false

@@ -8,7 +8,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/filter"
@@ -39,10 +38,7 @@ type light struct {
 
 // buildLight mounts the services and clients the config asks for.
 func (n *Node) buildLight() error {
-	limits, err := ratelimit.Parse(n.cfg.RateLimit)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
-	}
+	limits := n.cfg.limits
 	if n.cfg.Filter {
 		fc := filter.Config{
 			MaxPeers: n.cfg.FilterMaxPeersToServe, MaxCriteria: n.cfg.FilterMaxCriteria,
@@ -62,8 +58,8 @@ func (n *Node) buildLight() error {
 	if n.cfg.Lightpush {
 		lc := lightpush.Config{Relay: n.relay, ClusterID: n.cfg.ClusterID, Counters: n.cfg.Counters, RateLimit: limits.Get(ratelimit.Lightpush),
 			Logger: n.cfg.Logger.With("protocol", "lightpush")}
-		if n.auto != nil {
-			lc.Autoshard = n.auto.PubsubTopic
+		if n.cfg.auto != nil {
+			lc.Autoshard = n.cfg.auto.PubsubTopic
 		}
 		svc, err := lightpush.New(n.host, lc)
 		if err != nil {
@@ -73,16 +69,8 @@ func (n *Node) buildLight() error {
 		n.MarkMounted(HealthLightpush, lightpush.ProtocolID)
 		n.MarkMounted(HealthLegacyLightpush, lightpush.LegacyProtocolID)
 	}
-	if n.cfg.FilterNode != "" {
-		if n.light.filterSlot, err = n.addServicePeer("filternode", n.cfg.FilterNode); err != nil {
-			return err
-		}
-	}
-	if n.cfg.LightpushNode != "" {
-		if n.light.lightpushSlot, err = n.addServicePeer("lightpushnode", n.cfg.LightpushNode); err != nil {
-			return err
-		}
-	}
+	n.light.filterSlot = n.addServicePeer(n.cfg.filterNode)
+	n.light.lightpushSlot = n.addServicePeer(n.cfg.lightpushNode)
 	n.light.filterClient = filter.NewClient(n.host, filter.ClientConfig{
 		Counters: n.cfg.Counters, Logger: n.cfg.Logger.With("protocol", "filter-client"),
 		Handler: func(env *message.Envelope, _ peer.ID) {
@@ -127,18 +115,14 @@ func (n *Node) filterTopic(pubsubTopic string, subscribed bool) {
 	}
 }
 
-// addServicePeer parses a service node's multiaddr and keeps its addresses.
-func (n *Node) addServicePeer(flag, s string) (peer.ID, error) {
-	addr, err := ma.NewMultiaddr(s)
-	if err != nil {
-		return "", fmt.Errorf("%w: --%s %q: %w", ErrConfig, flag, s, err)
-	}
-	pi, err := peer.AddrInfoFromP2pAddr(addr)
-	if err != nil {
-		return "", fmt.Errorf("%w: --%s %q needs /p2p/<peer id>: %w", ErrConfig, flag, s, err)
+// addServicePeer keeps the addresses of a service node and returns its
+// id, "" for none.
+func (n *Node) addServicePeer(pi *peer.AddrInfo) peer.ID {
+	if pi == nil {
+		return ""
 	}
 	n.host.Peerstore().AddAddrs(pi.ID, pi.Addrs, peerstore.PermanentAddrTTL)
-	return pi.ID, nil
+	return pi.ID
 }
 
 // startLight feeds the filter service from the relay's dispatcher: the

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,7 +53,7 @@ var (
 
 // Node is a Waku node: a libp2p host with relay, metadata and an archive.
 type Node struct {
-	cfg     Config
+	cfg     *plan
 	host    host.Host
 	relay   *relay.Relay
 	archive archive.Archive // nil when store is off
@@ -63,9 +62,6 @@ type Node struct {
 	archiveGate *archiveGate
 	metadata    *metadata.Service
 	ping        *ping.PingService
-	auto        *shard.Autosharding // nil under static sharding
-	// topics are the pubsub topics relayed from the start (startTopics).
-	topics []string
 	// shardMu is held from the shard-count check of a relay subscription
 	// (checkMoreShards) until the subscription is made.
 	shardMu sync.Mutex
@@ -108,40 +104,22 @@ type Node struct {
 	started bool // Start or Stop has been called
 }
 
-// New builds a node from cfg without starting it: it loads or creates the
-// node key, opens the archive and creates the libp2p host (already
-// listening) with relay and metadata mounted.
+// New builds a node from cfg without starting it: it resolves the
+// configuration (every field is checked here; an error wraps ErrConfig and
+// names the field's flag), loads or creates the node key, opens the
+// archive and creates the libp2p host (already listening) with relay and
+// metadata mounted.
 func New(cfg Config) (*Node, error) {
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	n := &Node{cfg: cfg, state: "INITIALIZING", resumeLimits: defaultResumeLimits}
-	n.newRegistry()
-	if cfg.NumShardsInNetwork > 0 {
-		auto, err := shard.NewAutosharding(cfg.ClusterID, cfg.NumShardsInNetwork)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		n.auto = &auto
-	}
-	for _, ct := range cfg.ContentTopics {
-		if _, err := shard.ParseContentTopic(ct); err != nil {
-			return nil, fmt.Errorf("%w: --content-topic %s: %w", ErrConfig, ct, err)
-		}
-	}
-	topics, err := n.startTopics()
+	p, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
-	n.topics = topics
-	shards := cfg.Shards
-	if cfg.Relay {
-		shards = n.clusterShards(topics)
+	if len(p.ContentTopics) > 0 && p.auto == nil {
+		p.Logger.Warn("static sharding: --content-topic gives no shard to relay, as in nwaku; set --num-shards-in-network for autosharding",
+			"content_topics", p.ContentTopics)
 	}
-	if err := n.checkShards(shards); err != nil {
-		return nil, fmt.Errorf("%w: %w (--shard, --pubsub-topic and --content-topic)", ErrConfig, err)
-	}
+	n := &Node{cfg: p, state: "INITIALIZING", resumeLimits: defaultResumeLimits}
+	n.newRegistry()
 	if err := n.build(); err != nil {
 		return nil, errors.Join(err, n.closeParts())
 	}
@@ -250,21 +228,17 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	if n.cfg.Discovery.portMapping() {
 		opts = append(opts, libp2p.NATPortMap())
 	}
-	var listen []listenAddr
 	if n.cfg.NoListen {
 		opts = append(opts, libp2p.NoListenAddrs)
 	} else {
-		if listen, err = n.cfg.configuredListen(ipMultiaddr(net.ParseIP(n.cfg.ListenAddress))); err != nil {
-			return nil, err
-		}
-		opts = append(opts, libp2p.ListenAddrs(listenAddrs(listen)...))
+		opts = append(opts, libp2p.ListenAddrs(listenAddrs(n.cfg.listen)...))
 	}
 	opts = append(opts, libp2p.PrometheusRegisterer(n.reg))
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
 	}
-	if err := checkListening(h, listen); err != nil {
+	if err := checkListening(h, n.cfg.listen); err != nil {
 		return nil, errors.Join(err, h.Close())
 	}
 	return h, nil
@@ -364,7 +338,7 @@ func (n *Node) shards() []uint16 {
 	if n.relay == nil {
 		return n.cfg.Shards
 	}
-	return n.clusterShards(n.relay.Topics())
+	return n.cfg.clusterShards(n.relay.Topics())
 }
 
 // Start subscribes the relay to the node's pubsub topics and starts
@@ -387,16 +361,13 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	if n.relay != nil {
-		for _, t := range n.topics {
+		for _, t := range n.cfg.topics {
 			if err := n.relay.Subscribe(t, relay.OwnerConfig); err != nil {
 				return err
 			}
 		}
 	}
-	peers, err := n.cfg.staticPeers()
-	if err != nil {
-		return err
-	}
+	peers := n.cfg.static
 	if err := n.startStoreSync(ctx); err != nil {
 		return err
 	}
@@ -438,9 +409,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := startCanceled(ctx); err != nil {
 		return err
 	}
-	if err := n.runPeerManager(runCtx, peers); err != nil {
-		return err
-	}
+	n.runPeerManager(runCtx, peers)
 	n.setState("READY")
 	return nil
 }
@@ -676,32 +645,10 @@ func (n *Node) Metadata() *metadata.Service { return n.metadata }
 // Autosharding returns the node's autosharding of content topics; ok is
 // false under static sharding (NumShardsInNetwork 0).
 func (n *Node) Autosharding() (a shard.Autosharding, ok bool) {
-	if n.auto == nil {
+	if n.cfg.auto == nil {
 		return shard.Autosharding{}, false
 	}
-	return *n.auto, true
-}
-
-// startTopics returns the pubsub topics relayed from the start: the
-// configured shards and pubsub topics and, under autosharding, the shards
-// of the configured content topics, each once.
-func (n *Node) startTopics() ([]string, error) {
-	topics := n.cfg.pubsubTopics()
-	if len(n.cfg.ContentTopics) > 0 && n.auto == nil {
-		n.cfg.Logger.Warn("static sharding: --content-topic gives no shard to relay, as in nwaku; set --num-shards-in-network for autosharding",
-			"content_topics", n.cfg.ContentTopics)
-	}
-	if n.auto != nil {
-		for _, ct := range n.cfg.ContentTopics {
-			t, err := n.auto.PubsubTopic(ct)
-			if err != nil {
-				return nil, fmt.Errorf("%w: --content-topic %s: %w", ErrConfig, ct, err)
-			}
-			topics = append(topics, t)
-		}
-	}
-	slices.Sort(topics)
-	return slices.Compact(topics), nil
+	return *n.cfg.auto, true
 }
 
 // ListenAddresses returns the host's listen addresses with /p2p/<id>.

@@ -60,26 +60,26 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			tc.mod(&cfg)
-			cfg.setDefaults()
-			if err := cfg.validate(); !errors.Is(err, ErrConfig) {
-				t.Fatalf("validate = %v, want ErrConfig", err)
+			if _, err := cfg.resolve(); !errors.Is(err, ErrConfig) {
+				t.Fatalf("resolve = %v, want ErrConfig", err)
 			}
 		})
 	}
-	cfg := DefaultConfig()
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+	p, err := DefaultConfig().resolve()
+	if err != nil {
 		t.Fatalf("default config: %v", err)
 	}
-	if got := cfg.pubsubTopics(); len(got) != 1 || got[0] != "/waku/2/rs/0/0" {
+	if got := p.pubsubTopics(); len(got) != 1 || got[0] != "/waku/2/rs/0/0" {
 		t.Fatalf("default topics %v", got)
 	}
 	// Autosharding without --shard relays every shard of the network, as
 	// nwaku (waku/factory/conf_builder/waku_conf_builder.nim buildShardingConf).
-	cfg = DefaultConfig()
+	cfg := DefaultConfig()
 	cfg.ClusterID, cfg.NumShardsInNetwork = 5, 3
-	cfg.setDefaults()
-	if got := cfg.pubsubTopics(); !slices.Equal(got, []string{"/waku/2/rs/5/0", "/waku/2/rs/5/1", "/waku/2/rs/5/2"}) {
+	if p, err = cfg.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.pubsubTopics(); !slices.Equal(got, []string{"/waku/2/rs/5/0", "/waku/2/rs/5/1", "/waku/2/rs/5/2"}) {
 		t.Fatalf("autosharding topics %v", got)
 	}
 }

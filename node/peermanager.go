@@ -113,8 +113,7 @@ type peerManager struct {
 
 func newPeerManager(n *Node) *peerManager {
 	dc := n.cfg.Discovery
-	relayShare, _, _ := parseRatio(dc.RelayServiceRatio)
-	relayPeers := int(math.Ceil(float64(n.cfg.MaxConnections) * relayShare))
+	relayPeers := int(math.Ceil(float64(n.cfg.MaxConnections) * n.cfg.relayShare))
 	pm := &peerManager{
 		n: n, h: n.host, log: n.cfg.Logger,
 		outTarget: max(1, relayPeers/3), inTarget: relayPeers - relayPeers/3,

@@ -73,10 +73,10 @@ func (a *restAPI) Version() string { return Version }
 func (a *restAPI) Health() rest.Health { return a.node().healthReport() }
 
 func (a *restAPI) ContentTopicShard(ct string) (string, error) {
-	if a.auto == nil {
+	if a.cfg.auto == nil {
 		return "", rest.ErrAutoshardingDisabled
 	}
-	return a.auto.PubsubTopic(ct)
+	return a.cfg.auto.PubsubTopic(ct)
 }
 
 // RelaySubscribe and the methods below it to ShardPeers are

@@ -12,11 +12,7 @@ import (
 // has the node's own peer id: libp2p never dials itself, so such a node
 // (another one started with the same --nodekey) could never be reached.
 func (n *Node) refuseOwnStatic(self peer.ID) error {
-	peers, err := n.cfg.staticPeers()
-	if err != nil {
-		return err
-	}
-	for i, pi := range peers {
+	for i, pi := range n.cfg.static {
 		if pi.ID == self {
 			return fmt.Errorf("%w: --staticnode %s has this node's own peer id: two nodes with the same node key (--nodekey, or a copied DataDir/nodekey) cannot connect; give each node its own key",
 				ErrConfig, n.cfg.StaticNodes[i])

@@ -53,10 +53,7 @@ func (c *Config) locateArchive() (archiveLocation, error) {
 
 // openArchive opens the archive Config.DBURL names.
 func (n *Node) openArchive() error {
-	loc, err := n.cfg.locateArchive()
-	if err != nil {
-		return err
-	}
+	loc := n.cfg.archive
 	cfg := n.cfg.ArchiveConfig
 	n.nwaku.observeArchive(&cfg)
 	if cfg.Logger == nil {
@@ -96,12 +93,9 @@ type storeParts struct {
 // with the --rate-limit setting for store, and keeps --storenode's address.
 func (n *Node) buildStore() error {
 	if n.archive != nil {
-		limits, err := ratelimit.Parse(n.cfg.RateLimit)
-		if err != nil {
-			return fmt.Errorf("%w: --rate-limit: %w", ErrConfig, err)
-		}
+		var err error
 		n.store.server, err = store.NewServer(n.host, n.archive, store.Config{
-			RateLimit: limits.Get(ratelimit.StoreV3), Logger: n.cfg.Logger.With("protocol", "store"),
+			RateLimit: n.cfg.limits.Get(ratelimit.StoreV3), Logger: n.cfg.Logger.With("protocol", "store"),
 		})
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -111,12 +105,7 @@ func (n *Node) buildStore() error {
 	// The store client is always mounted, as in nwaku
 	// (waku/factory/node_factory.nim mountStoreClient).
 	n.MarkMounted(HealthStoreClient, store.ProtocolID)
-	if n.cfg.StoreNode != "" {
-		var err error
-		if n.store.peer, err = n.addServicePeer("storenode", n.cfg.StoreNode); err != nil {
-			return err
-		}
-	}
+	n.store.peer = n.addServicePeer(n.cfg.storeNode)
 	return nil
 }
 
