@@ -40,7 +40,13 @@ func TestZeroConfigStarts(t *testing.T) {
 					t.Errorf("HTTP server on %s, want 127.0.0.1 and a port", a)
 				}
 			}
-			if want := btoi(tc.cfg.REST) + btoi(tc.cfg.MetricsServer); len(n.HTTPAddrs()) != want {
+			want := 0
+			for _, on := range []bool{tc.cfg.REST, tc.cfg.MetricsServer} {
+				if on {
+					want++
+				}
+			}
+			if len(n.HTTPAddrs()) != want {
 				t.Errorf("HTTP servers %q, want %d", n.HTTPAddrs(), want)
 			}
 		})
@@ -136,21 +142,23 @@ func TestResolveParsesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	switch {
-	case len(p.static) != 1 || p.static[0].ID.String() != id:
-		t.Errorf("static %v", p.static)
+	case len(p.peers.Static) != 1 || p.peers.Static[0].ID.String() != id:
+		t.Errorf("static %v", p.peers.Static)
 	case p.storeNode == nil || p.storeNode.Addrs[0].String() != "/ip4/127.0.0.1/tcp/2" || p.filterNode == nil || p.lightpushNode != nil:
 		t.Errorf("service nodes %v %v %v", p.storeNode, p.filterNode, p.lightpushNode)
 	case p.limits.Get(ratelimit.StoreV3) != (ratelimit.Setting{Volume: 10, Period: time.Second}):
 		t.Errorf("store limit %v", p.limits.Get(ratelimit.StoreV3))
 	case p.limits.Get(ratelimit.PeerExchange) != (ratelimit.Setting{Volume: 5, Period: time.Minute}):
 		t.Errorf("peer exchange limit %v", p.limits.Get(ratelimit.PeerExchange))
-	case p.pxNode == nil || p.pxNode.Addrs[0].String() != "/ip4/127.0.0.1/tcp/4":
-		t.Errorf("peer exchange node %v", p.pxNode)
-	case len(p.bootstrap) != 1 || p.bootstrap[0].String() != enr:
-		t.Errorf("bootstrap %v", p.bootstrap)
-	case len(p.extAddrs) != 1 || p.extIP.String() != "203.0.113.7" || p.relayShare != 0.6:
-		t.Errorf("external addresses %v, ip %v, relay share %v", p.extAddrs, p.extIP, p.relayShare)
-	case len(p.listen) != 1 || p.listen[0].addr.String() != "/ip4/0.0.0.0/tcp/0":
+	case p.peers.PeerExchangeNode == nil || p.peers.PeerExchangeNode.Addrs[0].String() != "/ip4/127.0.0.1/tcp/4":
+		t.Errorf("peer exchange node %v", p.peers.PeerExchangeNode)
+	case p.peers.PeerExchangeLimit != (ratelimit.Setting{Volume: 5, Period: time.Minute}):
+		t.Errorf("peer exchange limit given to the peer manager %v", p.peers.PeerExchangeLimit)
+	case len(p.peers.Bootstrap) != 1 || p.peers.Bootstrap[0].String() != enr:
+		t.Errorf("bootstrap %v", p.peers.Bootstrap)
+	case len(p.peers.Announce.ExtAddrs) != 1 || p.peers.Announce.ExtIP.String() != "203.0.113.7" || p.peers.RelayShare != 0.6:
+		t.Errorf("external addresses %v, ip %v, relay share %v", p.peers.Announce.ExtAddrs, p.peers.Announce.ExtIP, p.peers.RelayShare)
+	case len(p.listen) != 1 || p.listen[0].Addr.String() != "/ip4/0.0.0.0/tcp/0":
 		t.Errorf("listen %v", p.listen)
 	case p.archive != (archiveLocation{dir: "store.sqlite3.segments", index: "store.sqlite3"}):
 		t.Errorf("archive %+v", p.archive)

@@ -30,15 +30,16 @@ func (c discoveryCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 	n := c.n
-	srv, cl := n.PeerExchangeStats()
+	ds := n.peers.DiscoveryStats()
+	srv, cl := ds.PxServer, ds.PxClient
 	counter(descPxPeersSent, srv.PeersSent)
 	counter(descPxErrors, srv.BadRequests, "decode_rpc_failure")
 	counter(descPxErrors, srv.RateLimited, "rate_limited")
 	counter(descPxErrors, cl.Failures, "request_failure")
 	counter(descPxErrors, cl.Rejected, "bad_enr")
 	counter(descPxReceived, cl.Received)
-	if n.discv5 != nil {
-		s := n.discv5.Stats()
+	if ds.Discv5Running {
+		s := ds.Discv5
 		counter(descDiscv5Errors, s.Malformed, "ParseFailure")
 		counter(descDiscv5Found, s.Filtered, "filtered")
 		counter(descDiscv5Found, s.Found, "kept")

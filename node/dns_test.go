@@ -91,9 +91,9 @@ func TestDNSDiscoveryConnects(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for _, o := range []*Node{a, b} {
-		for n.Host().Network().Connectedness(o.Host().ID()) != network.Connected || n.peerOrigin(o.Host().ID()) != state.DNS {
+		for n.Host().Network().Connectedness(o.Host().ID()) != network.Connected || n.peers.Origin(o.Host().ID()) != state.DNS {
 			if time.Now().After(deadline) {
-				t.Fatalf("not connected to %s (origin %s), stats %+v", o.Host().ID(), n.peerOrigin(o.Host().ID()), n.PeerStats())
+				t.Fatalf("not connected to %s (origin %s), stats %+v", o.Host().ID(), n.peers.Origin(o.Host().ID()), n.PeerStats())
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -1,19 +1,17 @@
 package node
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/couriernet/courier/node/internal/peers"
 )
 
 // Version is the node's version string, served at /debug/v1/version and
@@ -53,7 +51,7 @@ func (n *Node) startHTTP() error {
 // serve binds addr:port in addr's family only, as nwaku binds the IpAddress
 // it is given: 0.0.0.0 is every IPv4 address, not IPv6's as well.
 func (n *Node) serve(what, addr string, port int, h http.Handler) error {
-	ln, err := net.Listen(ipNetwork("tcp", addr), net.JoinHostPort(addr, strconv.Itoa(port)))
+	ln, err := net.Listen(peers.IPNetwork("tcp", addr), net.JoinHostPort(addr, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("node: %s: %w", what, err)
 	}
@@ -69,21 +67,6 @@ func (n *Node) serve(what, addr string, port int, h http.Handler) error {
 		}
 	}()
 	return nil
-}
-
-// ipNetwork returns network ("tcp" or "udp") with the family of the IP
-// address ip: "tcp4" for an IPv4 address (IPv4-mapped IPv6 included),
-// "tcp6" for an IPv6 one, network itself for what is not an address.
-func ipNetwork(network, ip string) string {
-	a := net.ParseIP(ip)
-	switch {
-	case a == nil:
-		return network
-	case a.To4() != nil:
-		return network + "4"
-	default:
-		return network + "6"
-	}
 }
 
 // stopHTTP shuts the servers down, letting requests in progress finish
@@ -102,74 +85,3 @@ func (n *Node) stopHTTP(ctx context.Context) error {
 // HTTPAddrs returns the bound addresses of the REST and metrics servers, in
 // that order, for the ones that run.
 func (n *Node) HTTPAddrs() []string { return n.httpAddrs }
-
-// announcedAddresses are the addresses /debug/v1/info lists, each with
-// /p2p/<id>, as nwaku's NetConfig announces them (waku/node/net_config.nim
-// init, listed by waku/node/waku_node.nim info): the node's TCP address,
-// then its WebSocket one, then every --ext-multiaddr; with
-// --ext-multiaddr-only only the latter. The host part of the first two is
-// /dns4/<--dns4-domain-name>, else the --nat=extip: address, else the
-// listen address, where 0.0.0.0 (or ::) is given once with the address of
-// the interface that routes outward (listenIP), not once per interface. As in
-// nwaku, the WebSocket listen address is left out when an --ext-multiaddr
-// is a WebSocket one and neither a domain name nor an extip is set.
-func (n *Node) announcedAddresses() []string {
-	dc := n.cfg.Discovery
-	ext := n.cfg.extAddrs
-	var out []string
-	if !dc.ExtMultiaddrOnly {
-		host, external := n.announcedHost()
-		// The host lists its listen addresses in no fixed order; nwaku
-		// announces the TCP one first, then the WebSocket one.
-		listen := slices.Clone(n.host.Network().ListenAddresses())
-		slices.SortStableFunc(listen, func(a, b ma.Multiaddr) int { return cmp.Compare(btoi(isWS(a)), btoi(isWS(b))) })
-		for _, a := range listen {
-			first, rest := ma.SplitFirst(a)
-			if first == nil || (first.Protocol().Code != ma.P_IP4 && first.Protocol().Code != ma.P_IP6) {
-				continue // /p2p-circuit and the like: nothing to dial directly
-			}
-			if isWS(a) && !external && slices.ContainsFunc(ext, isWS) {
-				continue
-			}
-			h := host
-			if h == "" {
-				h = ipMultiaddr(net.ParseIP(first.Value()))
-				if net.ParseIP(first.Value()).IsUnspecified() {
-					h = ipMultiaddr(n.listenIP())
-				}
-			}
-			out = append(out, strings.Replace(h+rest.String(), "/tls/ws", "/wss", 1))
-		}
-	}
-	for _, a := range ext {
-		out = append(out, a.String())
-	}
-	for i, s := range out {
-		if !strings.Contains(s, "/p2p/") {
-			out[i] = s + "/p2p/" + n.host.ID().String()
-		}
-	}
-	return out
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// announcedHost returns the host part that replaces the listen address in
-// announced addresses: /dns4/<--dns4-domain-name>, else /ip4/<extip> of
-// --nat=extip:, else "" (the listen address itself); external says which
-// of the first two applies.
-func (n *Node) announcedHost() (host string, external bool) {
-	dc := n.cfg.Discovery
-	if dc.DNS4DomainName != "" {
-		return "/dns4/" + dc.DNS4DomainName, true
-	}
-	if ip := n.cfg.extIP; ip != nil {
-		return ipMultiaddr(ip), true
-	}
-	return "", false
-}

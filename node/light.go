@@ -207,7 +207,7 @@ func (n *Node) SelectServicePeer(codec protocol.ID) (p peer.ID, ok bool) {
 		}
 	}
 	if cap != 0 {
-		for _, id := range n.peers.withCaps(cap) {
+		for _, id := range n.peers.WithCaps(cap) {
 			if !seen[id] {
 				seen[id] = true
 				candidates = append(candidates, id)

@@ -293,7 +293,7 @@ func TestServicePeerFromDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ma.StringCast("/ip4/127.0.0.1/tcp/1")
-	n.peers.add(discovery.Peer{ID: id, Addrs: []ma.Multiaddr{addr}, Caps: discovery.Lightpush | discovery.Filter, HasCaps: true}, state.Discv5)
+	n.peers.Add(discovery.Peer{ID: id, Addrs: []ma.Multiaddr{addr}, Caps: discovery.Lightpush | discovery.Filter, HasCaps: true}, state.Discv5)
 	for _, tc := range []struct {
 		codec protocol.ID
 		ok    bool

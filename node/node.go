@@ -6,20 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
@@ -31,11 +28,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/couriernet/courier/archive"
-	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/internal/dirlock"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
 	"github.com/couriernet/courier/mplex"
+	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/peerexchange"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/rest"
@@ -67,30 +64,19 @@ type Node struct {
 	shardMu sync.Mutex
 	// resumeLimits bound store resume: defaultResumeLimits.
 	resumeLimits resumeLimits
-	// sameIDWarned is set once a peer with the node's own id was warned of.
-	sameIDWarned atomic.Bool
 
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 	servers    []*http.Server
 	httpAddrs  []string
 	removeREST func()
-	static     map[peer.ID]bool
-	// refused holds the static nodes the metadata check disconnected for
-	// their cluster, with the reason; they are not dialled again.
-	refused   map[peer.ID]error
-	lock      *os.File // flock on DataDir/LOCK
-	key       crypto.PrivKey
-	record    *discovery.LocalRecord
-	dns4IP    net.IP // --dns4-domain-name resolved at start, nil without it or with --nat=extip:
-	discv5    *discovery.Discv5
-	peers     *peerManager
-	pxServer  *peerexchange.Server
-	pxClient  *peerexchange.Client
-	rest      *rest.Server
-	storeSync *storesync.Service
-	store     storeParts
-	light     light
+	lock       *os.File // flock on DataDir/LOCK
+	key        crypto.PrivKey
+	peers      *peers.Manager
+	rest       *rest.Server
+	storeSync  *storesync.Service
+	store      storeParts
+	light      light
 
 	health health
 
@@ -160,7 +146,7 @@ func (n *Node) build() error {
 	if n.host, err = n.newHost(key); err != nil {
 		return err
 	}
-	n.peers = newPeerManager(n)
+	n.peers = peers.New(n.host, n.cfg.peers)
 	n.ping = ping.NewPingService(n.host)
 	if n.cfg.Relay {
 		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger}
@@ -185,7 +171,6 @@ func (n *Node) build() error {
 	if err := n.buildLight(); err != nil {
 		return err
 	}
-	n.watchConnectedness()
 	n.metadata, err = metadata.New(n.host, metadata.Config{ClusterID: n.cfg.ClusterID, Shards: n.shards, OnChecked: n.onMetadataChecked, Logger: n.cfg.Logger})
 	if err != nil {
 		return err
@@ -231,27 +216,17 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	if n.cfg.NoListen {
 		opts = append(opts, libp2p.NoListenAddrs)
 	} else {
-		opts = append(opts, libp2p.ListenAddrs(listenAddrs(n.cfg.listen)...))
+		opts = append(opts, libp2p.ListenAddrs(peers.Multiaddrs(n.cfg.listen)...))
 	}
 	opts = append(opts, libp2p.PrometheusRegisterer(n.reg))
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
 	}
-	if err := checkListening(h, n.cfg.listen); err != nil {
+	if err := peers.CheckListening(h, n.cfg.listen); err != nil {
 		return nil, errors.Join(err, h.Close())
 	}
 	return h, nil
-}
-
-// ipMultiaddr returns ip as the first part of a multiaddr: /ip4/<ip> or,
-// for an IPv6 address, /ip6/<ip>, as nim-libp2p's MultiAddress.init of
-// an IpAddress gives nwaku's listen address (waku/node/net_config.nim).
-func ipMultiaddr(ip net.IP) string {
-	if ip4 := ip.To4(); ip4 != nil {
-		return "/ip4/" + ip4.String()
-	}
-	return "/ip6/" + ip.String()
 }
 
 // webSocket returns the options that add the WebSocket transport, with
@@ -367,12 +342,11 @@ func (n *Node) Start(ctx context.Context) error {
 			}
 		}
 	}
-	peers := n.cfg.static
 	if err := n.startStoreSync(ctx); err != nil {
 		return err
 	}
 	n.startLight()
-	if err := n.startDiscovery(); err != nil {
+	if err := n.peers.Start(n.key); err != nil {
 		return err
 	}
 	if err := startCanceled(ctx); err != nil {
@@ -381,18 +355,8 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.startHTTP(); err != nil {
 		return err
 	}
-	n.mu.Lock()
-	n.static, n.refused = map[peer.ID]bool{}, map[peer.ID]error{}
-	for _, pi := range peers {
-		n.static[pi.ID] = true
-	}
-	n.mu.Unlock()
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	for _, pi := range peers {
-		n.wg.Add(1)
-		go n.keepConnected(runCtx, pi)
-	}
 	if n.cfg.StoreResume && n.archive != nil {
 		n.wg.Add(1)
 		go n.resume(runCtx)
@@ -409,7 +373,10 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := startCanceled(ctx); err != nil {
 		return err
 	}
-	n.runPeerManager(runCtx, peers)
+	n.peers.Run(runCtx)
+	if n.cfg.Discovery.PeerExchange {
+		n.MarkMounted(HealthPeerExchange, peerexchange.ProtocolID)
+	}
 	n.setState("READY")
 	return nil
 }
@@ -420,77 +387,6 @@ func startCanceled(ctx context.Context) error {
 		return fmt.Errorf("node: start: %w", err)
 	}
 	return nil
-}
-
-// keepConnected dials pi now and again whenever it is not connected. Each
-// dial, failed or not, doubles the wait before the next check, from
-// StaticRedialMin up to StaticRedialMax; the wait starts over only when
-// the peer was found connected at two checks in a row, so a peer that
-// drops us soon after each dial is not re-dialled at the shortest wait.
-// The first failure of a run of failures is logged as a warning, the
-// others at debug level. A peer the metadata check disconnected for its
-// cluster is not dialled again: nwaku disconnects such a peer and deletes
-// it from its peer store (waku/node/peer_manager/peer_manager.nim
-// refreshPeerMetadata), so never dials it again either; that is logged
-// once, as a warning.
-func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
-	defer n.wg.Done()
-	backoff := n.cfg.StaticRedialMin
-	failing, wasConnected := false, false
-	for {
-		if err := n.staticRefused(pi.ID); err != nil {
-			n.cfg.Logger.Warn("static node refused by the metadata check; not dialling it again", "peer", pi.ID, "reason", err)
-			return
-		}
-		connected := n.host.Network().Connectedness(pi.ID) == network.Connected
-		switch {
-		case connected && wasConnected:
-			backoff = n.cfg.StaticRedialMin
-		case !connected:
-			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := n.connect(dctx, pi)
-			cancel()
-			switch {
-			case err != nil && !failing:
-				n.cfg.Logger.Warn("static node unreachable; retrying", "peer", pi.ID, "err", err, "retry_in", backoff)
-			case err != nil:
-				n.cfg.Logger.Debug("static node dial failed", "peer", pi.ID, "err", err, "retry_in", backoff)
-			default:
-				n.cfg.Logger.Info("connected to static node", "peer", pi.ID)
-			}
-			failing = err != nil
-			backoff = min(backoff*2, n.cfg.StaticRedialMax)
-		}
-		wasConnected = connected
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// refuseStatic records that the metadata check disconnected the static
-// node id because of its cluster (metadata.ErrClusterMismatch or
-// ErrNoClusterID); other failures, a timeout say, leave it to the backoff.
-func (n *Node) refuseStatic(id peer.ID, err error) {
-	if !errors.Is(err, metadata.ErrClusterMismatch) && !errors.Is(err, metadata.ErrNoClusterID) {
-		return
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.static[id] {
-		n.refused[id] = err
-	}
-}
-
-// staticRefused returns why the metadata check refused id, or nil.
-func (n *Node) staticRefused(id peer.ID) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.refused[id]
 }
 
 // Stop shuts the node down: the HTTP servers finish the requests in
@@ -552,12 +448,6 @@ func (n *Node) dropPeersAfter(ctx context.Context, grace time.Duration) (cancel 
 	}
 }
 
-func (n *Node) isStatic(id peer.ID) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.static[id]
-}
-
 func (n *Node) getState() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -565,6 +455,9 @@ func (n *Node) getState() string {
 }
 
 func (n *Node) closeParts() error {
+	if n.peers != nil {
+		n.peers.Close()
+	}
 	errs := []error{n.closeLight(), n.closeStore()}
 	if n.relay != nil {
 		errs = append(errs, n.relay.Close())
@@ -584,7 +477,6 @@ func (n *Node) closeParts() error {
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
 	}
-	n.closeDiscovery()
 	if n.lock != nil {
 		errs = append(errs, n.lock.Close())
 	}
@@ -661,4 +553,47 @@ func (n *Node) ListenAddresses() []string {
 		out = append(out, fmt.Sprintf("%s/p2p/%s", s, n.host.ID()))
 	}
 	return out
+}
+
+// onMetadataChecked tells the peer manager what the metadata check of id
+// found.
+func (n *Node) onMetadataChecked(id peer.ID, err error) {
+	var shards []uint16
+	if err == nil {
+		info, ok := n.metadata.Peer(id)
+		if !ok {
+			return
+		}
+		shards = info.Shards
+	}
+	n.peers.MetadataChecked(id, shards, err)
+}
+
+// PeerStats returns a copy of the peer manager's counters.
+func (n *Node) PeerStats() PeerStats { return PeerStats(n.peers.Stats()) }
+
+// PeerExchangeStats returns the peer exchange server's and client's
+// counters (zero values for what does not run).
+func (n *Node) PeerExchangeStats() (peerexchange.ServerStats, peerexchange.ClientStats) {
+	s := n.peers.DiscoveryStats()
+	return s.PxServer, s.PxClient
+}
+
+// ENR returns the node's current record in its text form, "enr:...", or ""
+// before Start.
+func (n *Node) ENR() string { return n.peers.ENR() }
+
+// PeerStats counts the peer manager's work. Take a copy with
+// Node.PeerStats.
+type PeerStats struct {
+	Added          uint64 // peers learned (any origin)
+	Dials          uint64 // dials of discovered peers
+	DialFailures   uint64 // of which failed
+	Removed        uint64 // peers forgotten after five failed dials (nwaku's MaxFailedAttempts)
+	MetadataPruned uint64 // peers forgotten after failing the metadata check
+	Colocation     uint64 // connections closed over the IP colocation limit
+	InboundPruned  uint64 // inbound relay connections closed over the target
+	StoreFull      uint64 // peers not kept: the store was full of connected ones
+	DNSFailures    uint64 // DNS trees that could not be fetched or verified
+	DNSRejected    uint64 // records of DNS trees whose Waku fields did not decode
 }

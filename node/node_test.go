@@ -21,6 +21,7 @@ import (
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/pgtest"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/shard"
 )
 
@@ -105,7 +106,7 @@ func TestIPv6ListenAddress(t *testing.T) {
 	if len(addrs) != 1 || !strings.HasPrefix(addrs[0], "/ip6/::1/tcp/") {
 		t.Fatalf("listen addresses %q, want one /ip6/::1/tcp/...", addrs)
 	}
-	if got := n.announcedAddresses(); !slices.Equal(got, addrs) {
+	if got := n.peers.Announced(); !slices.Equal(got, addrs) {
 		t.Fatalf("announced %q, want %q", got, addrs)
 	}
 
@@ -116,11 +117,11 @@ func TestIPv6ListenAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { any6.Stop(context.Background()) })
-	got := any6.announcedAddresses()
+	got := any6.peers.Announced()
 	if len(got) != 1 || !strings.HasPrefix(got[0], "/ip6/") || strings.HasPrefix(got[0], "/ip6/::/") {
 		t.Fatalf("announced on :: %q, want one /ip6/ address of an interface", got)
 	}
-	if ip := any6.listenIP(); ip.To4() != nil {
+	if ip := peers.ListenIP(net.ParseIP(any6.cfg.ListenAddress)); ip.To4() != nil {
 		t.Fatalf("listenIP on :: = %v, want an IPv6 address", ip)
 	}
 }

@@ -315,7 +315,7 @@ func (n *Node) connectedOnShard(peers []peer.ID, s uint16) int {
 				continue
 			}
 		}
-		if rs, ok := n.peers.recordShards(id); ok && rs.Contains(n.cfg.ClusterID, s) {
+		if rs, ok := n.peers.RecordShards(id); ok && rs.Contains(n.cfg.ClusterID, s) {
 			count++
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/ethereum/go-ethereum/p2p/dnsdisc"
-	"github.com/ethereum/go-ethereum/p2p/enode"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -17,6 +17,7 @@ import (
 	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/shard"
 )
 
@@ -27,19 +28,15 @@ type plan struct {
 	Config
 	auto   *shard.Autosharding // nil under static sharding
 	topics []string            // the pubsub topics relayed from the start
-	listen []listenAddr        // nil with NoListen
-	static []peer.AddrInfo
+	listen []peers.ListenAddr  // nil with NoListen
 	// filterNode, lightpushNode and storeNode are the service nodes of
 	// --filternode, --lightpushnode and --storenode, nil when not set.
 	filterNode, lightpushNode, storeNode *peer.AddrInfo
 	limits                               ratelimit.Settings
 	archive                              archiveLocation
-	// relayShare is the relay peers' share of MaxConnections.
-	relayShare float64
-	extAddrs   []ma.Multiaddr // --ext-multiaddr
-	extIP      net.IP         // --nat=extip:, nil without it
-	bootstrap  []*enode.Node  // --discv5-bootstrap-node
-	pxNode     *peer.AddrInfo // --peer-exchange-node, nil without it
+	// peers configures the peer manager and discovery: the static nodes,
+	// the relay share, the external addresses, the bootstrap records.
+	peers peers.Config
 }
 
 // fillDefaults gives every zero field its documented default, where the
@@ -135,6 +132,7 @@ func (c Config) resolve() (*plan, error) {
 			return nil, err
 		}
 	}
+	p.completePeers()
 	return p, nil
 }
 
@@ -164,7 +162,7 @@ func (p *plan) parseStatic() error {
 		if err != nil {
 			return fmt.Errorf("%w: --staticnode %q needs /p2p/<peer id>: %w", ErrConfig, s, err)
 		}
-		p.static = append(p.static, *pi)
+		p.peers.Static = append(p.peers.Static, *pi)
 	}
 	return nil
 }
@@ -265,18 +263,18 @@ func (p *plan) checkServices() error {
 
 // parseDiscovery parses and checks DiscoveryConfig.
 func (p *plan) parseDiscovery() error {
-	c := &p.Discovery
+	c, an := &p.Discovery, &p.peers.Announce
 	ip, err := c.extIP()
 	if err != nil {
 		return err
 	}
-	p.extIP = ip
+	an.ExtIP = ip
 	for _, s := range c.ExtMultiaddrs {
 		a, err := ma.NewMultiaddr(s)
 		if err != nil {
 			return fmt.Errorf("%w: --ext-multiaddr %q: %w", ErrConfig, s, err)
 		}
-		p.extAddrs = append(p.extAddrs, a)
+		an.ExtAddrs = append(an.ExtAddrs, a)
 	}
 	if c.ExtMultiaddrOnly && len(c.ExtMultiaddrs) == 0 {
 		return fmt.Errorf("%w: --ext-multiaddr-only needs --ext-multiaddr", ErrConfig)
@@ -295,16 +293,16 @@ func (p *plan) parseDiscovery() error {
 		if err != nil {
 			return fmt.Errorf("%w: --discv5-bootstrap-node %q: %w", ErrConfig, b, err)
 		}
-		p.bootstrap = append(p.bootstrap, n)
+		p.peers.Bootstrap = append(p.peers.Bootstrap, n)
 	}
 	if c.Discv5TableIPLimit != 10 || c.Discv5BucketIPLimit != 2 || c.Discv5BitsPerHop != 1 {
 		return fmt.Errorf("%w: --discv5-table-ip-limit, --discv5-bucket-ip-limit and --discv5-bits-per-hop: go-ethereum's discv5 table has 10, 2 and 1 built in", ErrConfig)
 	}
-	if p.relayShare, err = parseRatio(c.RelayServiceRatio); err != nil {
+	if p.peers.RelayShare, err = parseRatio(c.RelayServiceRatio); err != nil {
 		return err
 	}
 	if c.PeerExchangeNode != "" {
-		if p.pxNode, err = peer.AddrInfoFromString(c.PeerExchangeNode); err != nil {
+		if p.peers.PeerExchangeNode, err = peer.AddrInfoFromString(c.PeerExchangeNode); err != nil {
 			return fmt.Errorf("%w: --peer-exchange-node %q needs a multiaddr with /p2p/<id>: %w", ErrConfig, c.PeerExchangeNode, err)
 		}
 	}
@@ -432,7 +430,31 @@ func (p *plan) parseServiceNodes() error {
 // parseListen builds the addresses the host listens on.
 func (p *plan) parseListen() (err error) {
 	if !p.NoListen {
-		p.listen, err = p.configuredListen(ipMultiaddr(net.ParseIP(p.ListenAddress)))
+		p.listen, err = peers.Listen(peers.IPMultiaddr(net.ParseIP(p.ListenAddress)), p.TCPPort, p.WebSocket, p.WebSocketSecure, p.WebSocketPort)
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// completePeers fills the rest of the peer manager's configuration from
+// the checked fields.
+func (p *plan) completePeers() {
+	c, pc := &p.Discovery, &p.peers
+	pc.ClusterID, pc.Shards = p.ClusterID, p.Shards
+	pc.MaxConnections, pc.ColocationLimit, pc.Capacity = p.MaxConnections, c.IPColocationLimit, c.PeerStoreCapacity
+	if c.PeerPersistence {
+		pc.PersistPath = filepath.Join(p.DataDir, "peers.json")
+	}
+	pc.RedialMin, pc.RedialMax = p.StaticRedialMin, p.StaticRedialMax
+	pc.Announce.ListenAddress = net.ParseIP(p.ListenAddress)
+	pc.Announce.ExtOnly, pc.Announce.DNS4DomainName, pc.Announce.WebSocketSecure = c.ExtMultiaddrOnly, c.DNS4DomainName, p.WebSocketSecure
+	pc.Discv5, pc.Discv5UDPPort, pc.ENRAutoUpdate = c.Discv5, c.Discv5UDPPort, c.Discv5ENRAutoUpdate
+	if c.DNSDiscovery {
+		pc.DNSDiscoveryURL = c.DNSDiscoveryURL
+	}
+	pc.DNSNameServers = c.DNSNameServers
+	pc.PeerExchange, pc.PeerExchangeLimit, pc.PeerExchangeInterval = c.PeerExchange, p.limits.Get(ratelimit.PeerExchange), c.PeerExchangeInterval
+	pc.Logger = p.Logger
 }

@@ -65,7 +65,7 @@ func (a *restAPI) node() *Node { return (*Node)(a) }
 // Info, Version, Health and ContentTopicShard are rest.NodeBackend's.
 
 func (a *restAPI) Info() rest.Info {
-	return rest.Info{ListenAddresses: a.node().announcedAddresses(), ENRURI: a.node().ENR()}
+	return rest.Info{ListenAddresses: a.peers.Announced(), ENRURI: a.node().ENR()}
 }
 
 func (a *restAPI) Version() string { return Version }
@@ -254,7 +254,7 @@ func (a *restAPI) FilterService() (rest.FilterSender, error) {
 // the peer manager continuously, so the peers it found are already
 // candidates; no extra lookup is made per request.
 func (a *restAPI) noServicePeer() error {
-	if a.discv5 != nil {
+	if a.peers.Discv5Running() {
 		return rest.ErrNoneDiscovered
 	}
 	return rest.ErrNoServicePeer
@@ -296,12 +296,13 @@ func (a *restAPI) peer(id peer.ID) rest.Peer {
 		}
 		slices.Sort(p.Protocols)
 	}
-	p.Shards = a.node().knownShards(id)
-	p.Connected = a.node().connectedness(id)
+	info, ok := a.metadata.Peer(id)
+	p.Shards = a.peers.KnownShards(id, info.Shards, ok)
+	p.Connected = a.peers.Connectedness(id)
 	if agent, err := ps.Get(id, "AgentVersion"); err == nil {
 		p.Agent, _ = agent.(string)
 	}
-	p.Origin = a.node().peerOrigin(id)
+	p.Origin = a.peers.Origin(id)
 	return p
 }
 
@@ -327,7 +328,7 @@ func (a *restAPI) ConnectPeer(ctx context.Context, addr string) error {
 		return err
 	}
 	a.host.Peerstore().AddAddrs(pi.ID, pi.Addrs, peerstore.PermanentAddrTTL)
-	return a.node().connect(ctx, *pi)
+	return a.peers.Connect(ctx, *pi)
 }
 
 // SetLogLevel sets Config.LogLevel by nwaku's level names.
