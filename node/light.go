@@ -47,7 +47,7 @@ func (n *Node) buildLight() error {
 			RateLimit:           limits.Get(ratelimit.Filter),
 			Logger:              n.cfg.Logger.With("protocol", "filter"),
 		}
-		n.nwaku.observeFilter(&fc)
+		n.metrics.ObserveFilter(&fc)
 		svc, err := filter.New(n.host, fc)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)

@@ -25,13 +25,13 @@ import (
 	tls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/dirlock"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
 	"github.com/couriernet/courier/mplex"
+	"github.com/couriernet/courier/node/internal/metrics"
 	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/peerexchange"
 	"github.com/couriernet/courier/relay"
@@ -80,8 +80,7 @@ type Node struct {
 
 	health health
 
-	reg   *prometheus.Registry
-	nwaku nwakuMetrics
+	metrics *metrics.Metrics
 
 	stopOnce sync.Once
 
@@ -104,8 +103,7 @@ func New(cfg Config) (*Node, error) {
 		p.Logger.Warn("static sharding: --content-topic gives no shard to relay, as in nwaku; set --num-shards-in-network for autosharding",
 			"content_topics", p.ContentTopics)
 	}
-	n := &Node{cfg: p, state: "INITIALIZING", resumeLimits: defaultResumeLimits}
-	n.newRegistry()
+	n := &Node{cfg: p, state: "INITIALIZING", resumeLimits: defaultResumeLimits, metrics: metrics.New()}
 	if err := n.build(); err != nil {
 		return nil, errors.Join(err, n.closeParts())
 	}
@@ -150,7 +148,7 @@ func (n *Node) build() error {
 	n.ping = ping.NewPingService(n.host)
 	if n.cfg.Relay {
 		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger}
-		n.nwaku.observeRelay(&rc)
+		n.metrics.ObserveRelay(&rc)
 		switch {
 		case n.archive != nil && n.cfg.ArchiveTimestampDrift > 0:
 			n.archiveGate = newArchiveGate(n.archive, n.cfg.ArchiveTimestampDrift)
@@ -175,7 +173,11 @@ func (n *Node) build() error {
 	if err != nil {
 		return err
 	}
-	return n.newREST()
+	if err := n.newREST(); err != nil {
+		return err
+	}
+	n.metrics.SetSources(n.metricSources())
+	return nil
 }
 
 func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
@@ -218,7 +220,7 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	} else {
 		opts = append(opts, libp2p.ListenAddrs(peers.Multiaddrs(n.cfg.listen)...))
 	}
-	opts = append(opts, libp2p.PrometheusRegisterer(n.reg))
+	opts = append(opts, libp2p.PrometheusRegisterer(n.metrics.Registry()))
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
@@ -367,7 +369,7 @@ func (n *Node) Start(ctx context.Context) error {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
-			logTotals(runCtx, n.reg, n.cfg.Logger, metricsLogInterval)
+			metrics.LogTotals(runCtx, n.metrics.Registry(), n.cfg.Logger, metrics.LogInterval)
 		}()
 	}
 	if err := startCanceled(ctx); err != nil {
@@ -500,7 +502,7 @@ func (n *Node) Publish(ctx context.Context, pubsubTopic string, msg *message.Mes
 	}
 	env, err := n.relay.Publish(ctx, pubsubTopic, msg)
 	if err != nil {
-		n.nwaku.nodeErrors.WithLabelValues("publish_failure").Inc()
+		n.metrics.NodeError("publish_failure")
 	}
 	return env, err
 }

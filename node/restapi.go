@@ -232,15 +232,15 @@ func (a *restAPI) FilterService() (rest.FilterSender, error) {
 	if !ok {
 		return nil, a.noServicePeer()
 	}
-	c, errs := a.light.filterClient, a.nwaku.nodeErrors
+	c, m := a.light.filterClient, a.metrics
 	return func(ctx context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error) {
 		resp, err := c.Request(ctx, p, req)
 		if err != nil || resp.StatusCode != filter.StatusOK {
 			switch req.Type {
 			case filter.Subscribe:
-				errs.WithLabelValues("subscribe_filter_failure").Inc()
+				m.NodeError("subscribe_filter_failure")
 			case filter.Unsubscribe, filter.UnsubscribeAll:
-				errs.WithLabelValues("unsubscribe_filter_failure").Inc()
+				m.NodeError("unsubscribe_filter_failure")
 			}
 		}
 		return resp, err

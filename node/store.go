@@ -55,7 +55,7 @@ func (c *Config) locateArchive() (archiveLocation, error) {
 func (n *Node) openArchive() error {
 	loc := n.cfg.archive
 	cfg := n.cfg.ArchiveConfig
-	n.nwaku.observeArchive(&cfg)
+	n.metrics.ObserveArchive(&cfg)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
