@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/couriernet/courier/node/state"
-
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/rest"
@@ -101,47 +99,6 @@ func TestHealthGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantGolden(t, getHealth(t, a), "health_shutting_down.json")
-}
-
-// TestConnectionStatus is nwaku's table of connection states
-// (tests/node/test_wakunode_health_monitor.nim, suite "Health Monitor -
-// health state calculation"), D_low 4 and HealthyThreshold 2.
-func TestConnectionStatus(t *testing.T) {
-	ready := func(names ...string) []rest.ProtocolHealth {
-		var out []rest.ProtocolHealth
-		for _, n := range names {
-			out = append(out, rest.ProtocolHealth{Protocol: n, Health: state.Ready})
-		}
-		return out
-	}
-	notReady := func(name string) rest.ProtocolHealth {
-		return rest.ProtocolHealth{Protocol: name, Health: state.NotReady, Desc: "mock"}
-	}
-	cases := []struct {
-		name     string
-		report   []rest.ProtocolHealth
-		strength map[string]int
-		want     state.ConnectionStatus
-	}{
-		{"Disconnected, zero peers", []rest.ProtocolHealth{notReady(HealthRelay), notReady(HealthStoreClient), notReady(HealthFilterClient), notReady(HealthLightpushClient)},
-			nil, state.StatusDisconnected},
-		{"PartiallyConnected, weak relay", ready(HealthRelay), map[string]int{HealthRelay: 3}, state.StatusPartiallyConnected},
-		{"Connected, robust relay", ready(HealthRelay), map[string]int{HealthRelay: 4}, state.StatusConnected},
-		{"Connected, robust edge", append([]rest.ProtocolHealth{{Protocol: HealthRelay, Health: state.NotMounted}}, ready(HealthLightpushClient, HealthFilterClient, HealthStoreClient)...),
-			map[string]int{HealthLightpushClient: 2, HealthFilterClient: 2, HealthStoreClient: 2}, state.StatusConnected},
-		{"Disconnected, edge missing store", append(ready(HealthLightpushClient, HealthFilterClient), notReady(HealthStoreClient)),
-			map[string]int{HealthLightpushClient: 2, HealthFilterClient: 2}, state.StatusDisconnected},
-		{"PartiallyConnected, edge meets minimum failover requirement", ready(HealthLightpushClient, HealthFilterClient, HealthStoreClient),
-			map[string]int{HealthLightpushClient: 1, HealthFilterClient: 1, HealthStoreClient: 1}, state.StatusPartiallyConnected},
-		{"Connected, robust relay ignores store server", ready(HealthRelay, HealthStore), map[string]int{HealthRelay: 4}, state.StatusConnected},
-		{"Connected, robust relay ignores store client", append(ready(HealthRelay, HealthStore), notReady(HealthStoreClient)),
-			map[string]int{HealthRelay: 4}, state.StatusConnected},
-	}
-	for _, tc := range cases {
-		if got := connectionStatus(tc.report, tc.strength); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
-		}
-	}
 }
 
 // TestInfoAnnouncedAddresses checks that a node listening on 0.0.0.0 lists

@@ -31,8 +31,10 @@ import (
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
 	"github.com/couriernet/courier/mplex"
+	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/internal/metrics"
 	"github.com/couriernet/courier/node/internal/peers"
+	"github.com/couriernet/courier/node/internal/resume"
 	"github.com/couriernet/courier/peerexchange"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/rest"
@@ -62,8 +64,8 @@ type Node struct {
 	// shardMu is held from the shard-count check of a relay subscription
 	// (checkMoreShards) until the subscription is made.
 	shardMu sync.Mutex
-	// resumeLimits bound store resume: defaultResumeLimits.
-	resumeLimits resumeLimits
+	// resumeLimits bound store resume: resume.DefaultLimits.
+	resumeLimits resume.Limits
 
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
@@ -78,7 +80,7 @@ type Node struct {
 	store      storeParts
 	light      light
 
-	health health
+	health health.Monitor
 
 	metrics *metrics.Metrics
 
@@ -103,7 +105,7 @@ func New(cfg Config) (*Node, error) {
 		p.Logger.Warn("static sharding: --content-topic gives no shard to relay, as in nwaku; set --num-shards-in-network for autosharding",
 			"content_topics", p.ContentTopics)
 	}
-	n := &Node{cfg: p, state: "INITIALIZING", resumeLimits: defaultResumeLimits, metrics: metrics.New()}
+	n := &Node{cfg: p, state: "INITIALIZING", resumeLimits: resume.DefaultLimits, metrics: metrics.New()}
 	if err := n.build(); err != nil {
 		return nil, errors.Join(err, n.closeParts())
 	}
@@ -360,8 +362,16 @@ func (n *Node) Start(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	if n.cfg.StoreResume && n.archive != nil {
+		rc := resume.Config{Host: n.host, Archive: n.archive, Peer: n.connectedStorePeer, Counters: n.cfg.Counters,
+			Limits: n.resumeLimits, Logger: n.cfg.Logger}
+		if n.storeSync != nil {
+			rc.Archived = n.storeSync.Ingest
+		}
 		n.wg.Add(1)
-		go n.resume(runCtx)
+		go func() {
+			defer n.wg.Done()
+			resume.Run(runCtx, rc)
+		}()
 	}
 	// nwaku logs its totals only along with its metrics server
 	// (waku/node/waku_metrics.nim startMetricsServerAndLogging).
