@@ -12,16 +12,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/couriernet/courier/node/internal/peers"
+	"github.com/couriernet/courier/rest"
 )
 
 // Version is the node's version string, served at /debug/v1/version and
 // sent as the libp2p user agent.
 const Version = "courier v0.1.0"
 
+// httpParts are the node's HTTP servers: the REST API (built by New) and
+// the metrics server, with their bound addresses once Start listened.
+type httpParts struct {
+	rest       *rest.Server // nil without REST
+	servers    []*http.Server
+	addrs      []string
+	removeREST func() // the REST cache's relay handler
+}
+
 // startHTTP starts the REST API and the metrics server as configured. The
 // listeners are bound before it returns, so a port in use is an error here.
 func (n *Node) startHTTP() error {
-	if srv := n.rest; srv != nil {
+	if srv := n.http.rest; srv != nil {
 		if n.relay != nil {
 			var cts, shards []string
 			if n.cfg.auto != nil {
@@ -32,7 +42,7 @@ func (n *Node) startHTTP() error {
 				}
 			}
 			srv.CacheTopics(n.cfg.pubsubTopics(), cts, shards)
-			n.removeREST = n.relay.AddHandler("rest-cache", srv.Deliver)
+			n.http.removeREST = n.relay.AddHandler("rest-cache", srv.Deliver)
 		}
 		if err := n.serve("REST API", n.cfg.RESTAddress, n.cfg.RESTPort, srv); err != nil {
 			return err
@@ -56,12 +66,12 @@ func (n *Node) serve(what, addr string, port int, h http.Handler) error {
 		return fmt.Errorf("node: %s: %w", what, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
-	n.servers = append(n.servers, srv)
-	n.httpAddrs = append(n.httpAddrs, ln.Addr().String())
+	n.http.servers = append(n.http.servers, srv)
+	n.http.addrs = append(n.http.addrs, ln.Addr().String())
 	n.cfg.Logger.Info("serving "+what, "addr", ln.Addr().String())
-	n.wg.Add(1)
+	n.life.wg.Add(1)
 	go func() {
-		defer n.wg.Done()
+		defer n.life.wg.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.cfg.Logger.Error(what+" stopped", "err", err)
 		}
@@ -73,15 +83,15 @@ func (n *Node) serve(what, addr string, port int, h http.Handler) error {
 // until ctx ends.
 func (n *Node) stopHTTP(ctx context.Context) error {
 	var errs []error
-	for _, s := range n.servers {
+	for _, s := range n.http.servers {
 		errs = append(errs, s.Shutdown(ctx))
 	}
-	if n.removeREST != nil {
-		n.removeREST()
+	if n.http.removeREST != nil {
+		n.http.removeREST()
 	}
 	return errors.Join(errs...)
 }
 
 // HTTPAddrs returns the bound addresses of the REST and metrics servers, in
 // that order, for the ones that run.
-func (n *Node) HTTPAddrs() []string { return n.httpAddrs }
+func (n *Node) HTTPAddrs() []string { return n.http.addrs }

@@ -22,8 +22,8 @@ func (n *Node) metricSources() metrics.Sources {
 	if n.relay != nil {
 		s.Relay = n.relay.Stats
 	}
-	if n.rest != nil {
-		s.RESTCache = n.rest.Stats
+	if n.http.rest != nil {
+		s.RESTCache = n.http.rest.Stats
 	}
 	if n.store.server != nil {
 		s.Store = n.store.server.Stats
@@ -31,11 +31,11 @@ func (n *Node) metricSources() metrics.Sources {
 	if n.archive != nil {
 		s.Archive = n.archive.Stats
 	}
-	if g := n.archiveGate; g != nil {
+	if g := n.store.gate; g != nil {
 		s.ArchiveRefused = func() (uint64, uint64) { return g.tooOld.Load(), g.futures.Load() }
 	}
-	if n.storeSync != nil {
-		s.StoreSync = n.storeSync.Stats
+	if n.store.sync != nil {
+		s.StoreSync = n.store.sync.Stats
 	}
 	if n.light.filter != nil {
 		s.Filter = n.light.filter.Stats

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,9 +36,7 @@ import (
 	"github.com/couriernet/courier/node/internal/resume"
 	"github.com/couriernet/courier/peerexchange"
 	"github.com/couriernet/courier/relay"
-	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/shard"
-	"github.com/couriernet/courier/storesync"
 )
 
 // Errors of the node's API.
@@ -54,41 +51,31 @@ var (
 type Node struct {
 	cfg     *plan
 	host    host.Host
-	relay   *relay.Relay
+	relay   *relay.Relay    // nil when relay is off
 	archive archive.Archive // nil when store is off
-	// archiveGate checks relayed messages' timestamps before the archive;
-	// nil without archive or with the check off.
-	archiveGate *archiveGate
-	metadata    *metadata.Service
-	ping        *ping.PingService
+	store   storeParts
+	light   light
 	// shardMu is held from the shard-count check of a relay subscription
 	// (checkMoreShards) until the subscription is made.
-	shardMu sync.Mutex
-	// resumeLimits bound store resume: resume.DefaultLimits.
-	resumeLimits resume.Limits
+	shardMu  sync.Mutex
+	metadata *metadata.Service
+	peers    *peers.Manager
+	http     httpParts
+	health   health.Monitor
+	metrics  *metrics.Metrics
+	lock     *os.File // flock on DataDir/LOCK
+	life     lifecycle
+}
 
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	servers    []*http.Server
-	httpAddrs  []string
-	removeREST func()
-	lock       *os.File // flock on DataDir/LOCK
-	key        crypto.PrivKey
-	peers      *peers.Manager
-	rest       *rest.Server
-	storeSync  *storesync.Service
-	store      storeParts
-	light      light
-
-	health health.Monitor
-
-	metrics *metrics.Metrics
-
-	stopOnce sync.Once
-
+// lifecycle is the node's state through Start and Stop.
+type lifecycle struct {
 	mu      sync.Mutex
-	state   string
-	started bool // Start or Stop has been called
+	state   string // health.Node.State
+	started bool   // Start or Stop has been called
+	// cancel ends what Start began; wg waits for it.
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
 }
 
 // New builds a node from cfg without starting it: it resolves the
@@ -105,7 +92,7 @@ func New(cfg Config) (*Node, error) {
 		p.Logger.Warn("static sharding: --content-topic gives no shard to relay, as in nwaku; set --num-shards-in-network for autosharding",
 			"content_topics", p.ContentTopics)
 	}
-	n := &Node{cfg: p, state: "INITIALIZING", resumeLimits: resume.DefaultLimits, metrics: metrics.New()}
+	n := &Node{cfg: p, store: storeParts{resumeLimits: resume.DefaultLimits}, metrics: metrics.New(), life: lifecycle{state: "INITIALIZING"}}
 	if err := n.build(); err != nil {
 		return nil, errors.Join(err, n.closeParts())
 	}
@@ -137,7 +124,6 @@ func (n *Node) build() error {
 	if err := n.refuseOwnStatic(self); err != nil {
 		return err
 	}
-	n.key = key
 	if n.cfg.Store {
 		if err := n.openArchive(); err != nil {
 			return err
@@ -146,15 +132,15 @@ func (n *Node) build() error {
 	if n.host, err = n.newHost(key); err != nil {
 		return err
 	}
-	n.peers = peers.New(n.host, n.cfg.peers)
-	n.ping = ping.NewPingService(n.host)
+	n.peers = peers.New(n.host, key, n.cfg.peers)
+	ping.NewPingService(n.host) // unmounted by closeParts
 	if n.cfg.Relay {
 		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger}
 		n.metrics.ObserveRelay(&rc)
 		switch {
 		case n.archive != nil && n.cfg.ArchiveTimestampDrift > 0:
-			n.archiveGate = newArchiveGate(n.archive, n.cfg.ArchiveTimestampDrift)
-			rc.Archive = n.archiveGate
+			n.store.gate = newArchiveGate(n.archive, n.cfg.ArchiveTimestampDrift)
+			rc.Archive = n.store.gate
 		case n.archive != nil:
 			rc.Archive = n.archive
 		}
@@ -329,10 +315,10 @@ func (n *Node) shards() []uint16 {
 // once; a second Start, or a Start after Stop, returns ErrStarted. Whether
 // Start succeeded or not, Stop releases everything New and Start took.
 func (n *Node) Start(ctx context.Context) error {
-	n.mu.Lock()
-	again := n.started
-	n.started = true
-	n.mu.Unlock()
+	n.life.mu.Lock()
+	again := n.life.started
+	n.life.started = true
+	n.life.mu.Unlock()
 	if again {
 		return ErrStarted
 	}
@@ -350,7 +336,7 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	n.startLight()
-	if err := n.peers.Start(n.key); err != nil {
+	if err := n.peers.Start(); err != nil {
 		return err
 	}
 	if err := startCanceled(ctx); err != nil {
@@ -360,25 +346,25 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
+	n.life.cancel = cancel
 	if n.cfg.StoreResume && n.archive != nil {
 		rc := resume.Config{Host: n.host, Archive: n.archive, Peer: n.connectedStorePeer, Counters: n.cfg.Counters,
-			Limits: n.resumeLimits, Logger: n.cfg.Logger}
-		if n.storeSync != nil {
-			rc.Archived = n.storeSync.Ingest
+			Limits: n.store.resumeLimits, Logger: n.cfg.Logger}
+		if n.store.sync != nil {
+			rc.Archived = n.store.sync.Ingest
 		}
-		n.wg.Add(1)
+		n.life.wg.Add(1)
 		go func() {
-			defer n.wg.Done()
+			defer n.life.wg.Done()
 			resume.Run(runCtx, rc)
 		}()
 	}
 	// nwaku logs its totals only along with its metrics server
 	// (waku/node/waku_metrics.nim startMetricsServerAndLogging).
 	if n.cfg.MetricsServer && n.cfg.MetricsLogging {
-		n.wg.Add(1)
+		n.life.wg.Add(1)
 		go func() {
-			defer n.wg.Done()
+			defer n.life.wg.Done()
 			metrics.LogTotals(runCtx, n.metrics.Registry(), n.cfg.Logger, metrics.LogInterval)
 		}()
 	}
@@ -414,7 +400,7 @@ func startCanceled(ctx context.Context) error {
 // commit).
 func (n *Node) Stop(ctx context.Context) error {
 	var err error
-	n.stopOnce.Do(func() { err = n.stop(ctx) })
+	n.life.stopOnce.Do(func() { err = n.stop(ctx) })
 	return err
 }
 
@@ -423,16 +409,16 @@ func (n *Node) Stop(ctx context.Context) error {
 const StopGrace = 5 * time.Second
 
 func (n *Node) stop(ctx context.Context) error {
-	n.mu.Lock()
-	n.started = true // no Start after Stop
-	n.mu.Unlock()
+	n.life.mu.Lock()
+	n.life.started = true // no Start after Stop
+	n.life.mu.Unlock()
 	n.setState("SHUTTING_DOWN")
 	herr := n.stopHTTP(ctx)
-	if n.cancel != nil {
-		n.cancel()
+	if n.life.cancel != nil {
+		n.life.cancel()
 	}
 	defer n.dropPeersAfter(ctx, StopGrace)()
-	n.wg.Wait()
+	n.life.wg.Wait()
 	return errors.Join(herr, n.closeParts())
 }
 
@@ -461,9 +447,9 @@ func (n *Node) dropPeersAfter(ctx context.Context, grace time.Duration) (cancel 
 }
 
 func (n *Node) getState() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.state
+	n.life.mu.Lock()
+	defer n.life.mu.Unlock()
+	return n.life.state
 }
 
 func (n *Node) closeParts() error {
@@ -474,8 +460,8 @@ func (n *Node) closeParts() error {
 	if n.relay != nil {
 		errs = append(errs, n.relay.Close())
 	}
-	if n.storeSync != nil {
-		errs = append(errs, n.storeSync.Close())
+	if n.store.sync != nil {
+		errs = append(errs, n.store.sync.Close())
 	}
 	if n.archive != nil {
 		errs = append(errs, n.archive.Close())
@@ -483,10 +469,8 @@ func (n *Node) closeParts() error {
 	if n.metadata != nil {
 		errs = append(errs, n.metadata.Close())
 	}
-	if n.ping != nil {
-		n.host.RemoveStreamHandler(ping.ID)
-	}
 	if n.host != nil {
+		n.host.RemoveStreamHandler(ping.ID)
 		errs = append(errs, n.host.Close())
 	}
 	if n.lock != nil {
@@ -496,9 +480,9 @@ func (n *Node) closeParts() error {
 }
 
 func (n *Node) setState(s string) {
-	n.mu.Lock()
-	n.state = s
-	n.mu.Unlock()
+	n.life.mu.Lock()
+	n.life.state = s
+	n.life.mu.Unlock()
 }
 
 // Publish relays msg on pubsubTopic. A zero timestamp is set to the current

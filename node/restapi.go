@@ -54,7 +54,7 @@ func (n *Node) newREST() error {
 	if err != nil {
 		return fmt.Errorf("%w: REST API: %w", ErrConfig, err)
 	}
-	n.rest = srv
+	n.http.rest = srv
 	n.light.onFilterPush = srv.DeliverFilter
 	return nil
 }

@@ -164,7 +164,7 @@ func resumeFrom(t *testing.T, addr string, adjust func(*resume.Limits)) (*Node, 
 	}
 	t.Cleanup(func() { b.Stop(context.Background()) })
 	if adjust != nil {
-		adjust(&b.resumeLimits)
+		adjust(&b.store.resumeLimits)
 	}
 	if err := b.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,9 @@ import (
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/node/internal/resume"
 	"github.com/couriernet/courier/store"
+	"github.com/couriernet/courier/storesync"
 )
 
 // DefaultDBURL is nwaku's default --store-message-db-url
@@ -83,10 +85,18 @@ func (n *Node) openArchive() error {
 }
 
 // storeParts are the node's store server and the store node its client
-// (the REST API's and courier query's) asks by default.
+// (the REST API's and courier query's) asks by default, and what works
+// over the archive: the timestamp gate before it, store-sync, the bounds
+// of store resume.
 type storeParts struct {
 	server *store.Server
 	peer   peer.ID // --storenode, "" when not set
+	// gate checks relayed messages' timestamps before the archive; nil
+	// without archive or with the check off.
+	gate *archiveGate
+	sync *storesync.Service // nil when store-sync is off
+	// resumeLimits bound store resume: resume.DefaultLimits.
+	resumeLimits resume.Limits
 }
 
 // buildStore mounts the store server over the archive when Store is on,

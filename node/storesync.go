@@ -24,7 +24,7 @@ func (n *Node) buildStoreSync() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	n.storeSync = svc
+	n.store.sync = svc
 	return nil
 }
 
@@ -32,14 +32,14 @@ func (n *Node) buildStoreSync() error {
 // relay's dispatcher (the envelope's hash, no second one) and mounts the
 // protocols.
 func (n *Node) startStoreSync(ctx context.Context) error {
-	if n.storeSync == nil {
+	if n.store.sync == nil {
 		return nil
 	}
 	if n.relay != nil {
-		n.relay.AddHandler("store-sync", n.storeSync.Ingest)
+		n.relay.AddHandler("store-sync", n.store.sync.Ingest)
 	}
-	return n.storeSync.Start(ctx)
+	return n.store.sync.Start(ctx)
 }
 
 // StoreSync returns the store-sync service, nil when it is off.
-func (n *Node) StoreSync() *storesync.Service { return n.storeSync }
+func (n *Node) StoreSync() *storesync.Service { return n.store.sync }

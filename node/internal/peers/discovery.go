@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/p2p/enode"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -82,12 +81,12 @@ type discoveryParts struct {
 }
 
 // Start resolves the node's DNS4DomainName, binds the discv5 socket when
-// discv5 is on, signs the node's ENR with key, logs it, fetches the DNS
+// discv5 is on, signs the node's ENR, logs it, fetches the DNS
 // tree and starts discv5. A name that does not resolve fails the start,
 // as in nwaku (waku/factory/internal_config.nim networkConfiguration); a
 // DNS tree that cannot be fetched is logged and counted.
-func (m *Manager) Start(key crypto.PrivKey) error {
-	ek, err := discovery.ECDSAKey(key)
+func (m *Manager) Start() error {
+	ek, err := discovery.ECDSAKey(m.key)
 	if err != nil {
 		return fmt.Errorf("node: ENR: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/couriernet/courier/node/state"
 
 	"github.com/ethereum/go-ethereum/p2p/enode"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -87,6 +88,7 @@ type Stats struct {
 // node learned of each peer (state.go).
 type Manager struct {
 	h         host.Host
+	key       crypto.PrivKey
 	cfg       Config
 	log       *slog.Logger
 	outTarget int
@@ -117,12 +119,13 @@ type Manager struct {
 	closeOnce sync.Once
 }
 
-// New returns the manager of h's peers. It marks a peer CanConnect when
-// its last connection closes from now on; it dials nothing before Start.
-func New(h host.Host, cfg Config) *Manager {
+// New returns the manager of h's peers, whose node key (key) signs the
+// ENR. It marks a peer CanConnect when its last connection closes from now
+// on; it dials nothing before Run.
+func New(h host.Host, key crypto.PrivKey, cfg Config) *Manager {
 	relayPeers := int(math.Ceil(float64(cfg.MaxConnections) * cfg.RelayShare))
 	m := &Manager{
-		h: h, cfg: cfg, log: cfg.Logger,
+		h: h, key: key, cfg: cfg, log: cfg.Logger,
 		outTarget: max(1, relayPeers/3), inTarget: relayPeers - relayPeers/3,
 		coloc: max(0, cfg.ColocationLimit), path: cfg.PersistPath,
 		static: map[peer.ID]bool{}, peers: map[peer.ID]*managedPeer{}, refused: map[peer.ID]error{}, kick: make(chan struct{}, 1),

@@ -61,7 +61,7 @@ func TestRelayTargetsFromShare(t *testing.T) {
 	}{{150, 0.5, 25, 50}, {50, 0.6, 10, 20}} {
 		cfg := testConfig()
 		cfg.MaxConnections, cfg.RelayShare = tc.max, tc.share
-		m := New(newHost(t), cfg)
+		m := New(newHost(t), nil, cfg)
 		if m.outTarget != tc.out || m.inTarget != tc.in {
 			t.Errorf("%d %v: out %d in %d, want %d %d", tc.max, tc.share, m.outTarget, m.inTarget, tc.out, tc.in)
 		}
@@ -85,7 +85,7 @@ func randomPeer(t *testing.T, addr string) discovery.Peer {
 func TestPeerManagerForgetsFailingPeers(t *testing.T) {
 	cfg := testConfig()
 	cfg.Capacity = 2
-	m := New(newHost(t), cfg)
+	m := New(newHost(t), nil, cfg)
 	defer m.Close()
 	dead := randomPeer(t, "/ip4/127.0.0.1/tcp/1")
 	m.Add(dead, state.Discv5)
@@ -130,12 +130,12 @@ func TestPeerManagerForgetsFailingPeers(t *testing.T) {
 func TestPeerPersistence(t *testing.T) {
 	cfg := testConfig()
 	cfg.PersistPath = filepath.Join(t.TempDir(), "peers.json")
-	m := New(newHost(t), cfg)
+	m := New(newHost(t), nil, cfg)
 	m.Run(context.Background())
 	p := randomPeer(t, "/ip4/127.0.0.1/tcp/1")
 	m.Add(p, state.PeerExchange)
 	m.Close()
-	m2 := New(newHost(t), cfg)
+	m2 := New(newHost(t), nil, cfg)
 	defer m2.Close()
 	m2.load()
 	if o, ok := m2.Learned(p.ID); !ok || o != state.PeerExchange {
@@ -150,7 +150,7 @@ func TestPeerPersistenceBounded(t *testing.T) {
 	cfg := testConfig()
 	cfg.PersistPath, cfg.Capacity = filepath.Join(t.TempDir(), "peers.json"), 2
 	h := newHost(t)
-	m := New(h, cfg)
+	m := New(h, nil, cfg)
 	a, b, c := randomPeer(t, "/ip4/127.0.0.1/tcp/1"), randomPeer(t, "/ip4/127.0.0.1/tcp/2"), randomPeer(t, "/ip4/127.0.0.1/tcp/3")
 	m.Add(a, state.DNS)
 	m.connected(b.ID)
@@ -177,7 +177,7 @@ func TestPeerPersistenceBounded(t *testing.T) {
 	}
 	m.Close()
 	h2 := newHost(t)
-	m2 := New(h2, cfg)
+	m2 := New(h2, nil, cfg)
 	defer m2.Close()
 	relayPeers := m2.load()
 	if len(relayPeers) != 1 || relayPeers[0].ID != b.ID || relayPeers[0].Addrs[0].String() != "/ip4/127.0.0.1/tcp/2" {
