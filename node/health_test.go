@@ -17,7 +17,7 @@ import (
 // getHealth answers GET /health through the REST handler over n.
 func getHealth(t *testing.T, n *Node) string {
 	t.Helper()
-	srv, err := rest.New(rest.Config{Node: (*restAPI)(n)})
+	srv, err := rest.New(rest.Config{Node: n.restAPI()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestInfoAnnouncedAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Stop(context.Background())
-	info := (*restAPI)(n).Info()
+	info := n.restAPI().Info()
 	if len(info.ListenAddresses) != 1 || strings.Contains(info.ListenAddresses[0], "/0.0.0.0/") ||
 		!strings.HasSuffix(info.ListenAddresses[0], "/p2p/"+n.Host().ID().String()) {
 		t.Errorf("listenAddresses %q, want one announced TCP address", info.ListenAddresses)

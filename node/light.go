@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
@@ -195,27 +194,5 @@ func (n *Node) SelectServicePeer(codec protocol.ID) (p peer.ID, ok bool) {
 	if p != "" {
 		return p, true
 	}
-	seen := map[peer.ID]bool{n.host.ID(): true}
-	var candidates []peer.ID
-	for _, id := range n.host.Peerstore().Peers() {
-		if seen[id] {
-			continue
-		}
-		if got, err := n.host.Peerstore().SupportsProtocols(id, codec); err == nil && len(got) > 0 {
-			seen[id] = true
-			candidates = append(candidates, id)
-		}
-	}
-	if cap != 0 {
-		for _, id := range n.peers.WithCaps(cap) {
-			if !seen[id] {
-				seen[id] = true
-				candidates = append(candidates, id)
-			}
-		}
-	}
-	if len(candidates) == 0 {
-		return "", false
-	}
-	return candidates[rand.IntN(len(candidates))], true
+	return n.peers.ServicePeer(codec, cap)
 }

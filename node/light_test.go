@@ -124,7 +124,7 @@ func TestLightClientThroughNodes(t *testing.T) {
 	}
 	health := func(n *Node) string {
 		var s string
-		for _, p := range (*restAPI)(n).Health().ProtocolsHealth {
+		for _, p := range n.restAPI().Health().ProtocolsHealth {
 			s += fmt.Sprintf("%s=%s ", p.Protocol, p.Health)
 		}
 		return s
@@ -208,7 +208,7 @@ func TestLightClientsWithoutNodeFlags(t *testing.T) {
 	}
 	clients := func() string {
 		var out []string
-		for _, p := range (*restAPI)(c).Health().ProtocolsHealth {
+		for _, p := range c.restAPI().Health().ProtocolsHealth {
 			switch p.Protocol {
 			case HealthLightpushClient, HealthLegacyLightpushClient, HealthFilterClient:
 				out = append(out, p.Protocol+"="+string(p.Health)+" "+p.Desc)

@@ -112,7 +112,7 @@ func TestPeerPersistenceKeepsEveryPeer(t *testing.T) {
 	}
 	cfg := Config{DataDir: t.TempDir(), Discovery: DiscoveryConfig{PeerPersistence: true}}
 	n1, viaAdmin, inbound := start(cfg), start(Config{}), start(Config{})
-	if err := (*restAPI)(n1).ConnectPeer(ctx, viaAdmin.ListenAddresses()[0]); err != nil {
+	if err := n1.restAPI().ConnectPeer(ctx, viaAdmin.ListenAddresses()[0]); err != nil {
 		t.Fatal(err)
 	}
 	if err := inbound.Host().Connect(ctx, peer.AddrInfo{ID: n1.Host().ID(), Addrs: n1.Host().Addrs()}); err != nil {
@@ -144,7 +144,7 @@ func TestPeerPersistenceKeepsEveryPeer(t *testing.T) {
 		return true
 	})
 	known := map[string]state.Origin{}
-	for _, p := range (*restAPI)(n1).Peers() {
+	for _, p := range n1.restAPI().Peers() {
 		_, id, _ := strings.Cut(p.Multiaddr, "/p2p/")
 		known[id] = p.Origin
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 
@@ -265,10 +266,10 @@ func (m *Manager) RecordShards(id peer.ID) (discovery.RelayShards, bool) {
 	return discovery.RelayShards{}, false
 }
 
-// WithCaps returns the known peers whose discovery record (ENR) announces
+// withCaps returns the known peers whose discovery record (ENR) announces
 // every capability of c, as nwaku's peer store lists them under the codecs
 // of their record's capabilities (waku_core/peers.nim toRemotePeerInfo).
-func (m *Manager) WithCaps(c discovery.Capabilities) []peer.ID {
+func (m *Manager) withCaps(c discovery.Capabilities) []peer.ID {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []peer.ID
@@ -278,6 +279,38 @@ func (m *Manager) WithCaps(c discovery.Capabilities) []peer.ID {
 		}
 	}
 	return out
+}
+
+// ServicePeer picks a random known peer that supports codec, connected or
+// not, as nwaku v0.38.1's PeerManager.selectPeer does without a service
+// slot (waku/node/peer_manager/peer_manager.nim): one identify said speaks
+// codec or, when c is not 0, one whose discovery record announces c (nwaku
+// maps ENR capabilities to the filter and lightpush v3 codecs only). The
+// node itself never counts. ok is false when there is no such peer.
+func (m *Manager) ServicePeer(codec protocol.ID, c discovery.Capabilities) (id peer.ID, ok bool) {
+	seen := map[peer.ID]bool{m.h.ID(): true}
+	var candidates []peer.ID
+	for _, id := range m.h.Peerstore().Peers() {
+		if seen[id] {
+			continue
+		}
+		if got, err := m.h.Peerstore().SupportsProtocols(id, codec); err == nil && len(got) > 0 {
+			seen[id] = true
+			candidates = append(candidates, id)
+		}
+	}
+	if c != 0 {
+		for _, id := range m.withCaps(c) {
+			if !seen[id] {
+				seen[id] = true
+				candidates = append(candidates, id)
+			}
+		}
+	}
+	if len(candidates) == 0 {
+		return "", false
+	}
+	return candidates[rand.IntN(len(candidates))], true
 }
 
 // forget removes id, as after a failed metadata check (nwaku
