@@ -3,16 +3,13 @@ package node
 import (
 	"context"
 	cryptotls "crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -32,6 +29,7 @@ import (
 	"github.com/couriernet/courier/mplex"
 	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/internal/metrics"
+	"github.com/couriernet/courier/node/internal/nodekey"
 	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/node/internal/resume"
 	"github.com/couriernet/courier/peerexchange"
@@ -113,7 +111,7 @@ func (n *Node) build() error {
 		}
 		n.lock = lock
 	}
-	key, err := loadKey(n.cfg.NodeKey, n.cfg.DataDir)
+	key, err := n.loadKey()
 	if err != nil {
 		return err
 	}
@@ -236,63 +234,18 @@ func (n *Node) webSocket() ([]libp2p.Option, error) {
 	return []libp2p.Option{libp2p.Transport(websocket.New, websocket.WithTLSConfig(conf))}, nil
 }
 
-// loadKey parses hexKey, or else reads DataDir/nodekey, or else creates it
-// there (mode 0600), or else generates an ephemeral key.
-func loadKey(hexKey, dataDir string) (crypto.PrivKey, error) {
-	source := "--nodekey"
-	if hexKey == "" && dataDir != "" {
-		path := filepath.Join(dataDir, "nodekey")
-		b, err := os.ReadFile(path)
-		switch {
-		case err == nil:
-			hexKey, source = strings.TrimSpace(string(b)), path
-		case errors.Is(err, os.ErrNotExist):
-			return createKey(path)
-		default:
-			return nil, fmt.Errorf("node: read node key: %w", err)
-		}
+// loadKey returns the key of --nodekey, else the one kept in DataDir
+// (created on the first start), else an ephemeral one.
+func (n *Node) loadKey() (crypto.PrivKey, error) {
+	if n.cfg.key != nil {
+		return n.cfg.key, nil
 	}
-	if hexKey == "" {
-		k, _, err := crypto.GenerateSecp256k1Key(nil)
-		return k, err
+	key, err := nodekey.Load(n.cfg.DataDir)
+	var invalid *nodekey.InvalidError
+	if errors.As(err, &invalid) {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	k, err := parseKey(hexKey)
-	if err != nil {
-		return nil, fmt.Errorf("%w: node key from %s: %w", ErrConfig, source, err)
-	}
-	return k, nil
-}
-
-// parseKey parses a secp256k1 private key given as 64 hex digits (an
-// optional 0x prefix); the scalar must be in 1..n-1, n the curve order.
-func parseKey(hexKey string) (crypto.PrivKey, error) {
-	raw, err := hex.DecodeString(strings.TrimPrefix(hexKey, "0x"))
-	if err != nil || len(raw) != 32 {
-		return nil, errors.New("want 32 bytes as 64 hex digits (secp256k1)")
-	}
-	var s secp256k1.ModNScalar
-	if overflow := s.SetByteSlice(raw); overflow || s.IsZero() {
-		return nil, errors.New("not a secp256k1 private key: zero or not below the curve order")
-	}
-	return crypto.UnmarshalSecp256k1PrivateKey(raw)
-}
-
-func createKey(path string) (crypto.PrivKey, error) {
-	k, _, err := crypto.GenerateSecp256k1Key(nil)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := k.Raw()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("node: create data dir: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(hex.EncodeToString(raw)+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("node: write node key: %w", err)
-	}
-	return k, nil
+	return key, err
 }
 
 // shards returns the shards of the node's cluster that the relay is

@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"net"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
@@ -123,38 +121,6 @@ func TestIPv6ListenAddress(t *testing.T) {
 	}
 	if ip := peers.ListenIP(net.ParseIP(any6.cfg.ListenAddress)); ip.To4() != nil {
 		t.Fatalf("listenIP on :: = %v, want an IPv6 address", ip)
-	}
-}
-
-func TestNodeKeyKeptInDataDir(t *testing.T) {
-	dir := t.TempDir()
-	k1, err := loadKey("", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k2, err := loadKey("", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !k1.Equals(k2) {
-		t.Fatal("second start made a new key")
-	}
-	if fi, err := os.Stat(filepath.Join(dir, "nodekey")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("nodekey file: %v %v", fi, err)
-	}
-	raw, _ := k1.Raw()
-	k3, err := loadKey("0x"+strings.ToUpper(hex.EncodeToString(raw)), "")
-	if err != nil || !k3.Equals(k1) {
-		t.Fatalf("hex key: %v", err)
-	}
-	const order = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141" // secp256k1 n
-	for _, bad := range []string{"zz", "abcd", strings.Repeat("0", 64), order, order[:62] + "42"} {
-		if _, err := loadKey(bad, ""); err == nil {
-			t.Errorf("loadKey(%q) accepted", bad)
-		}
-	}
-	if _, ok := k1.(*crypto.Secp256k1PrivateKey); !ok {
-		t.Fatalf("key type %T, want secp256k1", k1)
 	}
 }
 
@@ -278,9 +244,12 @@ func TestNodeKeyFileError(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "nodekey"), []byte("zz\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := loadKey("", dir)
+	n, err := New(Config{ListenAddress: "127.0.0.1", NoListen: true, DataDir: dir})
+	if err == nil {
+		n.Stop(t.Context())
+	}
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), filepath.Join(dir, "nodekey")) {
-		t.Fatalf("loadKey = %v; want ErrConfig naming the file", err)
+		t.Fatalf("New = %v; want ErrConfig naming the file", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/p2p/dnsdisc"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/node/internal/nodekey"
 	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/shard"
 )
@@ -26,6 +28,7 @@ import (
 // is parsed twice and nothing fails on configuration after New.
 type plan struct {
 	Config
+	key    crypto.PrivKey      // --nodekey, nil without it
 	auto   *shard.Autosharding // nil under static sharding
 	topics []string            // the pubsub topics relayed from the start
 	listen []peers.ListenAddr  // nil with NoListen
@@ -126,7 +129,7 @@ func (c Config) resolve() (*plan, error) {
 		c.Logger = slog.Default()
 	}
 	p := &plan{Config: c}
-	for _, step := range []func() error{p.checkAddresses, p.parseStatic, p.checkPorts, p.checkShards, p.parseArchive,
+	for _, step := range []func() error{p.parseKey, p.checkAddresses, p.parseStatic, p.checkPorts, p.checkShards, p.parseArchive,
 		p.parseLimits, p.checkServices, p.parseDiscovery, p.parseTopics, p.parseServiceNodes, p.parseListen} {
 		if err := step(); err != nil {
 			return nil, err
@@ -134,6 +137,17 @@ func (c Config) resolve() (*plan, error) {
 	}
 	p.completePeers()
 	return p, nil
+}
+
+// parseKey parses --nodekey; a key kept in DataDir is read by New.
+func (p *plan) parseKey() (err error) {
+	if p.NodeKey == "" {
+		return nil
+	}
+	if p.key, err = nodekey.Parse(p.NodeKey, "--nodekey"); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
 }
 
 // checkAddresses checks the listen, REST and metrics addresses: IP
