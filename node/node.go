@@ -10,23 +10,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
-	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
-	noise "github.com/libp2p/go-libp2p/p2p/security/noise"
-	tls "github.com/libp2p/go-libp2p/p2p/security/tls"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
-	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/dirlock"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
-	"github.com/couriernet/courier/mplex"
 	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/internal/metrics"
 	"github.com/couriernet/courier/node/internal/nodekey"
@@ -166,72 +158,24 @@ func (n *Node) build() error {
 	return nil
 }
 
+// newHost makes the libp2p host (peers.NewHost) of the configuration, the
+// certificate for secure WebSocket loaded.
 func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
-	cm, err := connmgr.NewConnManager(max(1, n.cfg.MaxConnections*4/5), n.cfg.MaxConnections)
-	if err != nil {
-		return nil, fmt.Errorf("node: connection manager: %w", err)
-	}
-	opts := []libp2p.Option{
-		libp2p.Identity(key),
-		// Without SO_REUSEPORT, so that a second process cannot listen on a
-		// port a node already holds and take half of its inbound dials.
-		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
-		// TLS 1.3 first, then Noise: go-libp2p's defaults, which go-waku uses.
-		// nwaku speaks Noise only, and multistream-select settles on it.
-		libp2p.Security(tls.ID, tls.New),
-		libp2p.Security(noise.ID, noise.New),
-		libp2p.ConnectionManager(cm),
-		libp2p.Ping(false), // mounted by the node itself, below
-		libp2p.UserAgent(n.cfg.AgentString),
-	}
+	hc := peers.HostConfig{MaxConnections: n.cfg.MaxConnections, AgentString: n.cfg.AgentString, WebSocket: n.cfg.WebSocket,
+		PortMapping: n.cfg.Discovery.portMapping(), Listen: n.cfg.listen, Registerer: n.metrics.Registry()}
 	// By default yamux first, then mplex for js-libp2p clients (js-waku),
 	// which speak nothing else; nwaku offers both.
 	for _, m := range n.cfg.Muxers {
-		if m == MuxerMplex {
-			opts = append(opts, libp2p.Muxer(mplex.ID, mplex.DefaultTransport()))
-		} else {
-			opts = append(opts, libp2p.Muxer(yamux.ID, yamux.DefaultTransport))
+		hc.Mplex = append(hc.Mplex, m == MuxerMplex)
+	}
+	if n.cfg.WebSocketSecure {
+		cert, err := cryptotls.LoadX509KeyPair(n.cfg.WebSocketSecureCertPath, n.cfg.WebSocketSecureKeyPath)
+		if err != nil {
+			return nil, fmt.Errorf("node: secure WebSocket certificate: %w", err)
 		}
+		hc.WSSCert = &cert
 	}
-	ws, err := n.webSocket()
-	if err != nil {
-		return nil, err
-	}
-	opts = append(opts, ws...)
-	if n.cfg.Discovery.portMapping() {
-		opts = append(opts, libp2p.NATPortMap())
-	}
-	if n.cfg.NoListen {
-		opts = append(opts, libp2p.NoListenAddrs)
-	} else {
-		opts = append(opts, libp2p.ListenAddrs(peers.Multiaddrs(n.cfg.listen)...))
-	}
-	opts = append(opts, libp2p.PrometheusRegisterer(n.metrics.Registry()))
-	h, err := libp2p.New(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("node: start libp2p host: %w", err)
-	}
-	if err := peers.CheckListening(h, n.cfg.listen); err != nil {
-		return nil, errors.Join(err, h.Close())
-	}
-	return h, nil
-}
-
-// webSocket returns the options that add the WebSocket transport, with
-// the certificate for /wss loaded, or none when WebSocket is off.
-func (n *Node) webSocket() ([]libp2p.Option, error) {
-	if !n.cfg.WebSocket {
-		return nil, nil
-	}
-	if !n.cfg.WebSocketSecure {
-		return []libp2p.Option{libp2p.Transport(websocket.New)}, nil
-	}
-	cert, err := cryptotls.LoadX509KeyPair(n.cfg.WebSocketSecureCertPath, n.cfg.WebSocketSecureKeyPath)
-	if err != nil {
-		return nil, fmt.Errorf("node: secure WebSocket certificate: %w", err)
-	}
-	conf := &cryptotls.Config{Certificates: []cryptotls.Certificate{cert}, MinVersion: cryptotls.VersionTLS12}
-	return []libp2p.Option{libp2p.Transport(websocket.New, websocket.WithTLSConfig(conf))}, nil
+	return peers.NewHost(key, hc)
 }
 
 // loadKey returns the key of --nodekey, else the one kept in DataDir

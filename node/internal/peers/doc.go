@@ -3,8 +3,9 @@
 // PeerManager, waku/node/peer_manager/peer_manager.nim), the static
 // nodes' re-dials, what the node knows of each peer (origin,
 // connectedness, shards), the peers kept across restarts, discovery (the
-// node's ENR, discv5, DNS discovery, peer exchange) and the addresses the
-// node listens on and announces.
+// node's ENR, discv5, DNS discovery, peer exchange), the libp2p host the
+// peers reach the node through (NewHost) and the addresses it listens on
+// and announces.
 //
 // A Manager works over a libp2p host and a Config the node resolved from
 // its own configuration; it holds no reference to the node. New makes it,
