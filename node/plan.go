@@ -168,17 +168,26 @@ func (p *plan) checkAddresses() error {
 // parseStatic parses StaticNodes, each a multiaddr with /p2p/<id>.
 func (p *plan) parseStatic() error {
 	for _, s := range p.StaticNodes {
-		addr, err := ma.NewMultiaddr(s)
+		pi, err := peerAddr("staticnode", s)
 		if err != nil {
-			return fmt.Errorf("%w: --staticnode %q: %w", ErrConfig, s, err)
-		}
-		pi, err := peer.AddrInfoFromP2pAddr(addr)
-		if err != nil {
-			return fmt.Errorf("%w: --staticnode %q needs /p2p/<peer id>: %w", ErrConfig, s, err)
+			return err
 		}
 		p.peers.Static = append(p.peers.Static, *pi)
 	}
 	return nil
+}
+
+// peerAddr parses the multiaddr with /p2p/<id> of --flag.
+func peerAddr(flag, s string) (*peer.AddrInfo, error) {
+	addr, err := ma.NewMultiaddr(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --%s %q: %w", ErrConfig, flag, s, err)
+	}
+	pi, err := peer.AddrInfoFromP2pAddr(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --%s %q needs /p2p/<peer id>: %w", ErrConfig, flag, s, err)
+	}
+	return pi, nil
 }
 
 func (p *plan) checkPorts() error {
@@ -430,12 +439,9 @@ func (p *plan) parseServiceNodes() error {
 		if sn.addr == "" {
 			continue
 		}
-		addr, err := ma.NewMultiaddr(sn.addr)
-		if err != nil {
-			return fmt.Errorf("%w: --%s %q: %w", ErrConfig, sn.flag, sn.addr, err)
-		}
-		if *sn.to, err = peer.AddrInfoFromP2pAddr(addr); err != nil {
-			return fmt.Errorf("%w: --%s %q needs /p2p/<peer id>: %w", ErrConfig, sn.flag, sn.addr, err)
+		var err error
+		if *sn.to, err = peerAddr(sn.flag, sn.addr); err != nil {
+			return err
 		}
 	}
 	return nil
