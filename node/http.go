@@ -33,15 +33,11 @@ type httpParts struct {
 func (n *Node) startHTTP() error {
 	if srv := n.http.rest; srv != nil {
 		if n.relay != nil {
-			var cts, shards []string
-			if n.cfg.auto != nil {
-				for _, ct := range n.cfg.ContentTopics {
-					if t, err := n.cfg.auto.PubsubTopic(ct); err == nil {
-						cts, shards = append(cts, ct), append(shards, t)
-					}
-				}
+			var cts []string
+			if n.cfg.contentShards != nil {
+				cts = n.cfg.ContentTopics
 			}
-			srv.CacheTopics(n.cfg.pubsubTopics(), cts, shards)
+			srv.CacheTopics(n.cfg.pubsubTopics(), cts, n.cfg.contentShards)
 			n.http.removeREST = n.relay.AddHandler("rest-cache", srv.Deliver)
 		}
 		if err := n.serve("REST API", n.cfg.RESTAddress, n.cfg.RESTPort, srv); err != nil {

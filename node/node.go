@@ -60,7 +60,7 @@ type Node struct {
 // lifecycle is the node's state through Start and Stop.
 type lifecycle struct {
 	mu      sync.Mutex
-	state   string // health.Node.State
+	state   string // INITIALIZING, READY, SHUTTING_DOWN (state.HealthStatus)
 	started bool   // Start or Stop has been called
 	// cancel ends what Start began; wg waits for it.
 	cancel   context.CancelFunc

@@ -31,7 +31,10 @@ type plan struct {
 	key    crypto.PrivKey      // --nodekey, nil without it
 	auto   *shard.Autosharding // nil under static sharding
 	topics []string            // the pubsub topics relayed from the start
-	listen []peers.ListenAddr  // nil with NoListen
+	// contentShards[i] is the pubsub topic of ContentTopics[i] under
+	// autosharding; nil under static sharding.
+	contentShards []string
+	listen        []peers.ListenAddr // nil with NoListen
 	// filterNode, lightpushNode and storeNode are the service nodes of
 	// --filternode, --lightpushnode and --storenode, nil when not set.
 	filterNode, lightpushNode, storeNode *peer.AddrInfo
@@ -404,8 +407,9 @@ func (p *plan) parseTopics() error {
 			if err != nil {
 				return fmt.Errorf("%w: --content-topic %s: %w", ErrConfig, ct, err)
 			}
-			topics = append(topics, t)
+			p.contentShards = append(p.contentShards, t)
 		}
+		topics = append(topics, p.contentShards...)
 	}
 	slices.Sort(topics)
 	p.topics = slices.Compact(topics)
