@@ -1,4 +1,4 @@
-package node
+package metrics
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// metricsLogInterval is how often a node with Config.MetricsLogging logs
-// its totals: nwaku's LogInterval (waku/node/waku_metrics.nim).
-const metricsLogInterval = 10 * time.Minute
+// LogInterval is how often a node with Config.MetricsLogging logs its
+// totals: nwaku's LogInterval (waku/node/waku_metrics.nim).
+const LogInterval = 10 * time.Minute
 
 // loggedTotals are the figures nwaku's startMetricsLog logs, in its order
 // and with its messages (waku/node/waku_metrics.nim): each the sum of
@@ -31,9 +31,9 @@ var loggedTotals = []struct {
 	{"Total errors", "waku_node_errors_total", true},
 }
 
-// logTotals logs loggedTotals from g at INFO, one line each with the
+// LogTotals logs loggedTotals from g at INFO, one line each with the
 // figure as count, every interval until ctx ends.
-func logTotals(ctx context.Context, g prometheus.Gatherer, log *slog.Logger, interval time.Duration) {
+func LogTotals(ctx context.Context, g prometheus.Gatherer, log *slog.Logger, interval time.Duration) {
 	log = log.With("topics", "waku node metrics")
 	t := time.NewTicker(interval)
 	defer t.Stop()

@@ -1,10 +1,18 @@
-package node
+// Package resume is store resume (--store-resume): at start, a node asks
+// one connected store peer for the messages it missed since the newest one
+// it archived, and archives them, within bounds that stop a peer that
+// answers slowly, endlessly or wrongly (nwaku waku/waku_store/resume.nim).
+package resume
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/message"
@@ -15,18 +23,31 @@ import (
 // waku_store/resume.nim, ResumeRangeLimit: 6 hours).
 const resumeRangeLimit = 6 * time.Hour
 
-// resumeLimits bound one store resume (see the package doc, Store resume).
-// Messages are bounded by pages times archive.MaxPageSize, the most a page
-// may hold.
-type resumeLimits struct {
-	pages   int           // store queries, the first one included
-	timeout time.Duration // the whole resume, every page
-	page    time.Duration // one query
+// Limits bound one store resume. Messages are bounded by Pages times
+// archive.MaxPageSize, the most a page may hold.
+type Limits struct {
+	Pages   int           // store queries, the first one included
+	Timeout time.Duration // the whole resume, every page
+	Page    time.Duration // one query
 }
 
-// defaultResumeLimits: 1,000 pages of at most archive.MaxPageSize (100)
+// DefaultLimits: 1,000 pages of at most archive.MaxPageSize (100)
 // messages, so 100,000 messages, in 10 minutes in all and 30 s per page.
-var defaultResumeLimits = resumeLimits{pages: 1000, timeout: 10 * time.Minute, page: 30 * time.Second}
+var DefaultLimits = Limits{Pages: 1000, Timeout: 10 * time.Minute, Page: 30 * time.Second}
+
+// Config is what a resume needs of the node.
+type Config struct {
+	Host    host.Host
+	Archive archive.Archive
+	// Peer returns a connected peer that serves store v3, "" for none yet.
+	Peer     func() peer.ID
+	Counters *message.Counters
+	// Archived, when set, is told of each resumed message once the archive
+	// committed it (store-sync's index).
+	Archived func(env *message.Envelope)
+	Limits   Limits
+	Logger   *slog.Logger
+}
 
 var (
 	// errNoStorePeer: no connected peer serves store v3 yet.
@@ -38,28 +59,27 @@ var (
 	errResumeLimit = errors.New("store resume: limit reached")
 )
 
-// resume runs store resume (--store-resume) once, as soon as a connected
-// peer serves store v3: it asks that peer for every message from the newest
-// one archived here (at most resumeRangeLimit back) until now, and appends
-// them to the archive through the same Append the relay uses. Each
-// returned message was decoded once by the store client and is hashed once
-// here. What the peer answers is checked as resumeOnce says; a resume that
-// stops early keeps what it archived, and store-sync, when on, repairs the
-// rest.
-func (n *Node) resume(ctx context.Context) {
-	defer n.wg.Done()
+// Run runs store resume once, as soon as a connected peer serves store
+// v3, and returns when it is done or ctx ends: it asks that peer for every
+// message from the newest one archived here (at most resumeRangeLimit
+// back) until now, and appends them to the archive through the same
+// Append the relay uses. Each returned message was decoded once by the
+// store client and is hashed once here. What the peer answers is checked
+// as once says; a resume that stops early keeps what it archived, and
+// store-sync, when on, repairs the rest. The outcome is logged.
+func Run(ctx context.Context, cfg Config) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
-		got, err := n.resumeOnce(ctx)
+		got, err := once(ctx, cfg)
 		if !errors.Is(err, errNoStorePeer) {
 			switch {
 			case errors.Is(err, errResumeLimit):
-				n.cfg.Logger.Warn("store resume stopped at its limit", "err", err, "archived", got)
+				cfg.Logger.Warn("store resume stopped at its limit", "err", err, "archived", got)
 			case err != nil && ctx.Err() == nil:
-				n.cfg.Logger.Warn("store resume failed", "err", err, "archived", got)
+				cfg.Logger.Warn("store resume failed", "err", err, "archived", got)
 			case err == nil:
-				n.cfg.Logger.Info("store resume done", "archived", got)
+				cfg.Logger.Info("store resume done", "archived", got)
 			}
 			return
 		}
@@ -71,8 +91,8 @@ func (n *Node) resume(ctx context.Context) {
 	}
 }
 
-// resumeOnce returns how many messages it handed to the archive. It stops
-// with an error wrapping errResumeLimit after n.resumeLimits' pages or
+// once returns how many messages it handed to the archive. It stops
+// with an error wrapping errResumeLimit after cfg.Limits' pages or
 // time, and with one wrapping errResumePeer at the first page
 // that holds more messages than asked for, a message without data, one
 // whose hash is not the one the peer gave, one whose timestamp is outside
@@ -82,32 +102,34 @@ func (n *Node) resume(ctx context.Context) {
 // steps back in time. The pages before it are kept. A message without a
 // timestamp (0 or less) is left out: its time cannot be checked, and
 // nwaku's archive refuses one too (waku_archive/archive.nim validate).
-func (n *Node) resumeOnce(ctx context.Context) (int, error) {
-	p := n.connectedStorePeer()
+func once(ctx context.Context, cfg Config) (int, error) {
+	p := cfg.Peer()
 	if p == "" {
 		return 0, errNoStorePeer
 	}
-	lim := n.resumeLimits
-	ctx, cancel := context.WithTimeout(ctx, lim.timeout)
+	lim := cfg.Limits
+	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	now := time.Now()
-	start := max(n.newestArchived(ctx), now.Add(-resumeRangeLimit).UnixNano())
+	start := max(newestArchived(ctx, cfg.Archive), now.Add(-resumeRangeLimit).UnixNano())
 	end := now.UnixNano()
 	req := &store.Request{IncludeData: true, StartTime: &start, EndTime: &end, Forward: true, Limit: archive.MaxPageSize}
-	n.cfg.Logger.Info("store resume started", "peer", p, "since", time.Unix(0, start).UTC())
+	cfg.Logger.Info("store resume started", "peer", p, "since", time.Unix(0, start).UTC())
 	total := 0
 	var last int64 // the newest timestamp of the pages before
 	seen := map[message.Hash]bool{}
 	for page := 1; ; page++ {
-		if page > lim.pages {
-			return total, fmt.Errorf("%w: %d pages from %s", errResumeLimit, lim.pages, p)
+		if page > lim.Pages {
+			return total, fmt.Errorf("%w: %d pages from %s", errResumeLimit, lim.Pages, p)
 		}
-		qctx, qcancel := context.WithTimeout(ctx, lim.page)
-		res, err := store.Query(qctx, n.host, p, req, n.cfg.Counters)
+		qctx, qcancel := context.WithTimeout(ctx, lim.Page)
+		res, err := store.Query(qctx, cfg.Host, p, req, cfg.Counters)
 		qcancel()
 		if err != nil {
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				err = fmt.Errorf("%w: %v in all: %w", errResumeLimit, lim.timeout, err)
+			// The stream's deadline, the context's, may pass a moment
+			// before the context itself reports it.
+			if d, _ := ctx.Deadline(); errors.Is(ctx.Err(), context.DeadlineExceeded) || !time.Now().Before(d) {
+				err = fmt.Errorf("%w: %v in all: %w", errResumeLimit, lim.Timeout, err)
 			}
 			return total, fmt.Errorf("query %s: %w", p, err)
 		}
@@ -119,14 +141,14 @@ func (n *Node) resumeOnce(ctx context.Context) (int, error) {
 			if kv.Message.Timestamp <= 0 {
 				continue
 			}
-			env := message.NewEnvelope(kv.Message, kv.PubsubTopic, kv.Wire, n.cfg.Counters)
+			env := message.NewEnvelope(kv.Message, kv.PubsubTopic, kv.Wire, cfg.Counters)
 			if env.Hash() != kv.Hash {
 				return total, fmt.Errorf("%w: %s, page %d: message %s has hash %s", errResumePeer, p, page, kv.Hash, env.Hash())
 			}
 			envs = append(envs, env)
 		}
 		for _, env := range envs {
-			if err := n.archive.Append(ctx, env, n.resumed(env)); err != nil {
+			if err := cfg.Archive.Append(ctx, env, archived(cfg, env)); err != nil {
 				return total, err
 			}
 			total++
@@ -181,19 +203,19 @@ func newestTimestamp(res *store.Response) int64 {
 	return ts
 }
 
-// resumed indexes a resumed message for store-sync once it is archived.
-func (n *Node) resumed(env *message.Envelope) func(error) {
+// archived tells cfg.Archived of a resumed message once it is archived.
+func archived(cfg Config, env *message.Envelope) func(error) {
 	return func(err error) {
-		if err == nil && n.storeSync != nil {
-			n.storeSync.Ingest(env)
+		if err == nil && cfg.Archived != nil {
+			cfg.Archived(env)
 		}
 	}
 }
 
 // newestArchived returns the timestamp of the newest archived message, 0
 // for an empty archive.
-func (n *Node) newestArchived(ctx context.Context) int64 {
-	res, err := n.archive.Query(ctx, archive.Query{Limit: 1})
+func newestArchived(ctx context.Context, a archive.Archive) int64 {
+	res, err := a.Query(ctx, archive.Query{Limit: 1})
 	if err != nil || len(res.Messages) == 0 {
 		return 0
 	}

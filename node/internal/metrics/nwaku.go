@@ -1,4 +1,4 @@
-package node
+package metrics
 
 import (
 	"slices"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -64,9 +65,9 @@ var (
 	descRelayAvgBytes   = prometheus.NewDesc("waku_relay_avg_msg_bytes_per_shard", "Average length of messages seen per shard", []string{"shard"}, nil)
 )
 
-// nwakuMetrics are nwaku's metrics that the node observes as they happen,
+// observed are nwaku's metrics that the node observes as they happen,
 // rather than reading them from counters at scrape time.
-type nwakuMetrics struct {
+type observed struct {
 	// waku_node_errors (waku/node/waku_node.nim), by type: nwaku's
 	// "subscribe_filter_failure" and "unsubscribe_filter_failure" (the REST
 	// filter API's requests to --filternode), and courier's own
@@ -97,8 +98,8 @@ type nwakuMetrics struct {
 // buckets of their own use; the +Inf bucket is implicit here.
 var nimMetricsBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 
-func newNwakuMetrics() nwakuMetrics {
-	m := nwakuMetrics{
+func newObserved() observed {
+	m := observed{
 		nodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waku_node_errors_total", Help: "number of wakunode errors"}, []string{"type"}),
 		insertDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "waku_archive_insert_duration_seconds",
 			Help: "message insertion duration", Buckets: nimMetricsBuckets}),
@@ -117,15 +118,15 @@ func newNwakuMetrics() nwakuMetrics {
 	return m
 }
 
-func (m nwakuMetrics) collectors() []prometheus.Collector {
+func (m observed) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.nodeErrors, m.insertDuration, m.queryDuration, m.archivedPerShard, m.messageSize, m.filterRequest, m.filterMessage}
 }
 
-// observeFilter has cfg's filter service report its request and message
+// ObserveFilter has cfg's filter service report its request and message
 // durations to m. A request type's series is made on its first
 // observation, as nim-metrics lists a labelled histogram once observed,
 // and kept, so that later observations allocate nothing.
-func (m nwakuMetrics) observeFilter(cfg *filter.Config) {
+func (m observed) ObserveFilter(cfg *filter.Config) {
 	var once [4]sync.Once
 	var byType [4]prometheus.Observer
 	vec, msg := m.filterRequest, m.filterMessage
@@ -143,18 +144,18 @@ func (m nwakuMetrics) observeFilter(cfg *filter.Config) {
 // measures its filter durations.
 func wholeMillis(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
-// observeRelay has the relay report each delivered message's payload size.
-func (m nwakuMetrics) observeRelay(cfg *relay.Config) {
+// ObserveRelay has the relay report each delivered message's payload size.
+func (m observed) ObserveRelay(cfg *relay.Config) {
 	cfg.OnDelivered = func(env *message.Envelope) { m.messageSize.Observe(float64(len(env.Message().Payload)) / 1000) }
 }
 
-// observeArchive has cfg's archive report its insert and query durations
+// ObserveArchive has cfg's archive report its insert and query durations
 // to m, and count each inserted message under its shard id as nwaku does
 // (waku_archive/archive.nim handleMessage: the shard of a static-shard
 // pubsub topic, shard 0 for any other topic). nwaku leaves out the
 // messages store sync inserts; courier's archive does not tell them apart
 // and counts them too.
-func (m nwakuMetrics) observeArchive(cfg *archive.Config) {
+func (m observed) ObserveArchive(cfg *archive.Config) {
 	perTopic := map[string]prometheus.Gauge{} // the writer calls OnInsert one at a time
 	cfg.OnInsert = func(env *message.Envelope, d time.Duration) {
 		m.insertDuration.Observe(d.Seconds())
@@ -171,65 +172,96 @@ func (m nwakuMetrics) observeArchive(cfg *archive.Config) {
 	cfg.OnQuery = func(d time.Duration) { m.queryDuration.Observe(d.Seconds()) }
 }
 
-// maxLabelledTopics bounds the pubsub topics observeArchive remembers.
+// maxLabelledTopics bounds the pubsub topics ObserveArchive remembers.
 const maxLabelledTopics = 1024
 
-// nwakuCollector exports the figures above at scrape time.
-type nwakuCollector struct{ n *Node }
+// NodeError counts one waku_node_errors_total of type kind
+// ("publish_failure", "subscribe_filter_failure",
+// "unsubscribe_filter_failure").
+func (m observed) NodeError(kind string) { m.nodeErrors.WithLabelValues(kind).Inc() }
 
-func (c nwakuCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnectedPeers, descStreamsPeers, descConnectedPerAgent, descConnectedPerShard, descPeerStoreSize, descVersion, descLibp2pPeers,
-		descStorePeers, descLightpushPeers, descFilterPeers,
-		descRelayNetworkBytes, descRelayTotalBytes, descRelayMaxBytes, descRelayAvgBytes} {
-		ch <- d
-	}
+var nwakuDescs = []*prometheus.Desc{descConnectedPeers, descStreamsPeers, descConnectedPerAgent, descConnectedPerShard, descPeerStoreSize, descVersion, descLibp2pPeers,
+	descStorePeers, descLightpushPeers, descFilterPeers,
+	descRelayNetworkBytes, descRelayTotalBytes, descRelayMaxBytes, descRelayAvgBytes}
+
+// Network is what the collectors read of the host's connections
+// (ReadNetwork), at scrape time.
+type Network struct {
+	// Peers is the number of connected peers; PeerStore that of the
+	// peers the peerstore knows, the node itself left out.
+	Peers, PeerStore int
+	// Conns and Streams count, per direction and Waku protocol, the
+	// connections with an open stream of it and the open streams
+	// (waku_connected_peers, waku_streams_peers).
+	Conns, Streams map[DirProto]int
+	// PerAgent counts the connected peers by identify's agent string.
+	PerAgent map[string]int
+	// Shards are the shards the node relays, PerShard the connected peers
+	// known to be on each, in the same order.
+	Shards   []uint16
+	PerShard []int
 }
 
-func (c nwakuCollector) Collect(ch chan<- prometheus.Metric) {
-	n := c.n
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+func collectNwaku(ch chan<- prometheus.Metric, src *Sources) {
+	gauge(ch, descVersion, 1, src.Version)
+	gauge(ch, descStorePeers, 0)
+	gauge(ch, descLightpushPeers, 0)
+	gauge(ch, descFilterPeers, 0)
+	if src.Network != nil {
+		nw := src.Network()
+		gauge(ch, descLibp2pPeers, float64(nw.Peers))
+		gauge(ch, descPeerStoreSize, float64(nw.PeerStore))
+		for key, count := range nw.Conns {
+			gauge(ch, descConnectedPeers, float64(count), key.Dir, string(key.Proto))
+		}
+		for key, count := range nw.Streams {
+			gauge(ch, descStreamsPeers, float64(count), key.Dir, string(key.Proto))
+		}
+		for agent, count := range nw.PerAgent {
+			gauge(ch, descConnectedPerAgent, float64(count), agent)
+		}
+		for i, sh := range nw.Shards {
+			gauge(ch, descConnectedPerShard, float64(nw.PerShard[i]), strconv.Itoa(int(sh)))
+		}
 	}
-	gauge(descVersion, 1, Version)
-	gauge(descStorePeers, 0)
-	gauge(descLightpushPeers, 0)
-	gauge(descFilterPeers, 0)
-	peers := n.host.Network().Peers()
-	gauge(descLibp2pPeers, float64(len(peers)))
-	gauge(descPeerStoreSize, float64(max(0, len(n.host.Peerstore().Peers())-1))) // less the node itself
-	conns, streams := n.wakuStreams()
-	for key, count := range conns {
-		gauge(descConnectedPeers, float64(count), key.dir, string(key.proto))
-	}
-	for key, count := range streams {
-		gauge(descStreamsPeers, float64(count), key.dir, string(key.proto))
-	}
-	for agent, count := range n.connectedPerAgent(peers) {
-		gauge(descConnectedPerAgent, float64(count), agent)
-	}
-	for _, sh := range n.shards() {
-		gauge(descConnectedPerShard, float64(n.connectedOnShard(peers, sh)), strconv.Itoa(int(sh)))
-	}
-	if n.relay != nil {
-		for topic, ts := range n.relay.Stats().Topics {
-			counter := func(v uint64, typ, dir string) {
-				ch <- prometheus.MustNewConstMetric(descRelayNetworkBytes, prometheus.CounterValue, float64(v), topic, typ, dir)
-			}
-			counter(ts.Bytes+ts.Messages*uint64(len(topic)), "net", "in")
-			counter(ts.GrossInBytes, "gross", "in")
-			counter(ts.NetOutBytes, "net", "out")
+	if src.Relay != nil {
+		for topic, ts := range src.Relay().Topics {
+			counter(ch, descRelayNetworkBytes, float64(ts.Bytes+ts.Messages*uint64(len(topic))), topic, "net", "in")
+			counter(ch, descRelayNetworkBytes, float64(ts.GrossInBytes), topic, "gross", "in")
+			counter(ch, descRelayNetworkBytes, float64(ts.NetOutBytes), topic, "net", "out")
 			if ts.Sizes > 0 { // nwaku sets the gauges at a shard's first message
-				gauge(descRelayTotalBytes, float64(ts.SizeSum), topic)
-				gauge(descRelayMaxBytes, float64(ts.SizeMax), topic)
-				gauge(descRelayAvgBytes, float64(ts.SizeSum)/float64(ts.Sizes), topic)
+				gauge(ch, descRelayTotalBytes, float64(ts.SizeSum), topic)
+				gauge(ch, descRelayMaxBytes, float64(ts.SizeMax), topic)
+				gauge(ch, descRelayAvgBytes, float64(ts.SizeSum)/float64(ts.Sizes), topic)
 			}
 		}
 	}
 }
 
-type dirProto struct {
-	dir   string
-	proto protocol.ID
+// ReadNetwork reads h's connections for the collectors: shards are the
+// shards the node relays now, onShard reports whether a connected peer is
+// known to relay one of them (by its metadata or its ENR).
+func ReadNetwork(h host.Host, shards []uint16, onShard func(id peer.ID, shard uint16) bool) Network {
+	peers := h.Network().Peers()
+	nw := Network{Peers: len(peers), PeerStore: max(0, len(h.Peerstore().Peers())-1), Shards: shards}
+	nw.Conns, nw.Streams = wakuStreams(h)
+	nw.PerAgent = connectedPerAgent(h, peers)
+	for _, s := range shards {
+		count := 0
+		for _, id := range peers {
+			if onShard(id, s) {
+				count++
+			}
+		}
+		nw.PerShard = append(nw.PerShard, count)
+	}
+	return nw
+}
+
+// DirProto is a direction ("In", "Out") and a Waku protocol.
+type DirProto struct {
+	Dir   string
+	Proto protocol.ID
 }
 
 // wakuStreams counts, per direction and Waku protocol (/vac/waku/...),
@@ -239,10 +271,10 @@ type dirProto struct {
 // waku_streams_peers (peer_manager.nim connectedPeers, getNumStreams).
 // Every Waku protocol some peer in the peer store speaks has both
 // directions, zero or not (waku_peer_store.nim getWakuProtos).
-func (n *Node) wakuStreams() (conns, streams map[dirProto]int) {
-	conns, streams = map[dirProto]int{}, map[dirProto]int{}
-	ps := n.host.Peerstore()
-	self := n.host.ID()
+func wakuStreams(h host.Host) (conns, streams map[DirProto]int) {
+	conns, streams = map[DirProto]int{}, map[DirProto]int{}
+	ps := h.Peerstore()
+	self := h.ID()
 	for _, id := range ps.Peers() {
 		if id == self {
 			continue
@@ -254,13 +286,13 @@ func (n *Node) wakuStreams() (conns, streams map[dirProto]int) {
 		for _, p := range protos {
 			if isWaku(p) {
 				for _, dir := range []string{"In", "Out"} {
-					conns[dirProto{dir, p}] = 0
-					streams[dirProto{dir, p}] = 0
+					conns[DirProto{dir, p}] = 0
+					streams[DirProto{dir, p}] = 0
 				}
 			}
 		}
 	}
-	for _, c := range n.host.Network().Conns() {
+	for _, c := range h.Network().Conns() {
 		cdir := direction(c.Stat().Direction)
 		var counted []protocol.ID
 		for _, st := range c.GetStreams() {
@@ -268,10 +300,10 @@ func (n *Node) wakuStreams() (conns, streams map[dirProto]int) {
 			if !isWaku(p) {
 				continue
 			}
-			streams[dirProto{direction(st.Stat().Direction), p}]++
+			streams[DirProto{direction(st.Stat().Direction), p}]++
 			if !slices.Contains(counted, p) {
 				counted = append(counted, p)
-				conns[dirProto{cdir, p}]++
+				conns[DirProto{cdir, p}]++
 			}
 		}
 	}
@@ -291,33 +323,14 @@ func direction(d network.Direction) string {
 // connectedPerAgent counts the connected peers by the agent string they
 // announced in identify; peers without one are left out, as nwaku leaves
 // out peers missing from its AgentBook.
-func (n *Node) connectedPerAgent(peers []peer.ID) map[string]int {
+func connectedPerAgent(h host.Host, peers []peer.ID) map[string]int {
 	out := map[string]int{}
 	for _, id := range peers {
-		if v, err := n.host.Peerstore().Get(id, "AgentVersion"); err == nil {
+		if v, err := h.Peerstore().Get(id, "AgentVersion"); err == nil {
 			if agent, ok := v.(string); ok {
 				out[agent]++
 			}
 		}
 	}
 	return out
-}
-
-// connectedOnShard counts the connected peers known to relay shard s of
-// the node's cluster: those whose metadata lists it, or whose discovery
-// record does.
-func (n *Node) connectedOnShard(peers []peer.ID, s uint16) int {
-	count := 0
-	for _, id := range peers {
-		if n.metadata != nil {
-			if info, ok := n.metadata.Peer(id); ok && info.ClusterID == n.cfg.ClusterID && slices.Contains(info.Shards, s) {
-				count++
-				continue
-			}
-		}
-		if rs, ok := n.peers.recordShards(id); ok && rs.Contains(n.cfg.ClusterID, s) {
-			count++
-		}
-	}
-	return count
 }

@@ -1,4 +1,4 @@
-package node
+package metrics
 
 import (
 	"bytes"
@@ -60,11 +60,11 @@ func TestLogTotals(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() {
-			logTotals(ctx, reg, log, metricsLogInterval)
+			LogTotals(ctx, reg, log, LogInterval)
 			close(done)
 		}()
 
-		time.Sleep(metricsLogInterval - time.Second)
+		time.Sleep(LogInterval - time.Second)
 		synctest.Wait()
 		if got := out.take(); got != "" {
 			t.Fatalf("logged before the first interval:\n%s", got)
@@ -82,7 +82,7 @@ level=INFO msg="Total errors" topics="waku node metrics" count=3
 		msgs.WithLabelValues("relay").Add(1)
 		errs.WithLabelValues("publish_failure").Add(4)
 		storePeers.Set(1)
-		time.Sleep(metricsLogInterval)
+		time.Sleep(LogInterval)
 		synctest.Wait()
 		want = strings.NewReplacer("count=5", "count=6", "peers\" topics=\"waku node metrics\" count=3", "peers\" topics=\"waku node metrics\" count=1",
 			"errors\" topics=\"waku node metrics\" count=3", "errors\" topics=\"waku node metrics\" count=4").Replace(want)
@@ -92,7 +92,7 @@ level=INFO msg="Total errors" topics="waku node metrics" count=3
 
 		cancel()
 		<-done
-		time.Sleep(2 * metricsLogInterval)
+		time.Sleep(2 * LogInterval)
 		synctest.Wait()
 		if got := out.take(); got != "" {
 			t.Fatalf("logged after the context ended:\n%s", got)

@@ -1,4 +1,4 @@
-package node
+package peers
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 )
 
-// listenAddr is one address the node is configured to listen on and the
+// ListenAddr is one address the node is configured to listen on and the
 // flag that sets its port.
-type listenAddr struct {
-	flag string
-	addr ma.Multiaddr
+type ListenAddr struct {
+	Flag string
+	Addr ma.Multiaddr
 }
 
 // listenKind is the transport of a listen address, "tcp", "ws" or "wss"
@@ -38,28 +38,28 @@ func listenKind(a ma.Multiaddr) string {
 	return "tcp"
 }
 
-// checkListening returns an error naming the flag of the first configured
+// CheckListening returns an error naming the flag of the first configured
 // address h does not listen on. go-libp2p starts when any of its listen
 // addresses works, so a WebSocket port in use would otherwise leave the
 // node without WebSocket, silently. A configured port 0 matches any port
 // of its transport. The error wraps the reason a listen on that address
 // fails now (typically "address already in use").
-func checkListening(h host.Host, want []listenAddr) error {
+func CheckListening(h host.Host, want []ListenAddr) error {
 	got := h.Network().ListenAddresses()
 	for _, w := range want {
-		port, _ := w.addr.ValueForProtocol(ma.P_TCP)
-		if listening(got, listenKind(w.addr), port) {
+		port, _ := w.Addr.ValueForProtocol(ma.P_TCP)
+		if listening(got, listenKind(w.Addr), port) {
 			continue
 		}
-		reason := fmt.Errorf("the %s transport did not start", listenKind(w.addr))
-		ip, err := w.addr.ValueForProtocol(ma.P_IP4)
+		reason := fmt.Errorf("the %s transport did not start", listenKind(w.Addr))
+		ip, err := w.Addr.ValueForProtocol(ma.P_IP4)
 		if err != nil {
-			ip, err = w.addr.ValueForProtocol(ma.P_IP6)
+			ip, err = w.Addr.ValueForProtocol(ma.P_IP6)
 		}
 		if err == nil {
 			reason = probeListen(ip, port, reason)
 		}
-		return fmt.Errorf("node: %s %s: cannot listen on %s: %w", w.flag, port, w.addr, reason)
+		return fmt.Errorf("node: %s %s: cannot listen on %s: %w", w.Flag, port, w.Addr, reason)
 	}
 	return nil
 }
@@ -85,33 +85,35 @@ func probeListen(ip, port string, fallback error) error {
 	return fallback
 }
 
-// configuredListen returns the addresses the node listens on (host is
-// its /ip4 or /ip6 part), with the flag of each port.
-func (c *Config) configuredListen(host string) ([]listenAddr, error) {
-	specs := []listenAddr{{flag: "--tcp-port"}}
-	strs := []string{fmt.Sprintf("%s/tcp/%d", host, c.TCPPort)}
-	if c.WebSocket {
+// Listen returns the addresses a node listens on: TCP on tcpPort and,
+// with ws, WebSocket (/wss with wss) on wsPort, each with the flag of its
+// port; host is their /ip4 or /ip6 part (IPMultiaddr).
+func Listen(host string, tcpPort int, ws, wss bool, wsPort int) ([]ListenAddr, error) {
+	specs := []ListenAddr{{Flag: "--tcp-port"}}
+	strs := []string{fmt.Sprintf("%s/tcp/%d", host, tcpPort)}
+	if ws {
 		scheme := "ws"
-		if c.WebSocketSecure {
+		if wss {
 			scheme = "wss"
 		}
-		specs = append(specs, listenAddr{flag: "--websocket-port"})
-		strs = append(strs, fmt.Sprintf("%s/tcp/%d/%s", host, c.WebSocketPort, scheme))
+		specs = append(specs, ListenAddr{Flag: "--websocket-port"})
+		strs = append(strs, fmt.Sprintf("%s/tcp/%d/%s", host, wsPort, scheme))
 	}
 	for i, s := range strs {
 		a, err := ma.NewMultiaddr(s)
 		if err != nil {
-			return nil, fmt.Errorf("%w: listen address %s: %w", ErrConfig, s, err)
+			return nil, fmt.Errorf("listen address %s: %w", s, err)
 		}
-		specs[i].addr = a
+		specs[i].Addr = a
 	}
 	return specs, nil
 }
 
-func listenAddrs(l []listenAddr) []ma.Multiaddr {
+// Multiaddrs returns the addresses of l.
+func Multiaddrs(l []ListenAddr) []ma.Multiaddr {
 	out := make([]ma.Multiaddr, len(l))
 	for i, a := range l {
-		out[i] = a.addr
+		out[i] = a.Addr
 	}
 	return out
 }
