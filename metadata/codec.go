@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/couriernet/courier/internal/protowalk"
 )
 
 // MaxRPCSize is the largest encoded request or response in bytes that is
@@ -145,36 +147,21 @@ func Decode(data []byte) (RPC, error) {
 	}
 	var r RPC
 	var s3, packed2, unpacked2 []uint32
-	for off := 0; off < len(data); {
-		num, typ, n := protowire.ConsumeTag(data[off:])
-		if n < 0 {
-			return RPC{}, fmt.Errorf("%w: tag at offset %d: %v", ErrMalformed, off, protowire.ParseError(n))
-		}
-		off += n
-		var err error
-		switch {
-		case num == fieldClusterID && typ == protowire.VarintType:
-			var v uint64
-			v, n = protowire.ConsumeVarint(data[off:])
-			r.ClusterID, r.HasClusterID = uint32(v), true
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch num, typ := rd.Num(), rd.Type(); {
 		case num == fieldClusterID:
-			err = fmt.Errorf("%w: field 1 has wire type %d", ErrMalformed, typ)
+			r.ClusterID, r.HasClusterID = uint32(rd.Varint()), true
 		case num == fieldShards:
-			s3, n, err = consumeShards(typ, data[off:], s3)
+			s3 = appendShards(&rd, s3)
 		case num == fieldShardsDeprecated && typ == protowire.BytesType:
-			packed2, n, err = consumeShards(typ, data[off:], packed2)
+			packed2 = appendShards(&rd, packed2)
 		case num == fieldShardsDeprecated:
-			unpacked2, n, err = consumeShards(typ, data[off:], unpacked2)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, data[off:])
+			unpacked2 = appendShards(&rd, unpacked2)
 		}
-		if err != nil {
-			return RPC{}, err
-		}
-		if n < 0 {
-			return RPC{}, fmt.Errorf("%w: field %d at offset %d: %v", ErrMalformed, num, off, protowire.ParseError(n))
-		}
-		off += n
+	}
+	if err := rd.Err(); err != nil {
+		return RPC{}, malformed(err)
 	}
 	switch {
 	case len(s3) > 0:
@@ -188,28 +175,26 @@ func Decode(data []byte) (RPC, error) {
 	return r, nil
 }
 
-// consumeShards reads one element (varint) or a packed run (bytes) of a
-// repeated uint32 field from b and appends it to dst. It returns the bytes
-// consumed, or a negative protowire error code.
-func consumeShards(typ protowire.Type, b []byte, dst []uint32) ([]uint32, int, error) {
-	switch typ {
-	case protowire.VarintType:
-		v, n := protowire.ConsumeVarint(b)
-		if n >= 0 {
-			dst = append(dst, uint32(v))
-		}
-		return dst, n, nil
-	case protowire.BytesType:
-		run, n := protowire.ConsumeBytes(b)
-		for len(run) > 0 && n >= 0 {
-			v, m := protowire.ConsumeVarint(run)
-			if m < 0 {
-				return nil, 0, fmt.Errorf("%w: packed shards: %v", ErrMalformed, protowire.ParseError(m))
-			}
-			dst = append(dst, uint32(v))
-			run = run[m:]
-		}
-		return dst, n, nil
+// appendShards reads one element (varint) or a packed run (bytes) of a
+// repeated uint32 field and appends it to dst; any other wire type is an
+// error of rd.
+func appendShards(rd *protowalk.Reader, dst []uint32) []uint32 {
+	if rd.Type() == protowire.VarintType {
+		return append(dst, uint32(rd.Varint()))
 	}
-	return nil, 0, fmt.Errorf("%w: shards field has wire type %d", ErrMalformed, typ)
+	return protowalk.AppendPacked(rd, dst)
+}
+
+// malformed gives a protowalk error ErrMalformed's wording.
+func malformed(err error) error {
+	e := err.(*protowalk.Error)
+	switch {
+	case e.Kind == protowalk.BadTag:
+		return fmt.Errorf("%w: tag at offset %d: %v", ErrMalformed, e.Off, e.Err)
+	case e.Kind == protowalk.WrongType && e.Num == fieldClusterID:
+		return fmt.Errorf("%w: field 1 has wire type %d", ErrMalformed, e.Type)
+	case e.Kind == protowalk.WrongType:
+		return fmt.Errorf("%w: shards field has wire type %d", ErrMalformed, e.Type)
+	}
+	return fmt.Errorf("%w: field %d at offset %d: %v", ErrMalformed, e.Num, e.Off, e.Err)
 }

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/couriernet/courier/internal/protowalk"
 	"github.com/couriernet/courier/message"
 )
 
@@ -466,29 +467,24 @@ func AppendMessageAndTopic(dst []byte, pubsubTopic string, wire []byte) []byte {
 func DecodeMessageAndTopic(buf []byte) (pubsubTopic string, wire []byte, err error) {
 	var f1, f2 []byte
 	var have1, have2 bool
-	for b := buf; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return "", nil, fmt.Errorf("%w: transfer frame: bad tag", ErrMalformed)
-		}
-		b = b[n:]
-		if typ != protowire.BytesType || (num != 1 && num != 2) {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return "", nil, fmt.Errorf("%w: transfer frame: bad field %d", ErrMalformed, num)
+	r := protowalk.NewReader(buf)
+	for r.Next() {
+		if num := r.Num(); r.Type() == protowire.BytesType && (num == 1 || num == 2) {
+			if num == 1 {
+				f1, have1 = r.Bytes(), true
+			} else {
+				f2, have2 = r.Bytes(), true
 			}
-			b = b[n:]
-			continue
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return "", nil, fmt.Errorf("%w: transfer frame: truncated field %d", ErrMalformed, num)
-		}
-		v = v[:len(v):len(v)] // an append to wire must never write into buf
-		b = b[n:]
-		if num == 1 {
-			f1, have1 = v, true
-		} else {
-			f2, have2 = v, true
+	}
+	if err := r.Err(); err != nil {
+		switch e := err.(*protowalk.Error); {
+		case e.Kind == protowalk.BadTag:
+			return "", nil, fmt.Errorf("%w: transfer frame: bad tag", ErrMalformed)
+		case e.Type == protowire.BytesType && (e.Num == 1 || e.Num == 2):
+			return "", nil, fmt.Errorf("%w: transfer frame: truncated field %d", ErrMalformed, e.Num)
+		default:
+			return "", nil, fmt.Errorf("%w: transfer frame: bad field %d", ErrMalformed, e.Num)
 		}
 	}
 	if !have1 || !have2 {
