@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
@@ -75,11 +76,7 @@ type Service struct {
 	limitV3 *ratelimit.Limiter
 	limitV2 *ratelimit.Limiter
 
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-	ctx    context.Context
-	cancel context.CancelFunc
+	life *lifecycle.Group
 }
 
 // setDefaults fills in the default of every zero field.
@@ -108,8 +105,7 @@ func New(h host.Host, cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{h: h, cfg: cfg, ctx: ctx, cancel: cancel,
+	s := &Service{h: h, cfg: cfg, life: lifecycle.New(),
 		limitV3: ratelimit.New(cfg.RateLimit, nil), limitV2: ratelimit.New(cfg.RateLimit, nil)}
 	if h != nil {
 		h.SetStreamHandler(ProtocolID, s.handleV3)
@@ -119,32 +115,15 @@ func New(h host.Host, cfg Config) (*Service, error) {
 }
 
 // Close removes the stream handlers, cancels requests in flight and waits
-// for them. It is idempotent.
+// for them. Calling it again returns nil.
 func (s *Service) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	return s.life.Close(func() error {
+		if s.h != nil {
+			s.h.RemoveStreamHandler(ProtocolID)
+			s.h.RemoveStreamHandler(LegacyProtocolID)
+		}
 		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
-	if s.h != nil {
-		s.h.RemoveStreamHandler(ProtocolID)
-		s.h.RemoveStreamHandler(LegacyProtocolID)
-	}
-	s.cancel()
-	s.wg.Wait()
-	return nil
-}
-
-func (s *Service) enter() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.wg.Add(1)
-	return true
+	})
 }
 
 // Answers to a request over the rate limit (nwaku waku_lightpush/common.nim
@@ -190,12 +169,12 @@ func (s *Service) refuse(st network.Stream, version int, answer []byte) {
 // serve reads one request from st, adds its length to bytesIn, answers it
 // and closes the stream.
 func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(context.Context, []byte) []byte) {
-	if !s.enter() {
+	if !s.life.Enter() {
 		st.Reset()
 		return
 	}
-	defer s.wg.Done()
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	defer s.life.Leave()
+	ctx, cancel := context.WithTimeout(s.life.Context(), s.cfg.Timeout)
 	defer cancel()
 	st.SetDeadline(time.Now().Add(s.cfg.Timeout))
 	b, err := lpframe.Read(st, MaxRequestSize)

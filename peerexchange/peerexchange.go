@@ -35,6 +35,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/couriernet/courier/discovery"
+	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 )
@@ -85,6 +86,7 @@ type Server struct {
 	h       host.Host
 	cfg     Config
 	limiter *ratelimit.Limiter
+	life    *lifecycle.Group
 
 	requests, badRequests, rateLimited, peersSent atomic.Uint64
 }
@@ -102,13 +104,19 @@ func (c *Config) setDefaults() {
 // NewServer mounts the peer exchange handler on h.
 func NewServer(h host.Host, cfg Config) *Server {
 	cfg.setDefaults()
-	s := &Server{h: h, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, nil)}
+	s := &Server{h: h, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, nil), life: lifecycle.New()}
 	h.SetStreamHandler(ProtocolID, s.handle)
 	return s
 }
 
-// Close removes the handler.
-func (s *Server) Close() { s.h.RemoveStreamHandler(ProtocolID) }
+// Close removes the handler, resets the exchanges in progress and waits for
+// their handlers to return. Calling it again returns nil.
+func (s *Server) Close() error {
+	return s.life.Close(func() error {
+		s.h.RemoveStreamHandler(ProtocolID)
+		return nil
+	})
+}
 
 // Stats returns a copy of the counters.
 func (s *Server) Stats() ServerStats {
@@ -116,6 +124,13 @@ func (s *Server) Stats() ServerStats {
 }
 
 func (s *Server) handle(st network.Stream) {
+	if !s.life.Enter() {
+		st.Reset()
+		return
+	}
+	defer s.life.Leave()
+	stop := context.AfterFunc(s.life.Context(), func() { st.Reset() })
+	defer stop()
 	defer st.Close()
 	st.SetDeadline(time.Now().Add(s.cfg.Timeout))
 	s.requests.Add(1)

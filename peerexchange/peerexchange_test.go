@@ -193,3 +193,43 @@ func TestServerBadRequestAndRateLimit(t *testing.T) {
 		t.Errorf("client over the limit: %v", err)
 	}
 }
+
+// TestServerClose: Close resets an exchange in progress (a client that
+// never sends its request) and waits for its handler; a second Close
+// returns nil, and a request after Close gets no answer.
+func TestServerClose(t *testing.T) {
+	server, client := newHost(t), newHost(t)
+	s := NewServer(server, Config{})
+	connect(t, client, server)
+	st, err := client.NewStream(context.Background(), server.ID(), ProtocolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Reset()
+	st.Write([]byte{0x05}) // a length prefix, then nothing: the handler waits for the frame
+	for s.Stats().Requests == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan error)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(DefaultTimeout / 2):
+		t.Fatal("Close waited for the stalled request's deadline instead of resetting it")
+	}
+	if st := s.Stats(); st.BadRequests != 1 {
+		t.Fatalf("Close returned before the handler did: %+v", st)
+	}
+	if _, err := lpframe.Read(st, MaxRPCSize); err == nil {
+		t.Fatal("the stalled exchange was answered after Close")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := NewClient(client, nil).Request(context.Background(), server.ID(), 1); err == nil {
+		t.Fatal("a request was answered after Close")
+	}
+}

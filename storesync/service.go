@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
 )
@@ -48,9 +49,7 @@ type Service struct {
 	st      counters
 	sem     chan struct{} // inbound sessions in progress
 
-	ctx    context.Context // ends at Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	life *lifecycle.Group
 
 	// ours holds the topics synced, for transferred messages in ranges
 	// this side said it holds nothing in.
@@ -59,7 +58,6 @@ type Service struct {
 	mu       sync.Mutex
 	expect   map[peer.ID]*expectation
 	expected int // entries of all expectations
-	closed   bool
 }
 
 // New returns a service over h and a; Start mounts it.
@@ -68,14 +66,13 @@ func New(h host.Host, a Archive, cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{
 		cfg: cfg, host: h, archive: a,
 		storage: NewStorage(cfg.StorageCapacity, cfg.ItemSetThreshold, cfg.Partitions),
 		sem:     make(chan struct{}, cfg.MaxInboundSessions),
-		ctx:     ctx, cancel: cancel,
-		ours:   newTopicSet(cfg.PubsubTopics, cfg.ContentTopics),
-		expect: map[peer.ID]*expectation{},
+		life:    lifecycle.New(),
+		ours:    newTopicSet(cfg.PubsubTopics, cfg.ContentTopics),
+		expect:  map[peer.ID]*expectation{},
 	}, nil
 }
 
@@ -92,38 +89,18 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cfg.Logger.Info("store-sync started", "items", n, "interval", s.cfg.Interval, "range", s.cfg.Range, "relay_jitter", s.cfg.RelayJitter)
 	s.host.SetStreamHandler(ReconciliationID, s.handleReconciliation)
 	s.host.SetStreamHandler(TransferID, s.handleTransfer)
-	s.wg.Add(1)
-	go s.loop()
+	s.life.Go(s.loop)
 	return nil
-}
-
-// enter counts a stream handler in s.wg unless Close has begun, so that
-// Close's Wait never races with a handler's Add.
-func (s *Service) enter() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.wg.Add(1)
-	return true
 }
 
 // Close stops the rounds, unmounts the protocols and waits for the
 // sessions in progress to end. Calling it again returns nil.
 func (s *Service) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	return s.life.Close(func() error {
+		s.host.RemoveStreamHandler(ReconciliationID)
+		s.host.RemoveStreamHandler(TransferID)
 		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
-	s.host.RemoveStreamHandler(ReconciliationID)
-	s.host.RemoveStreamHandler(TransferID)
-	s.cancel()
-	s.wg.Wait()
-	return nil
+	})
 }
 
 // Ingest indexes a relayed or archived envelope; ephemeral messages are
@@ -188,7 +165,7 @@ func (s *Service) fill(ctx context.Context) (int, error) {
 }
 
 func (s *Service) loop() {
-	defer s.wg.Done()
+	ctx := s.life.Context()
 	// The first round runs as soon as a peer serves store-sync, so a node
 	// that restarts catches up at once: until then it is retried every
 	// few seconds.
@@ -203,18 +180,18 @@ func (s *Service) loop() {
 	}
 	for {
 		if retryC != nil {
-			if _, err := s.Round(s.ctx); !errors.Is(err, ErrNoPeer) {
+			if _, err := s.Round(ctx); !errors.Is(err, ErrNoPeer) {
 				retry.Stop()
 				retryC = nil
 			}
 		}
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-retryC:
 		case <-periodic:
 			s.prune()
-			_, _ = s.Round(s.ctx)
+			_, _ = s.Round(ctx)
 		}
 	}
 }
@@ -272,13 +249,13 @@ type Result struct {
 // SyncWith runs one session with p as initiator, over the window ending
 // RelayJitter before now, then pushes what p lacks.
 func (s *Service) SyncWith(ctx context.Context, p peer.ID) (Result, error) {
-	if s.ctx.Err() != nil {
+	if s.life.Context().Err() != nil {
 		return Result{}, ErrClosed
 	}
 	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
+	stop := context.AfterFunc(s.life.Context(), cancel)
 	defer stop()
 	s.st.rounds.Add(1)
 	str, err := s.host.NewStream(ctx, p, ReconciliationID)
@@ -309,13 +286,13 @@ func (s *Service) handleReconciliation(str network.Stream) {
 		return
 	}
 	defer func() { <-s.sem }()
-	if !s.enter() {
+	if !s.life.Enter() {
 		_ = str.Reset()
 		return
 	}
-	defer s.wg.Done()
+	defer s.life.Leave()
 	s.st.served.Add(1)
-	if _, err := s.session(s.ctx, str, nil); err != nil {
+	if _, err := s.session(s.life.Context(), str, nil); err != nil {
 		s.cfg.Logger.Debug("store-sync session failed", "peer", str.Conn().RemotePeer(), "err", err)
 	}
 }

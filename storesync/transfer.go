@@ -323,11 +323,11 @@ func (s *Service) push(ctx context.Context, p peer.ID, hashes []message.Hash) (i
 // with that peer did not find missing here is rejected, counted, and the
 // stream goes on.
 func (s *Service) handleTransfer(str network.Stream) {
-	if !s.enter() {
+	if !s.life.Enter() {
 		_ = str.Reset()
 		return
 	}
-	defer s.wg.Done()
+	defer s.life.Leave()
 	defer str.Close()
 	p := str.Conn().RemotePeer()
 	r := bufio.NewReader(str)
@@ -380,5 +380,5 @@ func (s *Service) accept(p peer.ID, b []byte) error {
 			s.storage.Insert(id, topic, m.ContentTopic)
 		}
 	}
-	return s.archive.Append(s.ctx, env, done)
+	return s.archive.Append(s.life.Context(), env, done)
 }
