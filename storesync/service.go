@@ -19,6 +19,7 @@ import (
 	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/storesync/internal/rbsr"
 )
 
 // Service errors.
@@ -29,6 +30,19 @@ var (
 	ErrClosed = errors.New("storesync: closed")
 	// ErrTooManyRoundTrips ends a session that does not converge.
 	ErrTooManyRoundTrips = errors.New("storesync: too many round trips")
+	// ErrTooManyDifferences ends a session that would pass one of its
+	// bounds on differences: the items listed in its replies, the hashes
+	// to push, or what this side expects over transfer (see the package
+	// doc, "Bounds").
+	ErrTooManyDifferences = rbsr.ErrTooManyDifferences
+	// ErrMalformed ends a session whose peer sent a payload that does not
+	// decode, and rejects a transfer frame that does not.
+	ErrMalformed = rbsr.ErrMalformed
+	// ErrUnordered ends a session whose peer sent a payload whose ranges
+	// do not follow one another in increasing order, or whose item sets
+	// are not in increasing order (see the package doc, "Bounds"). It
+	// wraps ErrMalformed.
+	ErrUnordered = rbsr.ErrUnordered
 )
 
 // Archive is what the service needs of an archive: archive.Archive
@@ -38,14 +52,14 @@ type Archive interface {
 	Query(ctx context.Context, q archive.Query) (*archive.Result, error)
 }
 
-// Service runs store-sync for one node: it keeps the Storage index, serves
+// Service runs store-sync for one node: it keeps the reconciliation index, serves
 // both protocols, and syncs with a random peer once right after Start and
 // then every Config.Interval.
 type Service struct {
 	cfg     Config
 	host    host.Host
 	archive Archive
-	storage *Storage
+	storage *rbsr.Storage
 	st      counters
 	sem     chan struct{} // inbound sessions in progress
 
@@ -68,16 +82,13 @@ func New(h host.Host, a Archive, cfg Config) (*Service, error) {
 	}
 	return &Service{
 		cfg: cfg, host: h, archive: a,
-		storage: NewStorage(cfg.StorageCapacity, cfg.ItemSetThreshold, cfg.Partitions),
+		storage: rbsr.NewStorage(cfg.StorageCapacity, cfg.ItemSetThreshold, cfg.Partitions),
 		sem:     make(chan struct{}, cfg.MaxInboundSessions),
 		life:    lifecycle.New(),
 		ours:    newTopicSet(cfg.PubsubTopics, cfg.ContentTopics),
 		expect:  map[peer.ID]*expectation{},
 	}, nil
 }
-
-// Storage returns the service's index.
-func (s *Service) Storage() *Storage { return s.storage }
 
 // Start fills the index with what the archive holds in the sync window,
 // mounts both protocols and starts the rounds. ctx bounds the fill only.
@@ -111,7 +122,7 @@ func (s *Service) Ingest(env *message.Envelope) {
 	if m.Ephemeral {
 		return
 	}
-	s.storage.Insert(SyncID{Time: syncTime(m), Hash: env.Hash()}, env.PubsubTopic(), m.ContentTopic)
+	s.storage.Insert(rbsr.SyncID{Time: syncTime(m), Hash: env.Hash()}, env.PubsubTopic(), m.ContentTopic)
 }
 
 // syncTime is the time a message is indexed under: its timestamp, or now
@@ -125,9 +136,9 @@ func syncTime(m *message.Message) int64 {
 
 // window returns the bounds a round reconciles: from now - jitter - range
 // to now - jitter (nwaku's calculateTimeRange).
-func (s *Service) window(now time.Time) Bounds {
+func (s *Service) window(now time.Time) rbsr.Bounds {
 	end := now.Add(-s.cfg.RelayJitter).UnixNano()
-	return Bounds{Lower: SyncID{Time: end - int64(s.cfg.Range)}, Upper: SyncID{Time: end, Hash: fullHash}}
+	return rbsr.Window(end-int64(s.cfg.Range), end)
 }
 
 // fill loads the archive's messages of the sync window into the index, in
@@ -153,7 +164,7 @@ func (s *Service) fill(ctx context.Context) (int, error) {
 			if err != nil {
 				return n, fmt.Errorf("stored message %s: %w", m.Hash, err)
 			}
-			if s.storage.Insert(SyncID{Time: m.Timestamp, Hash: m.Hash}, m.PubsubTopic, msg.ContentTopic) {
+			if s.storage.Insert(rbsr.SyncID{Time: m.Timestamp, Hash: m.Hash}, m.PubsubTopic, msg.ContentTopic) {
 				n++
 			}
 		}
@@ -264,8 +275,8 @@ func (s *Service) SyncWith(ctx context.Context, p peer.ID) (Result, error) {
 		return Result{Peer: p}, fmt.Errorf("storesync: open stream to %s: %w", p, err)
 	}
 	w := s.window(time.Now())
-	first := &Payload{PubsubTopics: s.cfg.PubsubTopics, ContentTopics: s.cfg.ContentTopics,
-		Ranges: []Range{{Bounds: w, Type: FingerprintRange, Fingerprint: s.storage.Fingerprint(w, s.cfg.PubsubTopics, s.cfg.ContentTopics)}}}
+	first := &rbsr.Payload{PubsubTopics: s.cfg.PubsubTopics, ContentTopics: s.cfg.ContentTopics,
+		Ranges: []rbsr.Range{{Bounds: w, Type: rbsr.FingerprintRange, Fingerprint: s.storage.Fingerprint(w, s.cfg.PubsubTopics, s.cfg.ContentTopics)}}}
 	res, err := s.session(ctx, str, first)
 	res.Elapsed = time.Since(start)
 	if err != nil {
@@ -300,7 +311,7 @@ func (s *Service) handleReconciliation(str network.Stream) {
 // session runs the exchange on str: as initiator when first is not nil
 // (it is sent first), else as responder. Then it pushes what the peer
 // lacks over the transfer protocol.
-func (s *Service) session(ctx context.Context, str network.Stream, first *Payload) (Result, error) {
+func (s *Service) session(ctx context.Context, str network.Stream, first *rbsr.Payload) (Result, error) {
 	p := str.Conn().RemotePeer()
 	ss := &sessionState{res: Result{Peer: p}, exp: s.beginExpect(p), listed: s.cfg.StorageCapacity}
 	defer s.endExpect(p, ss.exp)
@@ -308,7 +319,7 @@ func (s *Service) session(ctx context.Context, str network.Stream, first *Payloa
 	err := func() error {
 		defer str.Close()
 		if first != nil {
-			if err := s.write(str, AppendPayload(nil, first)); err != nil {
+			if err := s.write(str, rbsr.AppendPayload(nil, first)); err != nil {
 				return err
 			}
 		}
@@ -369,19 +380,19 @@ func (ss *sessionState) queue(hashes []message.Hash, limit int) error {
 // answer handles one received payload b: it returns the reply to write
 // (nil: none; empty: an empty frame) and whether the exchange ends.
 func (s *Service) answer(ss *sessionState, b []byte) (reply []byte, end bool, err error) {
-	in, err := parsePayload(b)
+	in, err := rbsr.ParsePayload(b)
 	if err != nil {
 		return nil, true, err
 	}
-	s.st.ranges.Add(uint64(in.count))
-	if in.skipsOnly {
+	s.st.ranges.Add(uint64(in.Ranges()))
+	if in.SkipsOnly() {
 		return nil, true, nil
 	}
 	if !s.scope(in) {
 		// No topic in common: an empty frame, as nwaku answers.
 		return []byte{}, true, nil
 	}
-	out, d, err := s.storage.process(in, s.cfg.PubsubTopics, s.cfg.ContentTopics, &ss.listed)
+	out, d, err := s.storage.Process(in, s.cfg.PubsubTopics, s.cfg.ContentTopics, &ss.listed)
 	if err != nil {
 		return nil, true, err
 	}
@@ -399,7 +410,7 @@ func (s *Service) answer(ss *sessionState, b []byte) (reply []byte, end bool, er
 
 // scope narrows in's topics to those both sides sync, as nwaku's
 // preProcessPayload does; false when they share none.
-func (s *Service) scope(in *received) bool {
+func (s *Service) scope(in *rbsr.Received) bool {
 	var ok bool
 	if in.PubsubTopics, ok = intersect(in.PubsubTopics, s.cfg.PubsubTopics); !ok {
 		return false
