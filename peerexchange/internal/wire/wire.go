@@ -1,4 +1,8 @@
-package peerexchange
+// Package wire is the peer exchange codec (nwaku
+// waku_peer_exchange/rpc_codec.nim): PeerExchangeRPC {query = 1
+// {num_peers = 1}, response = 2 {peer_infos = 1 {enr = 1}, status_code =
+// 10, status_desc = 11}}.
+package wire
 
 import (
 	"errors"
