@@ -97,10 +97,10 @@ func (r *SubscribeRequest) Append(dst []byte) []byte {
 	return dst
 }
 
-// DecodeSubscribeRequest parses a FilterSubscribeRequest. The strings are
+// decodeSubscribeRequest parses a FilterSubscribeRequest. The strings are
 // copies; data is not retained. A missing request id is an error, as in
 // nwaku's decoder. Errors wrap ErrMalformed or ErrMissingField.
-func DecodeSubscribeRequest(data []byte) (SubscribeRequest, error) {
+func decodeSubscribeRequest(data []byte) (SubscribeRequest, error) {
 	var r SubscribeRequest
 	var haveID bool
 	rd := protowalk.NewReader(data)
@@ -134,7 +134,7 @@ type SubscribeResponse struct {
 
 // Append appends the encoding of r to dst. All three fields are written,
 // zero values included: nwaku's decoder requires request_id and status_code.
-func (r *SubscribeResponse) Append(dst []byte) []byte {
+func (r *SubscribeResponse) append(dst []byte) []byte {
 	dst = protowire.AppendTag(dst, fieldRequestID, protowire.BytesType)
 	dst = protowire.AppendString(dst, r.RequestID)
 	dst = protowire.AppendTag(dst, fieldStatusCode, protowire.VarintType)
@@ -171,8 +171,8 @@ func DecodeSubscribeResponse(data []byte) (SubscribeResponse, error) {
 	return r, nil
 }
 
-// PushFrameSize returns the length of the frame AppendPushFrame writes.
-func PushFrameSize(pubsubTopic string, wire []byte) int {
+// pushFrameSize returns the length of the frame AppendPushFrame writes.
+func pushFrameSize(pubsubTopic string, wire []byte) int {
 	n := pushSize(pubsubTopic, wire)
 	return protowire.SizeVarint(uint64(n)) + n
 }

@@ -165,7 +165,7 @@ func (s *Service) handle(st network.Stream) {
 		// nwaku answers without reading the request (checkUsageLimit).
 		s.c.limited.Add(1)
 		resp := SubscribeResponse{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "filter request rejected due rate limit exceeded"}
-		if err := lpframe.Write(st, resp.Append(nil)); err != nil {
+		if err := lpframe.Write(st, resp.append(nil)); err != nil {
 			st.Reset()
 		}
 		return
@@ -177,7 +177,7 @@ func (s *Service) handle(st network.Stream) {
 		return
 	}
 	s.c.bytesIn.Add(uint64(len(b)))
-	req, err := DecodeSubscribeRequest(b)
+	req, err := decodeSubscribeRequest(b)
 	if err != nil {
 		s.c.badRequests.Add(1)
 		s.cfg.Logger.Debug("filter: undecodable subscribe request", "peer", st.Conn().RemotePeer(), "err", err)
@@ -185,7 +185,7 @@ func (s *Service) handle(st network.Stream) {
 		return
 	}
 	resp := s.Answer(st.Conn().RemotePeer(), req)
-	if err := lpframe.Write(st, resp.Append(nil)); err != nil {
+	if err := lpframe.Write(st, resp.append(nil)); err != nil {
 		st.Reset()
 	}
 }
@@ -463,7 +463,7 @@ func (s *Service) queue(key Criterion, env *message.Envelope, now time.Time) {
 		return
 	}
 	wire := env.Wire()
-	frame := AppendPushFrame(make([]byte, 0, PushFrameSize(key.PubsubTopic, wire)), key.PubsubTopic, wire)
+	frame := AppendPushFrame(make([]byte, 0, pushFrameSize(key.PubsubTopic, wire)), key.PubsubTopic, wire)
 	s.c.messages.Add(1)
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -65,10 +65,10 @@ func (r *Request) appendHead(dst []byte) []byte {
 	return dst
 }
 
-// DecodeRequest parses a LightPushRequest without decoding the WakuMessage
+// decodeRequest parses a LightPushRequest without decoding the WakuMessage
 // inside. request_id and message are required, as in nwaku. Errors wrap
 // ErrMalformed or ErrMissingField.
-func DecodeRequest(data []byte) (Request, error) {
+func decodeRequest(data []byte) (Request, error) {
 	var r Request
 	var haveID, haveMsg bool
 	rd := protowalk.NewReader(data)
@@ -106,7 +106,7 @@ type Response struct {
 
 // Append appends the encoding of r to dst. request_id and status_code are
 // always written: nwaku's decoder requires them.
-func (r *Response) Append(dst []byte) []byte {
+func (r *Response) append(dst []byte) []byte {
 	dst = protowire.AppendTag(dst, fieldRequestID, protowire.BytesType)
 	dst = protowire.AppendString(dst, r.RequestID)
 	dst = protowire.AppendTag(dst, fieldStatusCode, protowire.VarintType)
@@ -122,9 +122,9 @@ func (r *Response) Append(dst []byte) []byte {
 	return dst
 }
 
-// DecodeResponse parses a LightPushResponse; request_id and status_code are
+// decodeResponse parses a LightPushResponse; request_id and status_code are
 // required, as in nwaku. Errors wrap ErrMalformed or ErrMissingField.
-func DecodeResponse(data []byte) (Response, error) {
+func decodeResponse(data []byte) (Response, error) {
 	var r Response
 	var haveID, haveCode bool
 	rd := protowalk.NewReader(data)
@@ -211,11 +211,11 @@ func (r *LegacyRPC) Append(dst []byte) []byte {
 	return dst
 }
 
-// DecodeLegacyRPC parses a PushRPC with nwaku's required fields: request_id;
+// decodeLegacyRPC parses a PushRPC with nwaku's required fields: request_id;
 // in a request pubsub_topic and message; in a response is_success. The
 // request's message is not decoded and aliases data. Errors wrap
 // ErrMalformed or ErrMissingField.
-func DecodeLegacyRPC(data []byte) (LegacyRPC, error) {
+func decodeLegacyRPC(data []byte) (LegacyRPC, error) {
 	var r LegacyRPC
 	var haveID bool
 	var req, resp []byte

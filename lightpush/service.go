@@ -129,7 +129,7 @@ func (s *Service) Close() error {
 // Answers to a request over the rate limit (nwaku waku_lightpush/common.nim
 // TooManyRequestsMessage, waku_lightpush_legacy/common.nim).
 var (
-	limitedV3 = (&Response{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "Request rejected due to too many requests"}).Append(nil)
+	limitedV3 = (&Response{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "Request rejected due to too many requests"}).append(nil)
 	limitedV2 = (&LegacyRPC{RequestID: "N/A", Response: &LegacyResponse{Info: "TOO_MANY_REQUESTS"}}).Append(nil)
 )
 
@@ -140,7 +140,7 @@ func (s *Service) handleV3(st network.Stream) {
 	}
 	s.serve(st, &s.c.bytesInV3, func(ctx context.Context, b []byte) []byte {
 		resp := s.answerV3(ctx, b)
-		return resp.Append(nil)
+		return resp.append(nil)
 	})
 }
 
@@ -194,7 +194,7 @@ func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(c
 // answerV3 answers one encoded LightPushRequest (nwaku
 // waku_lightpush/protocol.nim handleRequest).
 func (s *Service) answerV3(ctx context.Context, b []byte) Response {
-	req, err := DecodeRequest(b)
+	req, err := decodeRequest(b)
 	if err != nil {
 		s.c.count(3, StatusBadRequest)
 		return Response{RequestID: "N/A", StatusCode: StatusBadRequest, StatusDesc: "decode_rpc_failure: " + err.Error()}
@@ -218,7 +218,7 @@ func (s *Service) Push(ctx context.Context, req Request) Response {
 // answerV2 answers one encoded legacy PushRPC (nwaku
 // waku_lightpush_legacy/protocol.nim handleRequest).
 func (s *Service) answerV2(ctx context.Context, b []byte) LegacyRPC {
-	rpc, err := DecodeLegacyRPC(b)
+	rpc, err := decodeLegacyRPC(b)
 	var info string
 	switch {
 	case err != nil:

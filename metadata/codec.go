@@ -22,7 +22,8 @@ const (
 	fieldShards           protowire.Number = 3
 )
 
-// Sentinel errors of Decode. Every error Decode returns wraps one of them.
+// Sentinel errors of the codec: every decoding error (Service.Request's
+// included) wraps one of them.
 var (
 	// ErrTooLarge: an encoded RPC over MaxRPCSize bytes.
 	ErrTooLarge = errors.New("metadata: rpc over 1024 bytes")
@@ -42,15 +43,15 @@ type RPC struct {
 	Shards []uint32
 }
 
-// Append appends the encoding of r to dst, as nwaku and go-waku write it:
+// append appends the encoding of r to dst, as nwaku and go-waku write it:
 // field 1 when HasClusterID (zero included: a cluster id of 0 is set
 // explicitly), then every shard unpacked in the deprecated field 2, then all
 // shards packed in field 3 (omitted when there are none). When that is over
 // MaxRPCSize bytes, the deprecated field 2 is left out: nwaku, go-waku and
-// Decode read field 3 first, and a peer drops an RPC over MaxRPCSize. An
+// decode read field 3 first, and a peer drops an RPC over MaxRPCSize. An
 // RPC whose field 3 alone is over MaxRPCSize is still encoded whole; see
 // CheckShards.
-func (r *RPC) Append(dst []byte) []byte {
+func (r *RPC) append(dst []byte) []byte {
 	if r.HasClusterID {
 		dst = protowire.AppendTag(dst, fieldClusterID, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, uint64(r.ClusterID))
@@ -72,8 +73,8 @@ func (r *RPC) Append(dst []byte) []byte {
 	return dst
 }
 
-// Size returns the length in bytes of the encoding Append produces.
-func (r *RPC) Size() int {
+// size returns the length in bytes of the encoding append produces.
+func (r *RPC) size() int {
 	n := r.headerSize() + r.packedSize()
 	if len(r.Shards) > 0 && n+r.deprecatedSize() <= MaxRPCSize {
 		n += r.deprecatedSize()
@@ -128,20 +129,20 @@ func CheckShards(clusterID uint16, shards []uint16) error {
 	for i, s := range shards {
 		r.Shards[i] = uint32(s)
 	}
-	if n := r.Size(); n > MaxRPCSize {
+	if n := r.size(); n > MaxRPCSize {
 		return fmt.Errorf("%w: %d shards take %d bytes even packed (field 3 alone), and peers read at most %d (nwaku's RpcResponseMaxBytes); relay at most %d shards, or fewer above shard 127",
 			ErrTooLarge, len(shards), n, MaxRPCSize, MinShardsFit)
 	}
 	return nil
 }
 
-// Decode parses one encoded RPC of at most MaxRPCSize bytes. It does not
+// decode parses one encoded RPC of at most MaxRPCSize bytes. It does not
 // alias data; Shards has len == cap. Shards are read from field 3 if it holds any, else from packed
 // field 2, else from unpacked field 2, the order of nwaku's decoder. A varint
 // wider than 32 bits is truncated, as protobuf does for uint32. Unknown
 // fields are skipped; a repeated cluster id takes the last value. Errors wrap
 // ErrTooLarge or ErrMalformed.
-func Decode(data []byte) (RPC, error) {
+func decode(data []byte) (RPC, error) {
 	if len(data) > MaxRPCSize {
 		return RPC{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))
 	}

@@ -58,8 +58,6 @@ var (
 	ErrNoClusterID = errors.New("metadata: peer reported no cluster id")
 	// ErrClusterMismatch: the peer's cluster id differs from ours.
 	ErrClusterMismatch = errors.New("metadata: peer is on another cluster")
-	// ErrClosed: the Service is closed.
-	ErrClosed = errors.New("metadata: service closed")
 )
 
 // Config configures a Service. Zero values of the tunables take the
@@ -250,7 +248,8 @@ func (s *Service) local() RPC {
 // Request opens a metadata stream to p (dialing if ctx allows it), sends the
 // local metadata and returns the peer's response. ctx bounds the exchange;
 // its deadline, if any, becomes the stream deadline. Errors are stream,
-// framing (too large, truncated) or Decode errors.
+// framing (too large, truncated) or decoding errors (ErrTooLarge,
+// ErrMalformed).
 func (s *Service) Request(ctx context.Context, p peer.ID) (RPC, error) {
 	st, err := s.h.NewStream(ctx, p, ProtocolID)
 	if err != nil {
@@ -262,7 +261,7 @@ func (s *Service) Request(ctx context.Context, p peer.ID) (RPC, error) {
 		st.SetDeadline(dl)
 	}
 	req := s.local()
-	if err := writeFrame(st, req.Append(nil)); err != nil {
+	if err := writeFrame(st, req.append(nil)); err != nil {
 		st.Reset()
 		return RPC{}, fmt.Errorf("metadata: write request: %w", err)
 	}
@@ -273,7 +272,7 @@ func (s *Service) Request(ctx context.Context, p peer.ID) (RPC, error) {
 		return RPC{}, fmt.Errorf("metadata: read response: %w", err)
 	}
 	st.Close()
-	return Decode(frame)
+	return decode(frame)
 }
 
 // handle answers one inbound request.
@@ -301,11 +300,11 @@ func (s *Service) answer(st network.Stream) error {
 	if err != nil {
 		return err
 	}
-	if _, err := Decode(frame); err != nil {
+	if _, err := decode(frame); err != nil {
 		return err
 	}
 	resp := s.local()
-	return writeFrame(st, resp.Append(nil))
+	return writeFrame(st, resp.append(nil))
 }
 
 // enqueue queues p for a check unless it is queued, being checked or

@@ -79,7 +79,7 @@ func Query(ctx context.Context, h host.Host, p peer.ID, req *Request, c *message
 		return nil, fmt.Errorf("store: read response: %w", err)
 	}
 	st.Close()
-	resp, err := DecodeResponse(data, c)
+	resp, err := decodeResponse(data, c)
 	switch {
 	case err != nil:
 		return nil, err

@@ -36,10 +36,11 @@ const (
 
 const hashSize = len(message.Hash{})
 
-// ErrMalformed is wrapped by every error of DecodeRequest and
-// DecodeResponse. The text after it names the failure the way nwaku's
-// decoder does (minprotobuf's ProtoError names, or "MissingRequiredField
-// <field>"), so that a server can answer with nwaku's status text.
+// ErrMalformed is wrapped by every decoding error: DecodeRequest's, and
+// Query's for a response that does not decode. The text after it names
+// the failure the way nwaku's decoder does (minprotobuf's ProtoError
+// names, or "MissingRequiredField <field>"), so that a server can answer
+// with nwaku's status text.
 var ErrMalformed = errors.New("store: malformed rpc")
 
 // decodeError is a decode failure with nwaku's name for it.
@@ -180,7 +181,7 @@ type KeyValue struct {
 	// writes it as it is (no re-encode). Decoded, it aliases the response's
 	// input bytes.
 	Wire []byte
-	// Message is Wire decoded by DecodeResponse (it aliases Wire); encoding
+	// Message is Wire decoded by Query (it aliases Wire); encoding
 	// ignores it.
 	Message *message.Message
 	// PubsubTopic is field 3, written together with Wire.
@@ -224,8 +225,8 @@ type Response struct {
 	Cursor *message.Hash
 }
 
-// Size returns the length in bytes of the encoding Append produces.
-func (r *Response) Size() int {
+// size returns the length in bytes of the encoding Append produces.
+func (r *Response) size() int {
 	n := protowire.SizeTag(fieldRespReqID) + protowire.SizeBytes(len(r.RequestID))
 	n += protowire.SizeTag(fieldStatusCode) + protowire.SizeVarint(uint64(r.StatusCode))
 	n += protowire.SizeTag(fieldStatusDesc) + protowire.SizeBytes(len(r.StatusDesc))
@@ -258,14 +259,14 @@ func (r *Response) Append(dst []byte) []byte {
 	return dst
 }
 
-// DecodeResponse parses an encoded StoreQueryResponse and decodes each
+// decodeResponse parses an encoded StoreQueryResponse and decodes each
 // included message once (counting in c; nil means not counted). The
 // result aliases data: the caller gives up data and must not modify it.
 // Absent fields 1, 10 and 11 read as zero values (go-waku and courier
 // accept what nwaku writes and more). A key-value's message and pubsub
 // topic are kept only when both are present, as nwaku reads them. Errors
 // wrap ErrMalformed, or a message decode error of package message.
-func DecodeResponse(data []byte, c *message.Counters) (*Response, error) {
+func decodeResponse(data []byte, c *message.Counters) (*Response, error) {
 	r := new(Response)
 	rd := protowalk.NewReader(data)
 	for rd.Next() {

@@ -290,7 +290,7 @@ func archiveQuery(r *Request) archive.Query {
 
 // frame returns the length-prefixed encoding of r in one buffer.
 func frame(r *Response) []byte {
-	n := r.Size()
+	n := r.size()
 	buf := make([]byte, 0, protowire.SizeVarint(uint64(n))+n)
 	buf = protowire.AppendVarint(buf, uint64(n))
 	return r.Append(buf)

@@ -337,7 +337,7 @@ func raw(t *testing.T, f *fixture, body []byte) *Response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := DecodeResponse(data, nil)
+	resp, err := decodeResponse(data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
