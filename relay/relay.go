@@ -454,19 +454,26 @@ func (r *Relay) joinedOrFollowed(pubsubTopic string) (*topicState, error) {
 	return r.topicLocked(pubsubTopic)
 }
 
-// Inject runs data through the topic validator and the dispatcher exactly
+// inject runs data through the topic validator and the dispatcher exactly
 // as if gossipsub had received it on pubsubTopic, without the network: the
-// micro benchmark's entry point. Only this module's harness and tests can
-// call it (see package internal/harness). data is handed over (the
-// envelope aliases it). It returns the envelope, or an error wrapping
-// ErrInvalid when the validator would Reject or Ignore it.
-func (r *Relay) Inject(_ harness.Key, pubsubTopic string, data []byte) (*message.Envelope, error) {
+// micro benchmark's entry point, reached through internal/harness.Inject.
+// data is handed over (the envelope aliases it). It returns the envelope,
+// or an error wrapping ErrInvalid when the validator would Reject or
+// Ignore it.
+func (r *Relay) inject(pubsubTopic string, data []byte) (*message.Envelope, error) {
 	env, res := r.validateBytes(pubsubTopic, data)
 	if res != pubsub.ValidationAccept {
 		return nil, fmt.Errorf("%w: validator result %v", ErrInvalid, res)
 	}
 	r.disp.dispatch(env)
 	return env, nil
+}
+
+func init() {
+	harness.Inject = func(relay any, pubsubTopic string, data []byte) error {
+		_, err := relay.(*Relay).inject(pubsubTopic, data)
+		return err
+	}
 }
 
 // AddHandler registers fn under name; it receives every relayed envelope on

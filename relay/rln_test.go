@@ -107,7 +107,7 @@ func TestRLNDropsCounted(t *testing.T) {
 	}
 	defer r.Close()
 	m := &message.Message{Payload: []byte{1}, ContentTopic: "/test/1/rln/proto"}
-	if _, err := r.Inject(harness.Key{}, topic, m.Encode(nil)); err == nil {
+	if err := harness.Inject(r, topic, m.Encode(nil)); err == nil {
 		t.Fatal("accepted")
 	}
 	if d := r.Stats().Drops[relay.DropRLN]; d != 1 {

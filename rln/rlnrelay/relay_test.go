@@ -150,7 +150,7 @@ func TestRelayWithRLN(t *testing.T) {
 }
 
 // TestInjectWithRLN: the relay's receive path without the network
-// (relay.Inject) carries the proof into the envelope too.
+// (harness.Inject) carries the proof into the envelope its handlers get.
 func TestInjectWithRLN(t *testing.T) {
 	v, _ := newTestValidator(t, nil)
 	r, err := relay.New(newHost(t), relay.Config{RLN: v})
@@ -158,15 +158,16 @@ func TestInjectWithRLN(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	got := make(chan *message.Envelope, 1)
+	defer r.AddHandler("test", func(env *message.Envelope) { got <- env })()
 	m := goldenMsg(t, "b20")
-	env, err := r.Inject(harness.Key{}, relayTopic, m.Encode(nil))
-	if err != nil {
+	if err := harness.Inject(r, relayTopic, m.Encode(nil)); err != nil {
 		t.Fatal(err)
 	}
-	if p := env.RateLimitProof(); p == nil || *p != *decodeProof(t, m) {
+	if p := (<-got).RateLimitProof(); p == nil || *p != *decodeProof(t, m) {
 		t.Fatalf("injected envelope's proof %v", p)
 	}
-	if _, err := r.Inject(harness.Key{}, relayTopic, m.Encode(nil)); err == nil {
+	if err := harness.Inject(r, relayTopic, m.Encode(nil)); err == nil {
 		t.Fatal("the same message injected twice was accepted")
 	}
 }

@@ -1,4 +1,10 @@
-package storesync
+// Package rbsr is store-sync's range-based set reconciliation: the
+// (timestamp, message hash) items and their ranges, the index of what a
+// node holds (Storage), the payload codec in nwaku's encoding, and the
+// processing of a received payload into a reply and the differences found.
+// Package storesync runs it over libp2p; its package doc describes the
+// protocol, nwaku's wire format and the bounds every payload is held to.
+package rbsr
 
 import (
 	"bytes"
@@ -74,6 +80,13 @@ type Payload struct {
 	PubsubTopics  []string
 	ContentTopics []string
 	Ranges        []Range
+}
+
+// Window returns the bounds that hold every item timed from lower through
+// upper (Unix ns), both included: the upper bound carries the largest
+// hash.
+func Window(lower, upper int64) Bounds {
+	return Bounds{Lower: SyncID{Time: lower}, Upper: SyncID{Time: upper, Hash: fullHash}}
 }
 
 var (

@@ -1,4 +1,4 @@
-package storesync
+package rbsr
 
 import (
 	"testing"

@@ -1,8 +1,16 @@
-package storesync
+package rbsr
 
 import (
 	"sort"
 	"sync"
+)
+
+// Defaults of NewStorage, nwaku v0.38.1's (waku_store_sync/common.nim,
+// storage/seq_storage.nim).
+const (
+	DefaultCapacity   = 50_000
+	DefaultThreshold  = 100
+	DefaultPartitions = 8
 )
 
 // Storage is the in-memory index reconciliation works on: the SyncIDs of
@@ -29,15 +37,15 @@ type item struct {
 }
 
 // NewStorage returns an empty storage holding at most capacity items
-// (zero or negative: DefaultStorageCapacity), using item sets for ranges
-// of at most threshold items and splitting larger differing ranges into
-// partitions parts (zero: the defaults).
+// (zero or negative: DefaultCapacity), using item sets for ranges of at
+// most threshold items and splitting larger differing ranges into
+// partitions parts (zero: DefaultThreshold, DefaultPartitions).
 func NewStorage(capacity, threshold, partitions int) *Storage {
 	if capacity <= 0 {
-		capacity = DefaultStorageCapacity
+		capacity = DefaultCapacity
 	}
 	if threshold <= 0 {
-		threshold = DefaultItemSetThreshold
+		threshold = DefaultThreshold
 	}
 	if partitions <= 1 {
 		partitions = DefaultPartitions
@@ -258,4 +266,16 @@ func (n *interner) set(names []string) map[uint32]bool {
 		}
 	}
 	return out
+}
+
+// Grow returns s with room for n more elements, doubling its capacity
+// when it has to grow, so that a slice grown round after round allocates
+// at most twice its final size in all.
+func Grow[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	t := make([]T, len(s), max(2*cap(s), len(s)+n))
+	copy(t, s)
+	return t
 }

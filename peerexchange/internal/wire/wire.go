@@ -1,10 +1,16 @@
-package peerexchange
+// Package wire is the peer exchange codec (nwaku
+// waku_peer_exchange/rpc_codec.nim): PeerExchangeRPC {query = 1
+// {num_peers = 1}, response = 2 {peer_infos = 1 {enr = 1}, status_code =
+// 10, status_desc = 11}}.
+package wire
 
 import (
 	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/couriernet/courier/internal/protowalk"
 )
 
 // ErrMalformed is wrapped by every decoding error.
@@ -71,88 +77,83 @@ func EncodeResponse(r Response) []byte {
 	return protowire.AppendBytes(b, resp)
 }
 
-// DecodeRPC decodes a PeerExchangeRPC. Unknown fields are skipped; a
-// repeated known scalar takes the last value. The ENR slices alias b.
+// DecodeRPC decodes a PeerExchangeRPC. Unknown fields are skipped, and so
+// is a known field of another wire type; a repeated known scalar takes the
+// last value. The ENR slices alias b.
 func DecodeRPC(b []byte) (RPC, error) {
 	var rpc RPC
-	err := walk(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+	r := protowalk.NewReader(b)
+	for r.Next() {
 		switch {
-		case num == 1 && typ == protowire.BytesType:
+		case r.Num() == 1 && r.Type() == protowire.BytesType:
 			rpc.HasQuery = true
-			return walk(v, func(num protowire.Number, typ protowire.Type, _ []byte, x uint64) error {
-				if num == 1 && typ == protowire.VarintType {
-					rpc.NumPeers = x
+			q := protowalk.NewReader(r.Bytes())
+			for q.Next() {
+				if q.Num() == 1 && q.Type() == protowire.VarintType {
+					rpc.NumPeers = q.Varint()
 				}
-				return nil
-			})
-		case num == 2 && typ == protowire.BytesType:
+			}
+			if err := q.Err(); err != nil {
+				return RPC{}, malformed(err)
+			}
+		case r.Num() == 2 && r.Type() == protowire.BytesType:
 			rpc.HasResponse = true
-			return decodeResponse(v, &rpc.Response)
+			v := r.Bytes()
+			if v == nil {
+				break // the reader's error
+			}
+			if err := decodeResponse(v, &rpc.Response); err != nil {
+				return RPC{}, err
+			}
 		}
-		return nil
-	})
-	if err != nil {
-		return RPC{}, err
+	}
+	if err := r.Err(); err != nil {
+		return RPC{}, malformed(err)
 	}
 	return rpc, nil
 }
 
-func decodeResponse(b []byte, r *Response) error {
+func decodeResponse(b []byte, resp *Response) error {
 	hasStatus := false
-	err := walk(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+	r := protowalk.NewReader(b)
+	for r.Next() {
 		switch {
-		case num == 1 && typ == protowire.BytesType:
+		case r.Num() == 1 && r.Type() == protowire.BytesType:
 			var enr []byte
-			err := walk(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-				if num == 1 && typ == protowire.BytesType {
-					enr = v
+			p := protowalk.NewReader(r.Bytes())
+			for p.Next() {
+				if p.Num() == 1 && p.Type() == protowire.BytesType {
+					enr = p.Bytes()
 				}
-				return nil
-			})
-			r.ENRs = append(r.ENRs, enr)
-			return err
-		case num == 10 && typ == protowire.VarintType:
-			r.StatusCode, hasStatus = uint32(x), true
-		case num == 11 && typ == protowire.BytesType:
-			r.StatusDesc = string(v)
-		}
-		return nil
-	})
-	if err == nil && !hasStatus {
-		r.StatusCode = StatusServiceUnavailable
-		if len(r.ENRs) > 0 {
-			r.StatusCode = StatusSuccess
+			}
+			resp.ENRs = append(resp.ENRs, enr)
+			if err := p.Err(); err != nil {
+				return malformed(err)
+			}
+		case r.Num() == 10 && r.Type() == protowire.VarintType:
+			resp.StatusCode, hasStatus = uint32(r.Varint()), true
+		case r.Num() == 11 && r.Type() == protowire.BytesType:
+			resp.StatusDesc = string(r.Bytes())
 		}
 	}
-	return err
-}
-
-// walk calls f for each field of b: v holds a bytes field's value, x a
-// varint's. Fixed-width and group fields are skipped.
-func walk(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("%w: %w", ErrMalformed, protowire.ParseError(n))
-		}
-		b = b[n:]
-		var v []byte
-		var x uint64
-		switch typ {
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return fmt.Errorf("%w: field %d: %w", ErrMalformed, num, protowire.ParseError(n))
-		}
-		b = b[n:]
-		if err := f(num, typ, v, x); err != nil {
-			return err
+	if err := r.Err(); err != nil {
+		return malformed(err)
+	}
+	if !hasStatus {
+		resp.StatusCode = StatusServiceUnavailable
+		if len(resp.ENRs) > 0 {
+			resp.StatusCode = StatusSuccess
 		}
 	}
 	return nil
+}
+
+// malformed gives a protowalk error ErrMalformed's wording: the field and
+// protowire's reason.
+func malformed(err error) error {
+	e := err.(*protowalk.Error)
+	if e.Kind == protowalk.BadTag {
+		return fmt.Errorf("%w: %w", ErrMalformed, e.Err)
+	}
+	return fmt.Errorf("%w: field %d: %w", ErrMalformed, e.Num, e.Err)
 }

@@ -102,7 +102,7 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string, stalled
 			if measured {
 				p.harnessBytes += int64(cap(wire))
 			}
-			if _, err := n.Relay().Inject(harness.Key{}, cfg.PubsubTopic, wire); err != nil {
+			if err := harness.Inject(n.Relay(), cfg.PubsubTopic, wire); err != nil {
 				produceErr = err
 			}
 		}

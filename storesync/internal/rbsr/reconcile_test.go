@@ -1,4 +1,4 @@
-package storesync
+package rbsr
 
 import (
 	"crypto/sha256"
@@ -59,7 +59,7 @@ func simulate(t testing.TB, a, b *Storage, window Bounds) exchange {
 		}
 		x.bytes += len(wire)
 		x.roundTrips++
-		in, err := parsePayload(wire)
+		in, err := ParsePayload(wire)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func simulate(t testing.TB, a, b *Storage, window Bounds) exchange {
 			return x
 		}
 		listed := math.MaxInt
-		out, d, err := sides[turn%2].process(in, []string{testTopic}, nil, &listed)
+		out, d, err := sides[turn%2].Process(in, []string{testTopic}, nil, &listed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestReconcileTopics(t *testing.T) {
 	wire := AppendPayload(nil, &Payload{PubsubTopics: []string{testTopic}, Ranges: []Range{{Bounds: window, Type: FingerprintRange, Fingerprint: b.Fingerprint(window, []string{testTopic}, nil)}}})
 	x := exchange{}
 	for turn := 0; ; turn++ {
-		in, err := parsePayload(wire)
+		in, err := ParsePayload(wire)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestReconcileTopics(t *testing.T) {
 		}
 		side := []*Storage{a, b}[turn%2]
 		listed := math.MaxInt
-		out, d, err := side.process(in, []string{testTopic}, nil, &listed)
+		out, d, err := side.Process(in, []string{testTopic}, nil, &listed)
 		if err != nil {
 			t.Fatal(err)
 		}

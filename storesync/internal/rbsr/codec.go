@@ -1,4 +1,4 @@
-package storesync
+package rbsr
 
 import (
 	"encoding/binary"
@@ -14,8 +14,7 @@ import (
 
 // Codec errors. Decoding errors wrap ErrMalformed.
 var (
-	// ErrMalformed is returned for a payload or transfer frame that does
-	// not decode.
+	// ErrMalformed is returned for a payload that does not decode.
 	ErrMalformed = errors.New("storesync: malformed payload")
 	// ErrUnordered is returned for a payload whose ranges do not follow
 	// one another in increasing order, or whose item sets are not in
@@ -24,13 +23,14 @@ var (
 	ErrUnordered = fmt.Errorf("%w: out of order", ErrMalformed)
 )
 
+// Bounds of a payload's topic lists.
 const (
 	hashLen = len(message.Hash{})
-	// maxTopics bounds the topic lists of a payload, and maxTopicLen each
+	// MaxTopics bounds the topic lists of a payload, and MaxTopicLen each
 	// topic's length in bytes: far above any real configuration, they only
 	// stop a hostile count from allocating.
-	maxTopics   = 1024
-	maxTopicLen = 1024
+	MaxTopics   = 1024
+	MaxTopicLen = 1024
 	// minItemLen is the fewest bytes an item of an item set takes: a
 	// 1-byte time delta and a hash.
 	minItemLen = 1 + hashLen
@@ -91,7 +91,7 @@ func (w *payloadWriter) add(r *Range) {
 		if n := len(r.Items.IDs); n > 0 {
 			// Room for the whole set at once: a buffer grown by steps
 			// allocates several times its final size.
-			w.buf = grow(w.buf, binary.MaxVarintLen64+n*(binary.MaxVarintLen64+hashLen)+1)
+			w.buf = Grow(w.buf, binary.MaxVarintLen64+n*(binary.MaxVarintLen64+hashLen)+1)
 		}
 		w.buf = appendItemSet(w.buf, &r.Items)
 	}
@@ -146,7 +146,7 @@ func appendItemSet(dst []byte, s *ItemSet) []byte {
 // the package doc, "Bounds"). The result does not alias buf. Errors wrap
 // ErrMalformed; ErrUnordered for ranges or items out of order.
 func DecodePayload(buf []byte) (*Payload, error) {
-	in, err := parsePayload(buf)
+	in, err := ParsePayload(buf)
 	if err != nil {
 		return nil, err
 	}
@@ -168,10 +168,11 @@ func DecodePayload(buf []byte) (*Payload, error) {
 	return p, rr.d.err
 }
 
-// received is a payload as read off the wire and checked whole by
-// parsePayload: its topic lists are decoded, its ranges are left encoded
-// in buf for ranges to read one at a time.
-type received struct {
+// Received is a payload as read off the wire and checked whole by
+// ParsePayload: its topic lists are decoded, its ranges are left encoded
+// in buf for Storage.Process to read one at a time. The topic lists may be
+// narrowed (to those both sides sync) before it is processed.
+type Received struct {
 	PubsubTopics, ContentTopics []string
 	buf                         []byte
 	body                        int  // offset of the first lower bound's timestamp; 0: no ranges
@@ -183,12 +184,12 @@ type received struct {
 	skipsOnly                   bool // no range but skips: the exchange is over
 }
 
-// parsePayload checks buf as a payload: every range and item is read and
+// ParsePayload checks buf as a payload: every range and item is read and
 // checked (order included) without being kept, so that a payload is
 // refused whole before any work is done for it. It allocates only the
 // topic lists. Errors wrap ErrMalformed.
-func parsePayload(buf []byte) (*received, error) {
-	p := &received{buf: buf, skipsOnly: true}
+func ParsePayload(buf []byte) (*Received, error) {
+	p := &Received{buf: buf, skipsOnly: true}
 	if len(buf) <= 1 {
 		return p, nil
 	}
@@ -229,8 +230,15 @@ const (
 	reuseItems                 // keep only the current range's, in items
 )
 
+// Ranges returns the number of ranges p holds.
+func (p *Received) Ranges() int { return p.count }
+
+// SkipsOnly reports whether p holds no range but skips (or none): the
+// exchange is over.
+func (p *Received) SkipsOnly() bool { return p.skipsOnly }
+
 // ranges returns a reader of p's ranges.
-func (p *received) ranges(mode itemMode) rangeReader {
+func (p *Received) ranges(mode itemMode) rangeReader {
 	rr := rangeReader{d: decoder{buf: p.buf, off: p.body}, mode: mode}
 	if p.body == 0 {
 		rr.d.off = len(p.buf) // no ranges
@@ -424,8 +432,8 @@ func (d *decoder) hashPrefix(h *message.Hash) {
 // (each topic takes at least 2) before anything is allocated.
 func (d *decoder) topics() []string {
 	n := d.varint("topic count")
-	if n > maxTopics || n > uint64(len(d.buf)-d.off)/2 {
-		d.fail("%d topics in %d bytes (at most %d)", n, len(d.buf)-d.off, maxTopics)
+	if n > MaxTopics || n > uint64(len(d.buf)-d.off)/2 {
+		d.fail("%d topics in %d bytes (at most %d)", n, len(d.buf)-d.off, MaxTopics)
 		return nil
 	}
 	if d.err != nil || n == 0 {
@@ -434,8 +442,8 @@ func (d *decoder) topics() []string {
 	out := make([]string, 0, n)
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		l := d.varint("topic length")
-		if l == 0 || l > maxTopicLen {
-			d.fail("topic of %d bytes (want 1 to %d)", l, maxTopicLen)
+		if l == 0 || l > MaxTopicLen {
+			d.fail("topic of %d bytes (want 1 to %d)", l, MaxTopicLen)
 			return nil
 		}
 		b := d.bytes(int(l), "topic")
@@ -445,69 +453,4 @@ func (d *decoder) topics() []string {
 		out = append(out, string(b))
 	}
 	return out
-}
-
-// AppendMessageAndTopic appends a WakuMessageAndTopic as nwaku v0.38.1
-// writes it (waku_store_sync/codec.nim): pubsub topic as field 1, the
-// encoded WakuMessage as field 2 (the spec has them the other way round).
-// wire is written as it is, never re-encoded.
-func AppendMessageAndTopic(dst []byte, pubsubTopic string, wire []byte) []byte {
-	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-	dst = protowire.AppendString(dst, pubsubTopic)
-	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
-	return protowire.AppendBytes(dst, wire)
-}
-
-// DecodeMessageAndTopic reads a WakuMessageAndTopic in nwaku's field order
-// or the spec's and returns the pubsub topic and the encoded WakuMessage.
-// wire aliases buf, with len == cap. Which field is which is told by content: the topic is
-// UTF-8 starting with '/', the message a valid WakuMessage. Errors wrap
-// ErrMalformed.
-func DecodeMessageAndTopic(buf []byte) (pubsubTopic string, wire []byte, err error) {
-	var f1, f2 []byte
-	var have1, have2 bool
-	for b := buf; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return "", nil, fmt.Errorf("%w: transfer frame: bad tag", ErrMalformed)
-		}
-		b = b[n:]
-		if typ != protowire.BytesType || (num != 1 && num != 2) {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return "", nil, fmt.Errorf("%w: transfer frame: bad field %d", ErrMalformed, num)
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return "", nil, fmt.Errorf("%w: transfer frame: truncated field %d", ErrMalformed, num)
-		}
-		v = v[:len(v):len(v)] // an append to wire must never write into buf
-		b = b[n:]
-		if num == 1 {
-			f1, have1 = v, true
-		} else {
-			f2, have2 = v, true
-		}
-	}
-	if !have1 || !have2 {
-		return "", nil, fmt.Errorf("%w: transfer frame needs a pubsub topic and a message", ErrMalformed)
-	}
-	if isTopic(f1) && !isTopic(f2) {
-		return string(f1), f2, nil
-	}
-	if isTopic(f2) && !isTopic(f1) {
-		return string(f2), f1, nil
-	}
-	// Both look like topics: nwaku's order, whose message field then fails
-	// to decode later with a clear error.
-	return string(f1), f2, nil
-}
-
-// isTopic reports whether b looks like a pubsub topic: short UTF-8 text
-// starting with '/'. An encoded WakuMessage starts with a tag byte (0x0a
-// for its payload field), never '/'.
-func isTopic(b []byte) bool {
-	return len(b) > 0 && len(b) <= maxTopicLen && b[0] == '/' && utf8.Valid(b)
 }

@@ -1,4 +1,4 @@
-package storesync
+package rbsr
 
 import (
 	"bytes"
@@ -11,9 +11,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/storesync/internal/rbsrtest"
 )
 
 func hashOf(prefix ...byte) (h message.Hash) {
@@ -130,31 +129,6 @@ func TestPayloadMalformed(t *testing.T) {
 	}
 }
 
-func TestMessageAndTopic(t *testing.T) {
-	m := &message.Message{Payload: []byte("hi"), ContentTopic: "/app/1/chat/proto", Timestamp: 5}
-	wire := m.Encode(nil)
-	topic := "/waku/2/rs/0/0"
-	got := AppendMessageAndTopic(nil, topic, wire)
-	// nwaku's order: field 1 (0x0a) the topic, field 2 (0x12) the message.
-	want := append(append([]byte{0x0a, byte(len(topic))}, topic...), append([]byte{0x12, byte(len(wire))}, wire...)...)
-	if !bytes.Equal(got, want) {
-		t.Fatalf("encoding\n got %x\nwant %x", got, want)
-	}
-	// The spec's order: message as field 1, topic as field 2.
-	spec := append(append([]byte{0x0a, byte(len(wire))}, wire...), append([]byte{0x12, byte(len(topic))}, topic...)...)
-	for name, b := range map[string][]byte{"nwaku order": got, "spec order": spec} {
-		gotTopic, gotWire, err := DecodeMessageAndTopic(b)
-		if err != nil || gotTopic != topic || !bytes.Equal(gotWire, wire) {
-			t.Errorf("%s: got %q %x %v", name, gotTopic, gotWire, err)
-		}
-	}
-	for _, b := range [][]byte{nil, got[:5], want[:2+len(topic)], {0x0a, 0x80}} {
-		if _, _, err := DecodeMessageAndTopic(b); !errors.Is(err, ErrMalformed) {
-			t.Errorf("DecodeMessageAndTopic(%x) err = %v, want ErrMalformed", b, err)
-		}
-	}
-}
-
 // decodedSize is what DecodePayload allocated for p: its slices' arrays
 // and the topic strings.
 func decodedSize(p *Payload) int {
@@ -169,10 +143,10 @@ func decodedSize(p *Payload) int {
 }
 
 // FuzzDecodePayload: no input panics the decoder or the reconciliation
-// of what it accepts; DecodePayload and parsePayload accept the same
-// inputs; a decoded payload takes at most maxDecodeAllocPerByte bytes per
+// of what it accepts; DecodePayload and ParsePayload accept the same
+// inputs; a decoded payload takes at most rbsrtest.MaxDecodeAllocPerByte bytes per
 // input byte, in exactly sized slices; it re-encodes to what nwaku's
-// encoding keeps of it; and the reply to it stays within replyBound and,
+// encoding keeps of it; and the reply to it stays within rbsrtest.ReplyBound and,
 // when its bounds re-encode without loss, decodes.
 func FuzzDecodePayload(f *testing.F) {
 	f.Add(goldenBytes(f))
@@ -181,12 +155,12 @@ func FuzzDecodePayload(f *testing.F) {
 	// A zero-delta bound whose hash differs from the first lower bound's in
 	// its first byte: only that byte is written back.
 	f.Add(unhex(f, "00 00 30 00 02 30 30 00"))
-	f.Add(amplificationPayload(1000, 5000, 3))
-	for _, b := range worstPayloads(200) {
+	f.Add(rbsrtest.AmplificationPayload(1000, 5000, 3))
+	for _, b := range rbsrtest.WorstPayloads(200) {
 		f.Add(b)
 	}
-	f.Add(emptyRangesPayload(10, 20, 10, 5))
-	f.Add(idsPayload(100, 200, 5, 1))
+	f.Add(rbsrtest.EmptyRangesPayload(10, 20, 10, 5))
+	f.Add(rbsrtest.IDsPayload(100, 200, 5, 1))
 	held := NewStorage(0, 0, 0)
 	r := rand.New(rand.NewPCG(9, 9))
 	for _, id := range randomIDs(r, 300, 0, 3000) {
@@ -194,9 +168,9 @@ func FuzzDecodePayload(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := DecodePayload(b)
-		in, perr := parsePayload(b)
+		in, perr := ParsePayload(b)
 		if (err == nil) != (perr == nil) {
-			t.Fatalf("DecodePayload says %v, parsePayload %v", err, perr)
+			t.Fatalf("DecodePayload says %v, ParsePayload %v", err, perr)
 		}
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
@@ -204,7 +178,7 @@ func FuzzDecodePayload(f *testing.F) {
 			}
 			return
 		}
-		if n, limit := decodedSize(p), maxDecodeAllocPerByte*len(b)+decodeAllocSlack; n > limit || cap(p.Ranges) != len(p.Ranges) {
+		if n, limit := decodedSize(p), rbsrtest.MaxDecodeAllocPerByte*len(b)+rbsrtest.DecodeAllocSlack; n > limit || cap(p.Ranges) != len(p.Ranges) {
 			t.Fatalf("%d bytes decoded into %d (limit %d), %d ranges in room for %d", len(b), n, limit, len(p.Ranges), cap(p.Ranges))
 		}
 		// Re-encoding keeps everything but the bytes of a zero-delta bound's
@@ -234,14 +208,14 @@ func FuzzDecodePayload(f *testing.F) {
 			t.Fatalf("second round trip changed the payload: %v", err)
 		}
 		listed := math.MaxInt
-		reply, _, err := held.process(in, nil, nil, &listed)
+		reply, _, err := held.Process(in, nil, nil, &listed)
 		if err != nil {
 			t.Fatalf("process: %v", err)
 		}
-		if limit := replyBound(len(b), held.Len()); len(reply) > limit {
+		if limit := rbsrtest.ReplyBound(len(b), held.Len()); len(reply) > limit {
 			t.Fatalf("%d-byte payload answered with %d bytes, over %d", len(b), len(reply), limit)
 		}
-		if _, err := parsePayload(reply); lossless && err != nil {
+		if _, err := ParsePayload(reply); lossless && err != nil {
 			t.Fatalf("reply %x to %x does not decode: %v", reply, b, err)
 		}
 	})
@@ -256,43 +230,4 @@ func hasZeroDelta(p *Payload) bool {
 		}
 	}
 	return false
-}
-
-func FuzzDecodeMessageAndTopic(f *testing.F) {
-	m := &message.Message{Payload: []byte("hi"), ContentTopic: "/a/1/b/c"}
-	f.Add(AppendMessageAndTopic(nil, "/waku/2/rs/0/0", m.Encode(nil)))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		topic, wire, err := DecodeMessageAndTopic(b)
-		if err != nil {
-			return
-		}
-		if len(wire) > len(b) || len(topic) > len(b) {
-			t.Fatalf("decoded more than the input")
-		}
-		if len(wire) != cap(wire) {
-			t.Fatalf("wire len %d, cap %d", len(wire), cap(wire))
-		}
-	})
-}
-
-// TestMessageAndTopicWireCapped: the wire DecodeMessageAndTopic returns
-// has len == cap, so an append to it cannot overwrite the frame (here: the
-// topic field that follows it in the spec's order).
-func TestMessageAndTopicWireCapped(t *testing.T) {
-	m := &message.Message{Payload: []byte("hi"), ContentTopic: "/a/1/b/c"}
-	enc := m.Encode(nil)
-	frame := appendField(nil, 1, enc)
-	frame = appendField(frame, 2, []byte("/waku/2/rs/0/0"))
-	topic, wire, err := DecodeMessageAndTopic(frame)
-	if err != nil || topic != "/waku/2/rs/0/0" || !bytes.Equal(wire, enc) {
-		t.Fatalf("DecodeMessageAndTopic = %q, %x, %v", topic, wire, err)
-	}
-	if len(wire) != cap(wire) {
-		t.Fatalf("wire len %d, cap %d", len(wire), cap(wire))
-	}
-}
-
-func appendField(dst []byte, num protowire.Number, v []byte) []byte {
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
-	return protowire.AppendBytes(dst, v)
 }

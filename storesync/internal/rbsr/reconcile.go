@@ -1,4 +1,4 @@
-package storesync
+package rbsr
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ type Diff struct {
 	Empty []Bounds
 }
 
-// process answers one received payload (nwaku's
+// Process answers one received payload (nwaku's
 // SeqStorage.processPayload), range by range as it reads them, and returns
 // the encoded reply, with pubsubTopics and contentTopics as its topic
 // lists, and the differences found. Items are compared only where both
@@ -31,11 +31,11 @@ type Diff struct {
 // which ends the exchange.
 //
 // Each held item is looked at within one range of in at most (the ranges
-// are in order, see parsePayload), so one payload costs O(len(in.buf) +
+// are in order, see ParsePayload), so one payload costs O(len(in.buf) +
 // held items) and its reply holds at most each held item once. *listed is
 // the number of items the session's replies may still list; it fails with
 // ErrTooManyDifferences past it.
-func (s *Storage) process(in *received, pubsubTopics, contentTopics []string, listed *int) ([]byte, Diff, error) {
+func (s *Storage) Process(in *Received, pubsubTopics, contentTopics []string, listed *int) ([]byte, Diff, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Slices sized for the most the payload can ask, so that none grows
@@ -96,7 +96,7 @@ func (p *processor) span(b Bounds) (lo, hi int, ok bool) {
 // ids lists the items of [lo, hi) that pass the filter, charged to the
 // session's budget.
 func (p *processor) ids(lo, hi int) ([]SyncID, error) {
-	p.ours = p.s.ids(grow(p.ours[:0], hi-lo), lo, hi, p.f)
+	p.ours = p.s.ids(Grow(p.ours[:0], hi-lo), lo, hi, p.f)
 	if len(p.ours) > *p.listed {
 		return nil, fmt.Errorf("%w: the session's replies would list over %d items", ErrTooManyDifferences, len(p.ours)+*p.listed)
 	}
@@ -170,7 +170,7 @@ func (p *processor) itemSet(r *Range) error {
 	}
 	var ours []SyncID
 	if r.Items.Reconciled {
-		ours = p.s.ids(grow(p.ours[:0], hi-lo), lo, hi, p.f) // compared, not listed
+		ours = p.s.ids(Grow(p.ours[:0], hi-lo), lo, hi, p.f) // compared, not listed
 		p.ours = ours
 	} else {
 		var err error
@@ -178,7 +178,7 @@ func (p *processor) itemSet(r *Range) error {
 			return err
 		}
 	}
-	p.d.ToSend = grow(p.d.ToSend, len(ours))
+	p.d.ToSend = Grow(p.d.ToSend, len(ours))
 	i, j := 0, 0
 	for i < len(theirs) && j < len(ours) {
 		switch c := theirs[i].Compare(ours[j]); {
