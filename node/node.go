@@ -186,7 +186,8 @@ func (n *Node) build() error {
 	n.peers = newPeerManager(n)
 	n.ping = ping.NewPingService(n.host)
 	if n.cfg.Relay {
-		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger}
+		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger,
+			PeerTopics: n.isClusterTopic}
 		n.nwaku.observeRelay(&rc)
 		switch {
 		case n.archive != nil && n.cfg.ArchiveTimestampDrift > 0:

@@ -30,6 +30,15 @@ func (n *Node) clusterShards(topics []string) []uint16 {
 	return slices.Compact(out)
 }
 
+// isClusterTopic reports whether pubsubTopic is a static-shard topic of
+// the node's cluster: the topics whose peers the relay keeps track of
+// without having joined them (relay.Config.PeerTopics), those a lightpush
+// may be published on.
+func (n *Node) isClusterTopic(pubsubTopic string) bool {
+	rs, err := shard.ParsePubsubTopic(pubsubTopic)
+	return err == nil && rs.ClusterID == n.cfg.ClusterID
+}
+
 // checkShards returns an error wrapping ErrTooManyShards when the shards
 // are more than the metadata protocol carries.
 func (n *Node) checkShards(shards []uint16) error {
