@@ -37,6 +37,13 @@
 // not the hash of the page's last message, repeats an earlier one or steps
 // back in time.
 //
+// The libp2p peerstore keeps what identify learned of every peer that
+// connected (keys, protocols, agent: about 7 kB each); after each round
+// of the peer manager (every 30 s, 2 s below its target) the
+// disconnected peers it does not keep are forgotten down to
+// --peer-store-capacity (1000), as nwaku's prunePeerStore does, so peers
+// that come once and go cannot fill it.
+//
 // The shards a node relays travel in every metadata request and response,
 // which peers read up to 1,024 bytes (metadata.MaxRPCSize): at most 508
 // shards whatever their ids, up to 573 with low ids. New refuses a

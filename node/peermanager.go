@@ -296,6 +296,7 @@ func (pm *peerManager) run(ctx context.Context) {
 	lastSave := time.Now()
 	for {
 		below := pm.round(ctx)
+		pm.prunePeerstore()
 		if pm.path != "" && time.Since(lastSave) >= persistInterval {
 			pm.save()
 			lastSave = time.Now()
@@ -314,6 +315,39 @@ func (pm *peerManager) run(ctx context.Context) {
 			t.Stop()
 		case <-t.C:
 		}
+	}
+}
+
+// prunePeerstore forgets, when the libp2p peerstore holds more than
+// --peer-store-capacity peers, disconnected peers the manager does not
+// keep, down to the capacity, as nwaku's prunePeerStore does
+// (waku/node/peer_manager/peer_manager.nim): without it every identity
+// that ever connected stays there (keys, protocols, agent), about 7 kB
+// each. It runs after every round, so the peerstore holds at most the
+// capacity plus the peers connected or met since the last round.
+func (pm *peerManager) prunePeerstore() {
+	ps := pm.h.Peerstore()
+	ids := ps.Peers()
+	excess := len(ids) - 1 - pm.capacity // less the node itself
+	if pm.capacity <= 0 || excess <= 0 {
+		return
+	}
+	pm.mu.Lock()
+	managed := make(map[peer.ID]bool, len(pm.peers))
+	for id := range pm.peers {
+		managed[id] = true
+	}
+	pm.mu.Unlock()
+	for _, id := range ids {
+		if excess == 0 {
+			break
+		}
+		if id == pm.h.ID() || managed[id] || pm.h.Network().Connectedness(id) == network.Connected {
+			continue
+		}
+		ps.RemovePeer(id)
+		ps.ClearAddrs(id)
+		excess--
 	}
 }
 
