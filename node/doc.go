@@ -14,8 +14,12 @@
 // re-dialling with a doubling backoff. Stop shuts down in the order that
 // loses nothing: HTTP servers finish their requests, the relay drains its
 // subscriptions and handlers, the archive commits and fsyncs what it holds,
-// then the host closes its connections. No peer can hold Stop: StopGrace
-// (5 s) after the HTTP servers stopped, the connections are closed anyway.
+// then the host closes its connections. No peer nor HTTP client can hold
+// Stop: HTTP requests get StopGrace (5 s) to finish before their
+// connections are closed, and StopGrace after the HTTP servers stopped
+// the peers' connections are closed anyway. A REST response that its
+// client does not read is dropped after a minute (the server's write
+// timeout), running or stopping.
 //
 // # Relayed messages
 //

@@ -295,10 +295,11 @@ func serveNode(cfg node.Config, notes []string) error {
 	return stopNode(cfg.Logger, n)
 }
 
-// stopTimeout bounds the HTTP requests in progress at a stop.
+// stopTimeout bounds a stop; HTTP requests in progress get
+// node.StopGrace of it.
 const stopTimeout = 30 * time.Second
 
-// stopNode stops n, letting HTTP requests finish for stopTimeout.
+// stopNode stops n within stopTimeout.
 func stopNode(log *slog.Logger, n *node.Node) error {
 	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
