@@ -31,7 +31,8 @@ type light struct {
 	filterSlot    peer.ID
 	lightpushSlot peer.ID
 	removePush    func()
-	// onFilterPush receives the messages the filter client is pushed.
+	// onFilterPush receives the messages the filter client is pushed for
+	// the REST API, before Config.OnFilterPush.
 	onFilterPush func(env *message.Envelope)
 }
 
@@ -72,9 +73,12 @@ func (n *Node) buildLight() error {
 	n.light.lightpushSlot = n.addServicePeer(n.cfg.lightpushNode)
 	n.light.filterClient = filter.NewClient(n.host, filter.ClientConfig{
 		Counters: n.cfg.Counters, Logger: n.cfg.Logger.With("protocol", "filter-client"),
-		Handler: func(env *message.Envelope, _ peer.ID) {
+		Handler: func(env *message.Envelope, from peer.ID) {
 			if f := n.light.onFilterPush; f != nil {
 				f(env)
+			}
+			if f := n.cfg.OnFilterPush; f != nil {
+				f(env, from)
 			}
 		},
 	})
