@@ -270,7 +270,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.peers.Run(runCtx)
 	if n.cfg.Discovery.PeerExchange {
-		n.MarkMounted(HealthPeerExchange, peerexchange.ProtocolID)
+		n.health.Mount(health.PeerExchange, peerexchange.ProtocolID)
 	}
 	n.setState("READY")
 	return nil

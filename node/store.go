@@ -9,6 +9,7 @@ import (
 
 	"github.com/couriernet/courier/archive/dburl"
 	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/internal/resume"
 	"github.com/couriernet/courier/store"
 	"github.com/couriernet/courier/storesync"
@@ -94,11 +95,11 @@ func (n *Node) buildStore() error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		n.MarkMounted(HealthStore, store.ProtocolID)
+		n.health.Mount(health.Store, store.ProtocolID)
 	}
 	// The store client is always mounted, as in nwaku
 	// (waku/factory/node_factory.nim mountStoreClient).
-	n.MarkMounted(HealthStoreClient, store.ProtocolID)
+	n.health.Mount(health.StoreClient, store.ProtocolID)
 	n.store.peer = n.addServicePeer(n.cfg.storeNode)
 	return nil
 }
