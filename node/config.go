@@ -129,7 +129,7 @@ type Config struct {
 	//     PATH (relative to the working directory, as nwaku resolves it)
 	//     and its payload segments in the directory PATH.segments;
 	//   - "postgres://user:password@host:port/db": the Postgres archive;
-	//   - "" : DataDir/archive when DataDir is set, else DefaultDBURL
+	//   - "" : DataDir/archive when DataDir is set, else dburl.Default
 	//     (nwaku's sqlite://store.sqlite3); "embedded": DataDir/archive.
 	DBURL string
 	// StoreNode is the multiaddr, with /p2p/<id>, of the store node the

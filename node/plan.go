@@ -246,16 +246,14 @@ func (p *plan) checkShards() error {
 	return nil
 }
 
-// parseArchive locates the archive and, with Store on, checks its
+// parseArchive locates the archive (dburl.ParseIn) and, with Store on, checks its
 // retention policy before the archive is opened. Without Store the policy
 // is not read, as nwaku builds it only for its store service
 // (store_service_conf_builder.nim build).
-func (p *plan) parseArchive() error {
-	loc, err := p.locateArchive()
-	if err != nil {
-		return err
+func (p *plan) parseArchive() (err error) {
+	if p.archive, err = dburl.ParseIn(p.DBURL, p.DataDir); err != nil {
+		return fmt.Errorf("%w: --store-message-db-url: %w", ErrConfig, err)
 	}
-	p.archive = loc
 	if _, err := archive.ParseRetention(p.ArchiveConfig.Retention); p.Store && err != nil {
 		return fmt.Errorf("%w: --store-message-retention-policy=%s: %w", ErrConfig, p.ArchiveConfig.Retention, err)
 	}
