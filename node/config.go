@@ -12,6 +12,11 @@ import (
 	"github.com/couriernet/courier/message"
 )
 
+// DefaultArchiveTimestampDrift is nwaku's MaxMessageTimestampVariance
+// (waku/waku_archive/archive.nim), Config.ArchiveTimestampDrift's
+// default.
+const DefaultArchiveTimestampDrift = 20 * time.Second
+
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("node: invalid config")
 

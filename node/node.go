@@ -19,6 +19,7 @@ import (
 	"github.com/couriernet/courier/internal/dirlock"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
+	"github.com/couriernet/courier/node/internal/archivegate"
 	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/internal/metrics"
 	"github.com/couriernet/courier/node/internal/nodekey"
@@ -129,7 +130,7 @@ func (n *Node) build() error {
 		n.metrics.ObserveRelay(&rc)
 		switch {
 		case n.archive != nil && n.cfg.ArchiveTimestampDrift > 0:
-			n.store.gate = newArchiveGate(n.archive, n.cfg.ArchiveTimestampDrift)
+			n.store.gate = archivegate.New(n.archive, n.cfg.ArchiveTimestampDrift)
 			rc.Archive = n.store.gate
 		case n.archive != nil:
 			rc.Archive = n.archive

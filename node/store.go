@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/node/internal/archivegate"
 	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/internal/resume"
 	"github.com/couriernet/courier/store"
@@ -36,7 +37,7 @@ type storeParts struct {
 	peer   peer.ID // --storenode, "" when not set
 	// gate checks relayed messages' timestamps before the archive; nil
 	// without archive or with the check off.
-	gate *archiveGate
+	gate *archivegate.Gate
 	sync *storesync.Service // nil when store-sync is off
 	// resumeLimits bound store resume: resume.DefaultLimits.
 	resumeLimits resume.Limits
