@@ -1,10 +1,10 @@
 package node
 
 import (
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/couriernet/courier/node/internal/health"
+	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/node/state"
 	"github.com/couriernet/courier/rest"
 )
@@ -21,14 +21,5 @@ func (n *Node) healthReport() rest.Health {
 
 // capablePeers counts the connected peers that speak one of codecs.
 func (n *Node) capablePeers(codecs []protocol.ID) int {
-	count := 0
-	for _, id := range n.host.Network().Peers() {
-		if n.host.Network().Connectedness(id) != network.Connected {
-			continue
-		}
-		if got, err := n.host.Peerstore().SupportsProtocols(id, codecs...); err == nil && len(got) > 0 {
-			count++
-		}
-	}
-	return count
+	return len(peers.ConnectedWith(n.host, codecs...))
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -440,14 +439,7 @@ func (n *Node) Autosharding() (a shard.Autosharding, ok bool) {
 // ListenAddresses returns the host's listen addresses with /p2p/<id>.
 // Secure WebSocket is written /wss, as nwaku writes it, where go-libp2p
 // writes the equivalent /tls/ws.
-func (n *Node) ListenAddresses() []string {
-	var out []string
-	for _, a := range n.host.Addrs() {
-		s := strings.Replace(a.String(), "/tls/ws", "/wss", 1)
-		out = append(out, fmt.Sprintf("%s/p2p/%s", s, n.host.ID()))
-	}
-	return out
-}
+func (n *Node) ListenAddresses() []string { return peers.ListenAddresses(n.host) }
 
 // onMetadataChecked tells the peer manager what the metadata check of id
 // found.

@@ -9,6 +9,7 @@ import (
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/node/internal/archivegate"
 	"github.com/couriernet/courier/node/internal/health"
+	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/node/internal/resume"
 	"github.com/couriernet/courier/store"
 	"github.com/couriernet/courier/storesync"
@@ -85,10 +86,8 @@ func (n *Node) StorePeer() peer.ID {
 
 // connectedStorePeer returns a connected peer that serves store, or "".
 func (n *Node) connectedStorePeer() peer.ID {
-	for _, p := range n.host.Network().Peers() {
-		if ok, _ := n.host.Peerstore().SupportsProtocols(p, store.ProtocolID); len(ok) > 0 {
-			return p
-		}
+	if ps := peers.ConnectedWith(n.host, store.ProtocolID); len(ps) > 0 {
+		return ps[0]
 	}
 	return ""
 }
