@@ -314,33 +314,9 @@ func (n *Node) stop(ctx context.Context) error {
 	if n.life.cancel != nil {
 		n.life.cancel()
 	}
-	defer n.dropPeersAfter(ctx, StopGrace)()
+	defer peers.DropAfter(ctx, n.host, StopGrace, n.cfg.Logger)()
 	n.life.wg.Wait()
 	return errors.Join(herr, n.closeParts())
-}
-
-// dropPeersAfter closes the host's network, and so every connection and
-// stream, once grace has passed or ctx ended, whichever is first, unless
-// the returned func is called before.
-func (n *Node) dropPeersAfter(ctx context.Context, grace time.Duration) (cancel func()) {
-	if n.host == nil {
-		return func() {}
-	}
-	var once sync.Once
-	drop := func() {
-		once.Do(func() {
-			n.cfg.Logger.Warn("stop: services still busy with peers; closing the connections", "grace", grace)
-			if err := n.host.Network().Close(); err != nil {
-				n.cfg.Logger.Warn("stop: closing the connections", "err", err)
-			}
-		})
-	}
-	timer := time.AfterFunc(grace, drop)
-	stopCtx := context.AfterFunc(ctx, drop)
-	return func() {
-		timer.Stop()
-		stopCtx()
-	}
 }
 
 func (n *Node) getState() string {
