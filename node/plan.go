@@ -327,8 +327,8 @@ func (p *plan) parseDiscovery() error {
 		return err
 	}
 	if c.PeerExchangeNode != "" {
-		if p.peers.PeerExchangeNode, err = peer.AddrInfoFromString(c.PeerExchangeNode); err != nil {
-			return fmt.Errorf("%w: --peer-exchange-node %q needs a multiaddr with /p2p/<id>: %w", ErrConfig, c.PeerExchangeNode, err)
+		if p.peers.PeerExchangeNode, err = peerAddr("peer-exchange-node", c.PeerExchangeNode); err != nil {
+			return err
 		}
 	}
 	if c.DNSDiscovery && c.DNSDiscoveryURL == "" {
