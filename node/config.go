@@ -5,10 +5,17 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/archive/dburl"
 	"github.com/couriernet/courier/message"
 )
+
+// DefaultArchiveTimestampDrift is nwaku's MaxMessageTimestampVariance
+// (waku/waku_archive/archive.nim), Config.ArchiveTimestampDrift's
+// default.
+const DefaultArchiveTimestampDrift = 20 * time.Second
 
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("node: invalid config")
@@ -127,7 +134,7 @@ type Config struct {
 	//     PATH (relative to the working directory, as nwaku resolves it)
 	//     and its payload segments in the directory PATH.segments;
 	//   - "postgres://user:password@host:port/db": the Postgres archive;
-	//   - "" : DataDir/archive when DataDir is set, else DefaultDBURL
+	//   - "" : DataDir/archive when DataDir is set, else dburl.Default
 	//     (nwaku's sqlite://store.sqlite3); "embedded": DataDir/archive.
 	DBURL string
 	// StoreNode is the multiaddr, with /p2p/<id>, of the store node the
@@ -191,6 +198,13 @@ type Config struct {
 	// archive does not keep (ephemeral, duplicate, or a timestamp outside
 	// ArchiveTimestampDrift) is acknowledged with err nil.
 	OnArchived func(env *message.Envelope, err error)
+	// OnFilterPush, when set, receives every message a filter service
+	// pushes to this node's filter client (Node.FilterClient; subscribe
+	// there), as an envelope decoded once from the push, with the peer
+	// that pushed it. It runs on that push stream's goroutine, so a slow
+	// handler slows that stream only; the envelope is shared with the REST
+	// API's filter cache and must not be modified.
+	OnFilterPush func(env *message.Envelope, from peer.ID)
 	// ArchiveTimestampDrift bounds how far a relayed message's timestamp
 	// may be from the node's clock, either way, for the archive to keep it:
 	// nwaku's archive keeps no relayed message whose sender timestamp is

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/couriernet/courier/internal/dirlock"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
+	"github.com/couriernet/courier/node/internal/archivegate"
 	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/internal/metrics"
 	"github.com/couriernet/courier/node/internal/nodekey"
@@ -130,7 +130,7 @@ func (n *Node) build() error {
 		n.metrics.ObserveRelay(&rc)
 		switch {
 		case n.archive != nil && n.cfg.ArchiveTimestampDrift > 0:
-			n.store.gate = newArchiveGate(n.archive, n.cfg.ArchiveTimestampDrift)
+			n.store.gate = archivegate.New(n.archive, n.cfg.ArchiveTimestampDrift)
 			rc.Archive = n.store.gate
 		case n.archive != nil:
 			rc.Archive = n.archive
@@ -271,7 +271,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.peers.Run(runCtx)
 	if n.cfg.Discovery.PeerExchange {
-		n.MarkMounted(HealthPeerExchange, peerexchange.ProtocolID)
+		n.health.Mount(health.PeerExchange, peerexchange.ProtocolID)
 	}
 	n.setState("READY")
 	return nil
@@ -315,33 +315,9 @@ func (n *Node) stop(ctx context.Context) error {
 	if n.life.cancel != nil {
 		n.life.cancel()
 	}
-	defer n.dropPeersAfter(ctx, StopGrace)()
+	defer peers.DropAfter(ctx, n.host, StopGrace, n.cfg.Logger)()
 	n.life.wg.Wait()
 	return errors.Join(herr, n.closeParts())
-}
-
-// dropPeersAfter closes the host's network, and so every connection and
-// stream, once grace has passed or ctx ended, whichever is first, unless
-// the returned func is called before.
-func (n *Node) dropPeersAfter(ctx context.Context, grace time.Duration) (cancel func()) {
-	if n.host == nil {
-		return func() {}
-	}
-	var once sync.Once
-	drop := func() {
-		once.Do(func() {
-			n.cfg.Logger.Warn("stop: services still busy with peers; closing the connections", "grace", grace)
-			if err := n.host.Network().Close(); err != nil {
-				n.cfg.Logger.Warn("stop: closing the connections", "err", err)
-			}
-		})
-	}
-	timer := time.AfterFunc(grace, drop)
-	stopCtx := context.AfterFunc(ctx, drop)
-	return func() {
-		timer.Stop()
-		stopCtx()
-	}
 }
 
 func (n *Node) getState() string {
@@ -440,14 +416,7 @@ func (n *Node) Autosharding() (a shard.Autosharding, ok bool) {
 // ListenAddresses returns the host's listen addresses with /p2p/<id>.
 // Secure WebSocket is written /wss, as nwaku writes it, where go-libp2p
 // writes the equivalent /tls/ws.
-func (n *Node) ListenAddresses() []string {
-	var out []string
-	for _, a := range n.host.Addrs() {
-		s := strings.Replace(a.String(), "/tls/ws", "/wss", 1)
-		out = append(out, fmt.Sprintf("%s/p2p/%s", s, n.host.ID()))
-	}
-	return out
-}
+func (n *Node) ListenAddresses() []string { return peers.ListenAddresses(n.host) }
 
 // onMetadataChecked tells the peer manager what the metadata check of id
 // found.

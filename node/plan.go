@@ -246,16 +246,14 @@ func (p *plan) checkShards() error {
 	return nil
 }
 
-// parseArchive locates the archive and, with Store on, checks its
+// parseArchive locates the archive (dburl.ParseIn) and, with Store on, checks its
 // retention policy before the archive is opened. Without Store the policy
 // is not read, as nwaku builds it only for its store service
 // (store_service_conf_builder.nim build).
-func (p *plan) parseArchive() error {
-	loc, err := p.locateArchive()
-	if err != nil {
-		return err
+func (p *plan) parseArchive() (err error) {
+	if p.archive, err = dburl.ParseIn(p.DBURL, p.DataDir); err != nil {
+		return fmt.Errorf("%w: --store-message-db-url: %w", ErrConfig, err)
 	}
-	p.archive = loc
 	if _, err := archive.ParseRetention(p.ArchiveConfig.Retention); p.Store && err != nil {
 		return fmt.Errorf("%w: --store-message-retention-policy=%s: %w", ErrConfig, p.ArchiveConfig.Retention, err)
 	}
@@ -329,8 +327,8 @@ func (p *plan) parseDiscovery() error {
 		return err
 	}
 	if c.PeerExchangeNode != "" {
-		if p.peers.PeerExchangeNode, err = peer.AddrInfoFromString(c.PeerExchangeNode); err != nil {
-			return fmt.Errorf("%w: --peer-exchange-node %q needs a multiaddr with /p2p/<id>: %w", ErrConfig, c.PeerExchangeNode, err)
+		if p.peers.PeerExchangeNode, err = peerAddr("peer-exchange-node", c.PeerExchangeNode); err != nil {
+			return err
 		}
 	}
 	if c.DNSDiscovery && c.DNSDiscoveryURL == "" {
