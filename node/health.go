@@ -48,7 +48,7 @@ func (n *Node) MarkMounted(protocolName string, codecs ...protocol.ID) {
 
 // healthReport computes GET /health as nwaku v0.38.1 does.
 func (n *Node) healthReport() rest.Health {
-	hn := health.Node{State: state.HealthStatus(n.getState()), Relay: n.relay != nil, Capable: n.capablePeers}
+	hn := health.Node{State: state.HealthStatus(n.getState()), Relay: n.relay != nil, Capable: n.capablePeers, RLN: n.rlnHealth()}
 	if n.relay != nil {
 		hn.RelayPeers = len(n.relay.TopicPeers("")) // "": every gossipsub peer
 	}
