@@ -62,6 +62,9 @@ func (n *Node) buildLight() error {
 		if n.cfg.auto != nil {
 			lc.Autoshard = n.cfg.auto.PubsubTopic
 		}
+		if n.rln != nil {
+			lc.RLN = lightpushRLN{n.rln}
+		}
 		svc, err := lightpush.New(n.host, lc)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/couriernet/courier/node/internal/nodekey"
 	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/node/internal/resume"
+	"github.com/couriernet/courier/node/internal/rlnnode"
 	"github.com/couriernet/courier/peerexchange"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/shard"
@@ -53,7 +54,8 @@ type Node struct {
 	http     httpParts
 	health   health.Monitor
 	metrics  *metrics.Metrics
-	lock     *os.File // flock on DataDir/LOCK
+	rln      *rlnnode.RLN // nil without RLN relay
+	lock     *os.File     // flock on DataDir/LOCK
 	life     lifecycle
 }
 
@@ -128,6 +130,9 @@ func (n *Node) build() error {
 		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger,
 			PeerTopics: n.cfg.isClusterTopic}
 		n.metrics.ObserveRelay(&rc)
+		if err := n.buildRLN(&rc); err != nil {
+			return err
+		}
 		switch {
 		case n.archive != nil && n.cfg.ArchiveTimestampDrift > 0:
 			n.store.gate = archivegate.New(n.archive, n.cfg.ArchiveTimestampDrift)
@@ -221,6 +226,9 @@ func (n *Node) Start(ctx context.Context) error {
 		return ErrStarted
 	}
 	if err := startCanceled(ctx); err != nil {
+		return err
+	}
+	if err := n.startRLN(ctx); err != nil {
 		return err
 	}
 	if n.relay != nil {
@@ -331,8 +339,14 @@ func (n *Node) closeParts() error {
 		n.peers.Close()
 	}
 	errs := []error{n.closeLight(), n.closeStore()}
+	if n.rln != nil {
+		errs = append(errs, n.rln.ClosePublisher())
+	}
 	if n.relay != nil {
 		errs = append(errs, n.relay.Close())
+	}
+	if n.rln != nil {
+		n.rln.CloseMembership()
 	}
 	if n.store.sync != nil {
 		errs = append(errs, n.store.sync.Close())
@@ -368,6 +382,9 @@ func (n *Node) Publish(ctx context.Context, pubsubTopic string, msg *message.Mes
 	if msg.Timestamp == 0 {
 		msg.Timestamp = time.Now().UnixNano()
 	}
+	if n.rln != nil {
+		return n.publishRLN(ctx, pubsubTopic, msg)
+	}
 	env, err := n.relay.Publish(ctx, pubsubTopic, msg)
 	if err != nil {
 		n.metrics.NodeError("publish_failure")
@@ -385,6 +402,9 @@ func (n *Node) PublishWith(ctx context.Context, pubsubTopic string, msg *message
 	}
 	if msg.Timestamp == 0 {
 		msg.Timestamp = time.Now().UnixNano()
+	}
+	if n.rln != nil {
+		return n.publishWithRLN(ctx, pubsubTopic, msg, payloadLen, fill)
 	}
 	return n.relay.PublishWith(ctx, pubsubTopic, msg, payloadLen, fill)
 }
