@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/state"
 	"github.com/couriernet/courier/rln"
 )
@@ -93,7 +94,7 @@ func TestRLNHealthNotMounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range n.healthReport().ProtocolsHealth {
-		if p.Protocol == HealthRlnRelay {
+		if p.Protocol == health.RlnRelay {
 			if p.Health != state.NotMounted {
 				t.Fatalf("Rln Relay %s, want NOT_MOUNTED", p.Health)
 			}
