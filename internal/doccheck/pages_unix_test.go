@@ -258,7 +258,16 @@ func runBlock(t *testing.T, root, bin string, b Block) {
 			time.Since(start).Round(time.Millisecond), text, out.String())
 		return
 	}
-	t.Logf("%s:%d: ran in %v\n%s", b.File, b.Line, time.Since(start).Round(time.Millisecond), out.String())
+	t.Logf("%s:%d: ran in %v\n%s", b.File, b.Line, time.Since(start).Round(time.Millisecond), head(out.String(), 20))
+}
+
+// head is the first n lines of s.
+func head(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) <= n {
+		return s
+	}
+	return strings.Join(lines[:n], "") + fmt.Sprintf("... (%d lines more)\n", len(lines)-n)
 }
 
 // childEnv is the test's environment without COURIER_* and WAKUNODE2_*
