@@ -79,6 +79,14 @@ func TestDocCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("Links", func(t *testing.T) {
+		for _, p := range pages {
+			for _, err := range brokenLinks(root, p) {
+				t.Error(err)
+			}
+		}
+	})
+
 	bin := buildCourier(t, root)
 
 	t.Run("Flags", func(t *testing.T) {
@@ -134,6 +142,52 @@ func readPages(t *testing.T, root string) ([]page, []Block) {
 		blocks = append(blocks, bs...)
 	}
 	return pages, blocks
+}
+
+var (
+	linkRE    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	headingRE = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+	slugDrop  = regexp.MustCompile(`[^a-z0-9 _-]`)
+)
+
+// brokenLinks returns an error for every relative link of p whose file
+// does not exist or whose #fragment is no heading of that file (GitHub's
+// anchors: lower case, punctuation dropped, spaces as dashes).
+func brokenLinks(root string, p page) []error {
+	var errs []error
+	for _, m := range linkRE.FindAllStringSubmatch(p.text, -1) {
+		target := m[1]
+		if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+			continue
+		}
+		file, frag, _ := strings.Cut(target, "#")
+		path := filepath.Join(root, filepath.Dir(p.file), file)
+		src, err := []byte(p.text), error(nil)
+		if file != "" {
+			src, err = os.ReadFile(path)
+		}
+		if err != nil && !isDir(path) {
+			errs = append(errs, fmt.Errorf("%s: link %s: %v", p.file, target, err))
+			continue
+		}
+		if frag == "" {
+			continue
+		}
+		found := false
+		for _, h := range headingRE.FindAllStringSubmatch(string(src), -1) {
+			slug := strings.ReplaceAll(slugDrop.ReplaceAllString(strings.ToLower(strings.ReplaceAll(h[1], "`", "")), ""), " ", "-")
+			found = found || slug == frag
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("%s: link %s: no heading #%s in %s", p.file, target, frag, file))
+		}
+	}
+	return errs
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // buildCourier builds cmd/courier as cmd/courier's end-to-end test does,
@@ -409,4 +463,20 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.String()
+}
+
+func TestBrokenLinks(t *testing.T) {
+	root := t.TempDir()
+	os.Mkdir(filepath.Join(root, "docs"), 0o755)
+	os.WriteFile(filepath.Join(root, "docs", "a.md"), []byte("# A page\n\n## The `REST` API, in short\n"), 0o644)
+	p := page{"docs/b.md", "[ok](a.md) [ok](a.md#the-rest-api-in-short) [ok](../docs/) [ok](https://example.org/x.md)\n" +
+		"[bad](c.md) [bad](a.md#no-such) [ok](#here)\n\n## Here\n"}
+	errs := brokenLinks(root, p)
+	var got []string
+	for _, err := range errs {
+		got = append(got, err.Error())
+	}
+	if len(got) != 2 || !strings.Contains(got[0], "link c.md") || !strings.Contains(got[1], "no heading #no-such in a.md") {
+		t.Errorf("brokenLinks = %q, want c.md and a.md#no-such", got)
+	}
 }
