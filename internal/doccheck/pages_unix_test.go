@@ -245,7 +245,7 @@ var foreignFlags = map[string]bool{
 
 var (
 	codeSpanRE  = regexp.MustCompile("`([^`\n]+)`")
-	spanFlagRE  = regexp.MustCompile(`(?:^|[\s\[(])--([a-z][a-z0-9-]*[a-z0-9])\b`)
+	spanFlagRE  = regexp.MustCompile(`(?:^|[\s\[(])--([a-z][a-z0-9-]*)(\*?)`)
 	fenceLineRE = regexp.MustCompile("(?m)^\\s*(```|~~~)")
 )
 
@@ -269,7 +269,9 @@ func proseFlags(text string) []string {
 		}
 		for _, span := range codeSpanRE.FindAllStringSubmatch(line, -1) {
 			for _, m := range spanFlagRE.FindAllStringSubmatch(span[1], -1) {
-				names = append(names, m[1])
+				if m[2] == "" && !strings.HasSuffix(m[1], "-") { // not a pattern such as --rln-relay-*
+					names = append(names, m[1])
+				}
 			}
 		}
 	}
@@ -279,6 +281,14 @@ func proseFlags(text string) []string {
 // runBlock runs one block in a fresh directory holding ./courier, with
 // courier on the PATH, after starting the node its mark asks for.
 func runBlock(t *testing.T, root, bin string, b Block) {
+	for _, tool := range []string{"bash", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil && (tool == "bash" || strings.Contains(b.Text, "curl ")) {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed (.ci/run installs it)", tool)
+			}
+			t.Skipf("%s is not installed", tool)
+		}
+	}
 	dir := t.TempDir()
 	if err := os.Symlink(bin, filepath.Join(dir, "courier")); err != nil {
 		t.Fatal(err)
@@ -478,5 +488,14 @@ func TestBrokenLinks(t *testing.T) {
 	}
 	if len(got) != 2 || !strings.Contains(got[0], "link c.md") || !strings.Contains(got[1], "no heading #no-such in a.md") {
 		t.Errorf("brokenLinks = %q, want c.md and a.md#no-such", got)
+	}
+}
+
+func TestProseFlags(t *testing.T) {
+	text := "Use `--store`, `courier --rest=true --rest-port 8646` and `--rln-relay-*`.\n" +
+		"```sh\ncourier --not-prose\n```\n" + ChecklistBegin + "\n| `docker run --rm` |\n" + ChecklistEnd + "\n--bare is no span\n"
+	got := proseFlags(text)
+	if want := []string{"store", "rest", "rest-port"}; !slices.Equal(got, want) {
+		t.Errorf("proseFlags = %q, want %q", got, want)
 	}
 }
