@@ -294,6 +294,13 @@ func runBlock(t *testing.T, root, bin string, b Block) {
 		t.Fatal(err)
 	}
 	text := b.Text
+	mentions := strings.Contains(text, "127.0.0.1:8645") || strings.Contains(text, "127.0.0.1:8008") || strings.Contains(text, "/tcp/60000/p2p/<id>")
+	switch {
+	case b.Node == "" && mentions:
+		t.Fatalf("%s:%d: the block names a node's default address but its mark starts no node (run node=\"FLAGS\")", b.File, b.Line)
+	case b.Node != "" && !mentions:
+		t.Fatalf("%s:%d: the mark starts a node that the block never addresses", b.File, b.Line)
+	}
 	if b.Node != "" {
 		n := startNode(t, bin, b.Node)
 		text = n.substitute(text)
