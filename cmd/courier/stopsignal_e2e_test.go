@@ -4,19 +4,24 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/embedded"
 )
 
 // testE2EStopAtOnce: a SIGTERM that comes in the first milliseconds of the
 // Go runtime (the moment it catches signals at all, read from
 // /proc/<pid>/status, plus 10, 20 or 40 ms: while the packages'
 // initialisers run, before main) is a clean stop with exit code 0, as one
-// later is.
+// later is, and leaves an archive that opens, if it made one.
 func testE2EStopAtOnce(t *testing.T, bin string) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -25,15 +30,30 @@ func testE2EStopAtOnce(t *testing.T, bin string) {
 		t.Skipf("no /proc to tell when the process catches signals: %v", err)
 	}
 	for _, d := range []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond} {
+		dir := t.TempDir()
 		p := startProc(t, fmt.Sprintf("stopped %v after start", d), bin, "--listen-address=127.0.0.1", "--tcp-port=0",
-			"--store=true", "--data-dir="+t.TempDir())
+			"--store=true", "--data-dir="+dir)
 		waitCatching(t, p, syscall.SIGTERM)
 		time.Sleep(d)
 		took := p.stop(t)
 		if p.out.count("stopped") != 1 {
 			t.Fatalf("%s: stdout does not say stopped:\n%s", p.name, p.out)
 		}
-		t.Logf("%s: exit 0 %v after SIGTERM", p.name, took.Round(time.Millisecond))
+		if _, err := os.Stat(filepath.Join(dir, "archive")); err == nil {
+			a, err := embedded.Open(filepath.Join(dir, "archive"), archive.Config{Logger: slog.New(slog.DiscardHandler)}, embedded.Options{})
+			if err != nil {
+				t.Fatalf("%s: the archive after the stop: %v", p.name, err)
+			}
+			a.Close()
+		}
+		stage := "after start"
+		switch {
+		case p.out.count("stopped before start") == 1:
+			stage = "before the node was built"
+		case p.out.count("stopping during start-up") == 1:
+			stage = "during start-up"
+		}
+		t.Logf("%s: exit 0 %v after SIGTERM, stopped %s", p.name, took.Round(time.Millisecond), stage)
 	}
 }
 
