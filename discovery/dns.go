@@ -38,8 +38,10 @@ type DNSConfig struct {
 // checks the root's signature against the key and every entry's hash, and
 // returns the records whose Waku fields decode, plus how many did not. A
 // tree that does not verify or cannot be fetched is an error wrapping
-// ErrDNS.
-func ResolveTree(url string, cfg DNSConfig) (peers []Peer, malformed int, err error) {
+// ErrDNS. ctx bounds the whole fetch, each lookup being bounded by
+// cfg.Timeout too: once ctx ends, the lookup in flight is abandoned at once
+// and the error wraps both ErrDNS and ctx.Err().
+func ResolveTree(ctx context.Context, url string, cfg DNSConfig) (peers []Peer, malformed int, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -53,10 +55,13 @@ func ResolveTree(url string, cfg DNSConfig) (peers []Peer, malformed int, err er
 		if err != nil {
 			return nil, 0, fmt.Errorf("%w: %w", ErrDNS, err)
 		}
+		if ctx.Err() != nil {
+			break
+		}
 		client := dnsdisc.NewClient(dnsdisc.Config{
 			Timeout:   cfg.Timeout,
 			RateLimit: 50,
-			Resolver:  resolverAt(addr),
+			Resolver:  boundResolver{ctx, resolverAt(addr)},
 			Logger:    log.NewLogger(debugOnly{cfg.Logger.Handler()}),
 		})
 		tree, err := client.SyncTree(url)
@@ -75,7 +80,26 @@ func ResolveTree(url string, cfg DNSConfig) (peers []Peer, malformed int, err er
 		}
 		return peers, malformed, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, fmt.Errorf("%w: %s: %w", ErrDNS, url, err)
+	}
 	return nil, 0, fmt.Errorf("%w: %s: %w", ErrDNS, url, errors.Join(errs...))
+}
+
+// boundResolver bounds every lookup by ctx as well as by the context it is
+// given: go-ethereum's dnsdisc gives SyncTree's lookups contexts of its own
+// (a timeout under context.Background), so this is how the end of
+// ResolveTree's ctx reaches them.
+type boundResolver struct {
+	ctx context.Context
+	r   *net.Resolver
+}
+
+func (b boundResolver) LookupTXT(ctx context.Context, name string) ([]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(b.ctx, cancel)()
+	return b.r.LookupTXT(ctx, name)
 }
 
 // ResolveIPv4 returns the first IPv4 address of domain, asking
@@ -84,8 +108,10 @@ func ResolveTree(url string, cfg DNSConfig) (peers []Peer, malformed int, err er
 // (waku/factory/internal_config.nim dnsResolve). nwaku takes the first
 // answer of either family; the name is announced as /dns4, so here it is
 // the first A record. A name without one, or no answer, is an error
-// wrapping ErrDNS.
-func ResolveIPv4(domain string, cfg DNSConfig) (net.IP, error) {
+// wrapping ErrDNS. ctx bounds the whole resolution, each lookup being
+// bounded by cfg.Timeout too; once ctx ends the error wraps both ErrDNS
+// and ctx.Err().
+func ResolveIPv4(ctx context.Context, domain string, cfg DNSConfig) (net.IP, error) {
 	servers := cfg.NameServers
 	if len(servers) == 0 {
 		servers = DefaultNameServers()
@@ -100,9 +126,15 @@ func ResolveIPv4(domain string, cfg DNSConfig) (net.IP, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrDNS, err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		ips, err := resolverAt(addr).LookupIP(ctx, "ip4", domain)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrDNS, domain, err)
+		}
+		lctx, cancel := context.WithTimeout(ctx, timeout)
+		ips, err := resolverAt(addr).LookupIP(lctx, "ip4", domain)
 		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrDNS, domain, err)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("name server %s: %w", addr, err))
 			continue
@@ -128,13 +160,21 @@ func nameServerAddr(ns string) (string, error) {
 	return ns, nil
 }
 
-// resolverAt returns a resolver that sends every query to addr.
+// resolverAt returns a resolver that sends every query to addr. Each
+// query's connection is closed when the query's context ends: Go's
+// resolver only sets the context's deadline on the connection, so without
+// this a cancelled lookup would wait out its read.
 func resolverAt(addr string) *net.Resolver {
 	return &net.Resolver{
 		PreferGo: true,
 		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			context.AfterFunc(ctx, func() { c.Close() })
+			return c, nil
 		},
 	}
 }

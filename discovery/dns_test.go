@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"errors"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"github.com/ethereum/go-ethereum/p2p/dnsdisc"
 	"github.com/ethereum/go-ethereum/p2p/enode"
 	"github.com/miekg/dns"
+
+	"github.com/couriernet/courier/internal/testwait"
 )
 
 // serveTXT starts a DNS server on 127.0.0.1 (UDP, a free port) that
@@ -95,7 +98,7 @@ func TestResolveTree(t *testing.T) {
 	dead, _ := net.ListenPacket("udp", "127.0.0.1:0")
 	deadAddr := dead.LocalAddr().String()
 	dead.Close()
-	peers, malformed, err := ResolveTree(url, DNSConfig{NameServers: []string{deadAddr, ns}, Timeout: 500 * time.Millisecond})
+	peers, malformed, err := ResolveTree(context.Background(), url, DNSConfig{NameServers: []string{deadAddr, ns}, Timeout: 500 * time.Millisecond})
 	if err != nil || malformed != 0 {
 		t.Fatalf("%v, %d malformed", err, malformed)
 	}
@@ -127,11 +130,71 @@ func TestResolveTreeBadSignature(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := serveTXT(t, tree.ToTXT("nodes.example.org"))
-	_, _, err := ResolveTree(url, DNSConfig{NameServers: []string{ns}, Timeout: 500 * time.Millisecond})
+	_, _, err := ResolveTree(context.Background(), url, DNSConfig{NameServers: []string{ns}, Timeout: 500 * time.Millisecond})
 	if !errors.Is(err, ErrDNS) || !strings.Contains(err.Error(), "signature") {
 		t.Fatalf("err %v, want a signature failure", err)
 	}
-	if _, _, err := ResolveTree(url, DNSConfig{NameServers: []string{"localhost:53"}}); !errors.Is(err, ErrDNS) {
+	if _, _, err := ResolveTree(context.Background(), url, DNSConfig{NameServers: []string{"localhost:53"}}); !errors.Is(err, ErrDNS) {
 		t.Errorf("name server by name: %v", err)
+	}
+}
+
+// silentNameServer reads DNS queries on 127.0.0.1 and never answers; asked
+// receives a value for each query read (dropped when full). It returns its
+// address.
+func silentNameServer(t *testing.T, asked chan<- struct{}) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 512)
+		for {
+			if _, _, err := pc.ReadFrom(buf); err != nil {
+				return
+			}
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { pc.Close(); <-done })
+	return pc.LocalAddr().String()
+}
+
+// TestResolveHonoursContext: with a name server that never answers and an
+// hour's lookup timeout, ResolveTree and ResolveIPv4 return as soon as
+// their context is cancelled, with an error wrapping context.Canceled and
+// ErrDNS.
+func TestResolveHonoursContext(t *testing.T) {
+	_, url := signedTree(t, wakuRecords(t, 1), func() *ecdsa.PrivateKey { k, _ := gcrypto.GenerateKey(); return k }(), "nodes.example.org")
+	for _, tt := range []struct {
+		name    string
+		resolve func(ctx context.Context, cfg DNSConfig) error
+	}{
+		{"ResolveTree", func(ctx context.Context, cfg DNSConfig) error { _, _, err := ResolveTree(ctx, url, cfg); return err }},
+		{"ResolveIPv4", func(ctx context.Context, cfg DNSConfig) error {
+			_, err := ResolveIPv4(ctx, "node.example.org", cfg)
+			return err
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			asked := make(chan struct{}, 1)
+			cfg := DNSConfig{NameServers: []string{silentNameServer(t, asked), silentNameServer(t, asked)}, Timeout: time.Hour}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() { errc <- tt.resolve(ctx, cfg) }()
+			testwait.Recv(t, asked, "a query at the name server")
+			cancel()
+			err := testwait.Recv(t, errc, tt.name+" to return once cancelled")
+			if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrDNS) {
+				t.Fatalf("error %v, want context.Canceled and ErrDNS", err)
+			}
+		})
 	}
 }

@@ -15,4 +15,11 @@
 // Decoders never panic on input: every malformed record or field is an
 // error wrapping ErrMalformed (or ErrTooLarge, ErrNotSecp256k1), and each
 // decoder has a Fuzz target.
+//
+// # DNS
+//
+// ResolveTree and ResolveIPv4 ask their name servers in turn. Bounds: each
+// lookup lasts at most DNSConfig.Timeout (5 s), and the whole call ends as
+// soon as its context does, a lookup in flight abandoned, so that a node
+// stopped while a name server never answers stops at once.
 package discovery

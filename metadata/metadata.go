@@ -12,6 +12,15 @@
 // nwaku's peer_manager onPeerMetadata. nwaku also disconnects relay peers
 // with no shard in common; this package does not (see Service).
 //
+// Each new peer is checked at once on a goroutine of its own, as nwaku
+// checks each peer in its own task (onPeerEvent), so a peer that accepts the
+// stream and never answers delays nobody else's check. Bounds: a check
+// lasts at most Config.Timeout (5 s); at most Config.MaxChecks (1024)
+// checks are in flight; past that, new peers wait first come first served
+// in a queue of Config.QueueSize (1024) peers, a peer leaving it when it
+// disconnects, and a peer that finds the queue full is not checked
+// (Stats.QueueFull).
+//
 // # Wire
 //
 // Each request and response is one protobuf framed by an unsigned-varint
@@ -26,6 +35,7 @@
 package metadata
 
 import (
+	"container/list"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -76,15 +86,25 @@ type Config struct {
 	// Timeout bounds one exchange (stream open, write, read), both when
 	// checking a peer and when answering one. Default 5 s.
 	Timeout time.Duration
-	// Workers is the number of peer checks in flight at once. Default 4.
-	Workers int
+	// MaxChecks is the number of peer checks in flight at once, each on a
+	// goroutine of its own that ends with the check, so that a peer that
+	// accepts the stream and never answers holds one check for at most
+	// Timeout and delays no other peer's. Default 1024: as many as the
+	// connections go-libp2p's default resource manager admits on a host of
+	// 56 GiB of memory (128, plus 128 for each GiB of its share, one eighth
+	// of the memory), so that on smaller hosts every connected peer is
+	// checked at once.
+	MaxChecks int
 	// OnChecked, when set, is called after every check of a new peer with
-	// its result (nil: kept; else the reason it was disconnected), from a
-	// worker goroutine. A peer manager uses it to forget peers that fail.
+	// its result (nil: kept; else the reason it was disconnected), from the
+	// check's goroutine. A peer manager uses it to forget peers that fail.
 	OnChecked func(peer.ID, error)
-	// QueueSize is the number of new peers waiting for a check. When the
-	// queue is full a new peer is not checked; the skip is logged and
-	// counted in Stats.QueueFull. Default 256.
+	// QueueSize is the number of new peers that wait, first come first
+	// served, while MaxChecks checks are in flight; a peer that disconnects
+	// leaves the queue. A peer at position i (from 0) starts its check
+	// within (i/MaxChecks+1)*Timeout. When the queue is full a new peer is
+	// not checked; the skip is logged and counted in Stats.QueueFull.
+	// Default 1024.
 	QueueSize int
 	// Logger receives the service's logs. Nil means slog.Default().
 	Logger *slog.Logger
@@ -93,8 +113,8 @@ type Config struct {
 // Defaults of Config.
 const (
 	DefaultTimeout   = 5 * time.Second
-	DefaultWorkers   = 4
-	DefaultQueueSize = 256
+	DefaultMaxChecks = 1024
+	DefaultQueueSize = 1024
 )
 
 // setDefaults fills in the default of every zero field.
@@ -102,8 +122,8 @@ func (c *Config) setDefaults() {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
+	if c.MaxChecks == 0 {
+		c.MaxChecks = DefaultMaxChecks
 	}
 	if c.QueueSize == 0 {
 		c.QueueSize = DefaultQueueSize
@@ -117,8 +137,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.Timeout < 0:
 		return fmt.Errorf("%w: Timeout %v < 0", ErrConfig, c.Timeout)
-	case c.Workers < 0:
-		return fmt.Errorf("%w: Workers %d < 0", ErrConfig, c.Workers)
+	case c.MaxChecks < 0:
+		return fmt.Errorf("%w: MaxChecks %d < 0", ErrConfig, c.MaxChecks)
 	case c.QueueSize < 0:
 		return fmt.Errorf("%w: QueueSize %d < 0", ErrConfig, c.QueueSize)
 	}
@@ -152,28 +172,30 @@ type counters struct {
 
 // Service serves and checks the metadata protocol on one host.
 //
-// Goroutines: Workers check goroutines plus one per inbound stream being
-// answered; Close stops and waits for all of them.
+// Goroutines: one per check in flight (at most MaxChecks; it goes on with
+// the next queued peer when its check ends) plus one per inbound stream
+// being answered; Close stops and waits for all of them.
 type Service struct {
 	h      host.Host
 	cfg    Config
 	log    *slog.Logger
 	life   *lifecycle.Group
-	queue  chan peer.ID
 	notify *network.NotifyBundle
 	stats  counters
 
 	mu      sync.Mutex
-	pending map[peer.ID]struct{} // queued or being checked
-	peers   map[peer.ID]PeerInfo // checked and kept
+	running map[peer.ID]struct{}      // being checked
+	waiting *list.List                // of peer.ID, first come first served
+	queued  map[peer.ID]*list.Element // the peers in waiting
+	peers   map[peer.ID]PeerInfo      // checked and kept
 
 	// checked, if set (by tests), is called after every check with its result.
 	checked func(peer.ID, error)
 }
 
 // New registers the metadata stream handler on h, subscribes to h's
-// connection events and starts the check workers. Peers already connected
-// are queued for a check too. Errors wrap ErrConfig.
+// connection events and checks every new peer. Peers already connected are
+// checked too. Errors wrap ErrConfig.
 func New(h host.Host, cfg Config) (*Service, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: nil host", ErrConfig)
@@ -185,8 +207,9 @@ func New(h host.Host, cfg Config) (*Service, error) {
 	s := &Service{
 		h: h, cfg: cfg, log: cfg.Logger.With("protocol", string(ProtocolID)),
 		life:    lifecycle.New(),
-		queue:   make(chan peer.ID, cfg.QueueSize),
-		pending: make(map[peer.ID]struct{}),
+		running: make(map[peer.ID]struct{}),
+		waiting: list.New(),
+		queued:  make(map[peer.ID]*list.Element),
 		peers:   make(map[peer.ID]PeerInfo),
 	}
 	s.notify = &network.NotifyBundle{
@@ -194,9 +217,6 @@ func New(h host.Host, cfg Config) (*Service, error) {
 		DisconnectedF: func(_ network.Network, c network.Conn) { s.forget(c.RemotePeer()) },
 	}
 	h.SetStreamHandler(ProtocolID, s.handle)
-	for range cfg.Workers {
-		s.life.Go(s.work)
-	}
 	h.Network().Notify(s.notify)
 	for _, p := range h.Network().Peers() {
 		s.enqueue(p)
@@ -307,48 +327,74 @@ func (s *Service) answer(st network.Stream) error {
 	return writeFrame(st, resp.append(nil))
 }
 
-// enqueue queues p for a check unless it is queued, being checked or
-// already accepted. It never blocks (it runs in the swarm's notification).
+// enqueue starts p's check, or queues p while MaxChecks checks are in
+// flight, unless p is being checked, queued or already accepted. It never
+// blocks (it runs in the swarm's notification).
 func (s *Service) enqueue(p peer.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.life.Closed() {
 		return
 	}
-	if _, ok := s.pending[p]; ok {
+	if _, ok := s.running[p]; ok {
+		return
+	}
+	if _, ok := s.queued[p]; ok {
 		return
 	}
 	if _, ok := s.peers[p]; ok {
 		return
 	}
-	select {
-	case s.queue <- p:
-		s.pending[p] = struct{}{}
+	switch {
+	case len(s.running) < s.cfg.MaxChecks:
+		s.running[p] = struct{}{}
+		if !s.life.Go(func() { s.run(p) }) {
+			delete(s.running, p)
+		}
+	case s.waiting.Len() < s.cfg.QueueSize:
+		s.queued[p] = s.waiting.PushBack(p)
 	default:
 		s.stats.queueFull.Add(1)
-		s.log.Warn("metadata check queue full, peer not checked", "peer", p, "queue", cap(s.queue))
+		s.log.Warn("metadata check queue full, peer not checked", "peer", p, "queue", s.cfg.QueueSize)
 	}
 }
 
-// forget drops p's metadata once its last connection is gone.
+// forget drops p's metadata, or its place in the queue, once its last
+// connection is gone.
 func (s *Service) forget(p peer.ID) {
 	if s.h.Network().Connectedness(p) == network.Connected {
 		return
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	delete(s.peers, p)
-	s.mu.Unlock()
+	if e, ok := s.queued[p]; ok {
+		s.waiting.Remove(e)
+		delete(s.queued, p)
+	}
 }
 
-func (s *Service) work() {
-	for {
-		select {
-		case <-s.life.Context().Done():
-			return
-		case p := <-s.queue:
-			s.check(p)
-		}
+// run checks p, then each queued peer in turn, until the queue is empty
+// or the Service closes.
+func (s *Service) run(p peer.ID) {
+	for ok := true; ok; p, ok = s.next(p) {
+		s.check(p)
 	}
+}
+
+// next ends the check of done and hands its slot to the first queued peer,
+// if any and the Service is open.
+func (s *Service) next(done peer.ID) (peer.ID, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.running, done)
+	if s.life.Context().Err() != nil || s.waiting.Len() == 0 {
+		return "", false
+	}
+	p := s.waiting.Remove(s.waiting.Front()).(peer.ID)
+	delete(s.queued, p)
+	s.running[p] = struct{}{}
+	return p, true
 }
 
 // check requests p's metadata without dialing and disconnects p unless it
@@ -412,7 +458,6 @@ func (s *Service) record(p peer.ID, info PeerInfo, err error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.pending, p)
 	if err == nil && s.h.Network().Connectedness(p) == network.Connected {
 		s.peers[p] = info
 	}

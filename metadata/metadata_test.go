@@ -3,9 +3,12 @@ package metadata
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"reflect"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -220,7 +223,7 @@ func TestRequestAndClose(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	h := newHost(t)
-	for _, c := range []Config{{Timeout: -1}, {Workers: -1}, {QueueSize: -1}} {
+	for _, c := range []Config{{Timeout: -1}, {MaxChecks: -1}, {QueueSize: -1}} {
 		if _, err := New(h, c); !errors.Is(err, ErrConfig) {
 			t.Fatalf("New(%+v) error = %v, want ErrConfig", c, err)
 		}
@@ -230,7 +233,128 @@ func TestConfig(t *testing.T) {
 	}
 	c := Config{}
 	c.setDefaults()
-	if err := c.validate(); err != nil || c.Timeout != DefaultTimeout || c.Workers != DefaultWorkers || c.QueueSize != DefaultQueueSize || c.Logger == nil {
+	if err := c.validate(); err != nil || c.Timeout != DefaultTimeout || c.MaxChecks != DefaultMaxChecks || c.QueueSize != DefaultQueueSize || c.Logger == nil {
 		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+}
+
+// stallPeer accepts metadata streams, reads the request and never answers
+// until release is called (or the test ends); asked receives its id once
+// per request read.
+func stallPeer(t *testing.T, asked chan<- peer.ID) (h host.Host, release func()) {
+	t.Helper()
+	h = newHost(t)
+	done := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(done) }) }
+	t.Cleanup(release) // before h closes: cleanups run last first
+	h.SetStreamHandler(ProtocolID, func(st network.Stream) {
+		defer st.Reset()
+		if _, err := readFrame(st); err != nil {
+			return
+		}
+		asked <- h.ID()
+		<-done
+	})
+	return h, release
+}
+
+// TestStalledPeersDelayNoCheck: peers that accept the metadata stream and
+// never answer do not delay the check of another peer; with every stalled
+// check still in flight, a peer of another cluster is checked and
+// disconnected.
+func TestStalledPeersDelayNoCheck(t *testing.T) {
+	const stalled = 32
+	a := newHost(t)
+	s, err := New(a, Config{ClusterID: 1, Timeout: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan result, stalled+1)
+	s.mu.Lock()
+	s.checked = func(p peer.ID, err error) { results <- result{p, err} }
+	s.mu.Unlock()
+	t.Cleanup(func() { s.Close() })
+	asked := make(chan peer.ID, stalled)
+	for range stalled {
+		h, _ := stallPeer(t, asked)
+		connect(t, a, h)
+	}
+	for i := range stalled {
+		testwait.Recv(t, asked, fmt.Sprintf("stalled peer %d of %d to be asked", i+1, stalled))
+	}
+	other := rawPeer(t, (&RPC{ClusterID: 2, HasClusterID: true}).append(nil))
+	connect(t, a, other)
+	r := testwait.Recv(t, results, "the check of the peer of cluster 2")
+	if r.peer != other.ID() || !errors.Is(r.err, ErrClusterMismatch) {
+		t.Fatalf("first check to end: %v, %v; want %v, ErrClusterMismatch", r.peer, r.err, other.ID())
+	}
+	if a.Network().Connectedness(other.ID()) == network.Connected {
+		t.Fatal("peer of cluster 2 still connected")
+	}
+}
+
+// TestCheckQueue: past MaxChecks checks in flight, new peers wait first
+// come first served; a peer that disconnects leaves the queue, and one that
+// finds it full is counted and not checked.
+func TestCheckQueue(t *testing.T) {
+	a := newHost(t)
+	s, err := New(a, Config{ClusterID: 1, Timeout: time.Hour, MaxChecks: 2, QueueSize: 2, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan result, 8)
+	s.mu.Lock()
+	s.checked = func(p peer.ID, err error) { results <- result{p, err} }
+	s.mu.Unlock()
+	t.Cleanup(func() { s.Close() })
+	asked := make(chan peer.ID, 2)
+	stall1, release1 := stallPeer(t, asked)
+	stall2, _ := stallPeer(t, asked)
+	connect(t, a, stall1)
+	connect(t, a, stall2)
+	testwait.Recv(t, asked, "the first stalled peer to be asked")
+	testwait.Recv(t, asked, "the second stalled peer to be asked")
+
+	other := rawPeer(t, (&RPC{ClusterID: 2, HasClusterID: true}).append(nil))
+	gone := rawPeer(t, (&RPC{ClusterID: 1, HasClusterID: true}).append(nil))
+	late := rawPeer(t, (&RPC{ClusterID: 2, HasClusterID: true}).append(nil))
+	queued := func(want ...peer.ID) {
+		t.Helper()
+		var got []peer.ID
+		testwait.Until(t, fmt.Sprintf("queue %v", want), func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			got = got[:0]
+			for e := s.waiting.Front(); e != nil; e = e.Next() {
+				got = append(got, e.Value.(peer.ID))
+			}
+			return reflect.DeepEqual(got, want) && len(s.queued) == len(want)
+		})
+	}
+	connect(t, a, other)
+	connect(t, a, gone)
+	queued(other.ID(), gone.ID())
+	connect(t, a, late)
+	testwait.Until(t, "a skip counted in QueueFull", func() bool { return s.Stats().QueueFull == 1 })
+	if err := a.Network().ClosePeer(gone.ID()); err != nil {
+		t.Fatal(err)
+	}
+	queued(other.ID())
+
+	release1()
+	if err := waitFor(t, results, stall1.ID()); err == nil {
+		t.Fatal("the released stalled peer passed")
+	}
+	r := testwait.Recv(t, results, "the check of the queued peer")
+	if r.peer != other.ID() || !errors.Is(r.err, ErrClusterMismatch) {
+		t.Fatalf("next check: %v, %v; want %v, ErrClusterMismatch", r.peer, r.err, other.ID())
+	}
+	queued()
+	if a.Network().Connectedness(late.ID()) != network.Connected {
+		t.Fatal("the peer that found the queue full was checked")
+	}
+	if st := s.Stats(); st.Checked != 2 || st.ClusterMismatch != 1 || st.RequestFailed != 1 {
+		t.Fatalf("stats = %+v", st)
 	}
 }

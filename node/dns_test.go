@@ -17,6 +17,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/couriernet/courier/discovery"
+	"github.com/couriernet/courier/internal/testwait"
 )
 
 // serveTree serves tree's TXT records for domain from a DNS server on
@@ -171,6 +172,58 @@ func TestDNS4DomainNameResolved(t *testing.T) {
 			}
 			if got := en.IP(); got == nil || got.String() != tc.wantIP {
 				t.Errorf("ENR ip %v, want %s", got, tc.wantIP)
+			}
+		})
+	}
+}
+
+// TestStartCancelledDuringDNS: a Start cancelled while a name server that
+// never answers is asked for the DNS discovery tree, or for the
+// --dns4-domain-name address, returns an error wrapping context.Canceled
+// without waiting out the lookup, and counts no DNS failure.
+func TestStartCancelledDuringDNS(t *testing.T) {
+	asked, release := make(chan struct{}, 1), make(chan struct{})
+	silent := serveDNS(t, func(*dns.Msg, dns.Question) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		<-release // then answers nothing
+	})
+	t.Cleanup(func() { close(release) }) // before the server shuts down
+	key, _ := gcrypto.GenerateKey()
+	tree, err := dnsdisc.MakeTree(1, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := tree.Sign(key, "nodes.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		dc   DiscoveryConfig
+	}{
+		{"dns-discovery-url", DiscoveryConfig{DNSDiscovery: true, DNSDiscoveryURL: url, DNSNameServers: []string{silent}}},
+		{"dns4-domain-name", DiscoveryConfig{DNS4DomainName: "node.example.org", DNSNameServers: []string{silent}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := New(Config{ListenAddress: "127.0.0.1", Relay: true, Discovery: tt.dc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Stop(context.Background())
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() { errc <- n.Start(ctx) }()
+			testwait.Recv(t, asked, "a query at the name server")
+			cancel()
+			if err := testwait.Recv(t, errc, "Start to return once cancelled"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Start: %v, want context.Canceled", err)
+			}
+			if st := n.PeerStats(); st.DNSFailures != 0 {
+				t.Fatalf("a cancelled start counted %d DNS failures", st.DNSFailures)
 			}
 		})
 	}

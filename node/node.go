@@ -242,7 +242,7 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	n.startLight()
-	if err := n.peers.Start(); err != nil {
+	if err := n.peers.Start(ctx); err != nil {
 		return err
 	}
 	if err := startCanceled(ctx); err != nil {

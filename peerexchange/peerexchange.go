@@ -15,6 +15,15 @@
 // Request and response are one protobuf each, framed by an unsigned-varint
 // length prefix. Responses carry an empty query in field 1, which nwaku's
 // decoder requires, and always the status code.
+//
+// # Logs
+//
+// What a remote peer sends cannot flood the log. The server logs bad
+// requests at most once per BadRequestLogInterval (10 s), the first at
+// once, each later line with the number held back since the one before
+// ("held"); the client logs the records it rejects from one response as
+// one line, with their number and the first one's error. Stats counts
+// every bad request and every rejected record.
 package peerexchange
 
 import (
@@ -54,6 +63,9 @@ const (
 	MaxRPCSize = 10*150*1024 + 64*1024
 	// DefaultTimeout bounds one exchange.
 	DefaultTimeout = 10 * time.Second
+	// BadRequestLogInterval is the least time between two of the server's
+	// log lines about bad requests.
+	BadRequestLogInterval = 10 * time.Second
 )
 
 // Errors of the client.
@@ -90,6 +102,7 @@ type Server struct {
 	cfg     Config
 	limiter *ratelimit.Limiter
 	life    *lifecycle.Group
+	badLog  logLimit
 
 	requests, badRequests, rateLimited, peersSent atomic.Uint64
 }
@@ -107,7 +120,8 @@ func (c *Config) setDefaults() {
 // NewServer mounts the peer exchange handler on h.
 func NewServer(h host.Host, cfg Config) *Server {
 	cfg.setDefaults()
-	s := &Server{h: h, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, nil), life: lifecycle.New()}
+	s := &Server{h: h, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, nil), life: lifecycle.New(),
+		badLog: logLimit{interval: BadRequestLogInterval}}
 	h.SetStreamHandler(ProtocolID, s.handle)
 	return s
 }
@@ -153,7 +167,9 @@ func (s *Server) handle(st network.Stream) {
 	}
 	if err != nil {
 		s.badRequests.Add(1)
-		s.cfg.Logger.Info("peer exchange: bad request", "peer", remote, "err", err)
+		if ok, held := s.badLog.allow(time.Now()); ok {
+			s.cfg.Logger.Info("peer exchange: bad request", "peer", remote, "err", err, "held", held)
+		}
 		s.write(st, wire.Response{StatusCode: wire.StatusBadRequest, StatusDesc: err.Error()})
 		return
 	}
@@ -228,8 +244,8 @@ func (c *Client) Stats() ClientStats {
 }
 
 // Request asks p for numPeers peers (0 means DefaultNumPeers) and returns
-// those whose records verify and decode. Each rejected record is logged
-// and counted in Stats.Rejected; a status other than 200 is an error
+// those whose records verify and decode. Each rejected record is counted
+// in Stats.Rejected, and those of the response are logged as one line; a status other than 200 is an error
 // wrapping ErrStatus.
 func (c *Client) Request(ctx context.Context, p peer.ID, numPeers uint64) ([]discovery.Peer, error) {
 	c.requests.Add(1)
@@ -275,15 +291,23 @@ func (c *Client) request(ctx context.Context, p peer.ID, numPeers uint64) ([]dis
 		return nil, fmt.Errorf("%w: %d %s", ErrStatus, rpc.Response.StatusCode, rpc.Response.StatusDesc)
 	}
 	var out []discovery.Peer
+	var rejected uint64
+	var first error
 	for _, raw := range rpc.Response.ENRs {
 		dp, err := decodeENR(raw)
 		if err != nil {
-			c.rejected.Add(1)
-			c.log.Info("peer exchange: ENR rejected", "from", p, "err", err)
+			if rejected == 0 {
+				first = err
+			}
+			rejected++
 			continue
 		}
-		c.received.Add(1)
 		out = append(out, dp)
+	}
+	c.rejected.Add(rejected)
+	c.received.Add(uint64(len(out)))
+	if rejected > 0 {
+		c.log.Info("peer exchange: ENRs rejected", "from", p, "rejected", rejected, "kept", len(out), "first_err", first)
 	}
 	return out, nil
 }

@@ -20,12 +20,12 @@ const textBodiesBusy = "Too many request bodies in memory, try again later"
 // together (Config.MaxBufferedBytes). Waiters are served in arrival order,
 // so a large body is not starved by a stream of small ones.
 type bodyBudget struct {
-	sem     *semaphore.Weighted
-	maxBody int64
+	sem            *semaphore.Weighted
+	total, maxBody int64
 }
 
 func newBodyBudget(total, maxBody int64) *bodyBudget {
-	return &bodyBudget{sem: semaphore.NewWeighted(total), maxBody: maxBody}
+	return &bodyBudget{sem: semaphore.NewWeighted(total), total: total, maxBody: maxBody}
 }
 
 // size is what a request reserves before its body is read: its
@@ -52,6 +52,24 @@ func (b *bodyBudget) reserve(w http.ResponseWriter, r *http.Request, n int64) bo
 // textAnswersBusy answers a store query whose answer found no room in
 // the budget within bodyWait.
 const textAnswersBusy = "Too many store answers in memory, try again later"
+
+// textMessagesBusy answers a GET of cached messages whose answer found no
+// room in the budget within bodyWait.
+const textMessagesBusy = "Too many message answers in memory, try again later"
+
+// reserveAnswer reserves, for a GET of cached messages, what answering
+// them holds: pending bytes (the messages' answerBytes), at most the whole
+// budget, nothing when there is nothing to answer. It reports the bytes
+// reserved, which the caller drains at most (cache.drainPubsub) and gives
+// back with release; when it reports false it has answered 503 with
+// textMessagesBusy and nothing was drained.
+func (b *bodyBudget) reserveAnswer(w http.ResponseWriter, r *http.Request, pending int64) (int64, bool) {
+	n := min(pending, b.total)
+	if n == 0 {
+		return 0, true
+	}
+	return n, b.reserveAs(w, r, n, textMessagesBusy, "")
+}
 
 // reserveAs reserves n bytes for r, waiting up to bodyWait while the
 // budget is full; when it reports false it has answered 503 with busy and

@@ -143,28 +143,78 @@ func (c *cache) stats() Stats {
 	return Stats{Cached: c.cached.Load(), DroppedOldest: c.dropped.Load(), Drained: c.drained.Load()}
 }
 
+// answerBytes bounds what answering env in a GET holds, as
+// storeAnswerBytes does for a store page: 4 x its encoded bytes (the
+// message, held until written, and its JSON with payload and meta in
+// base64, in a buffer that may grow to twice its length: writeJSONList
+// encodes one message at a time) and 1 KiB for its other fields.
+func answerBytes(env *message.Envelope) int64 { return 4*int64(len(env.Wire())) + 1024 }
+
+// pubsubReads and contentReads select the entries a GET reads through a
+// pubsub topic and a content topic.
+func pubsubReads(topic string) func(*entry) bool {
+	return func(e *entry) bool { return e.viaPubsub && e.env.PubsubTopic() == topic }
+}
+
+func contentReads(topic string) func(*entry) bool {
+	return func(e *entry) bool { return e.viaContent && e.env.Message().ContentTopic == topic }
+}
+
+// pendingPubsub returns the answerBytes of the messages read through a
+// pubsub topic, summed; ok is false if the topic is not readable.
+func (c *cache) pendingPubsub(topic string) (n int64, ok bool) {
+	return c.pending(c.readPubsub, topic, pubsubReads(topic))
+}
+
+// pendingContent is pendingPubsub for a content topic.
+func (c *cache) pendingContent(topic string) (n int64, ok bool) {
+	return c.pending(c.readContent, topic, contentReads(topic))
+}
+
 // drainPubsub removes and returns the messages read through a pubsub
-// topic, in arrival order; ok is false if the topic is not readable.
-func (c *cache) drainPubsub(topic string) (envs []*message.Envelope, ok bool) {
-	return c.drain(c.readPubsub, topic, func(e *entry) bool { return e.viaPubsub && e.env.PubsubTopic() == topic })
+// topic, in arrival order, as many as fit in limit bytes of answer
+// (answerBytes each; the first one whatever its size when limit > 0): the
+// others stay for the next GET. ok is false if the topic is not readable.
+func (c *cache) drainPubsub(topic string, limit int64) (envs []*message.Envelope, ok bool) {
+	return c.drain(c.readPubsub, topic, pubsubReads(topic), limit)
 }
 
-// drainContent removes and returns the messages read through a content
-// topic, in arrival order; ok is false if the topic is not readable.
-func (c *cache) drainContent(topic string) (envs []*message.Envelope, ok bool) {
-	return c.drain(c.readContent, topic, func(e *entry) bool { return e.viaContent && e.env.Message().ContentTopic == topic })
+// drainContent is drainPubsub for a content topic.
+func (c *cache) drainContent(topic string, limit int64) (envs []*message.Envelope, ok bool) {
+	return c.drain(c.readContent, topic, contentReads(topic), limit)
 }
 
-func (c *cache) drain(readable map[string]bool, topic string, reads func(*entry) bool) ([]*message.Envelope, bool) {
+func (c *cache) pending(readable map[string]bool, topic string, reads func(*entry) bool) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !readable[topic] {
+		return 0, false
+	}
+	var n int64
+	for el := c.order.Front(); el != nil; el = el.Next() {
+		if e := el.Value.(*entry); reads(e) {
+			n += answerBytes(e.env)
+		}
+	}
+	return n, true
+}
+
+func (c *cache) drain(readable map[string]bool, topic string, reads func(*entry) bool, limit int64) ([]*message.Envelope, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !readable[topic] {
 		return nil, false
 	}
 	envs := []*message.Envelope{}
-	for el := c.order.Front(); el != nil; {
+	var n int64
+	for el := c.order.Front(); el != nil && n < limit; {
 		e, next := el.Value.(*entry), el.Next()
 		if reads(e) {
+			a := answerBytes(e.env)
+			if len(envs) > 0 && n+a > limit {
+				break
+			}
+			n += a
 			envs = append(envs, e.env)
 			c.removeLocked(e)
 		}

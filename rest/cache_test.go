@@ -2,6 +2,7 @@ package rest
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -40,16 +41,16 @@ func TestCacheGetClears(t *testing.T) {
 	c := newCache(3)
 	c.addPubsub([]string{testPubsub, testPubsub})
 	c.deliver(cacheMsg(t, testPubsub, testContent, "m", 1))
-	envs, ok := c.drainPubsub(testPubsub)
+	envs, ok := c.drainPubsub(testPubsub, math.MaxInt64)
 	if !ok || !slices.Equal(payloads(envs), []string{"m"}) {
 		t.Fatalf("first GET %v %v", payloads(envs), ok)
 	}
-	if envs, ok := c.drainPubsub(testPubsub); !ok || len(envs) != 0 {
+	if envs, ok := c.drainPubsub(testPubsub, math.MaxInt64); !ok || len(envs) != 0 {
 		t.Fatalf("second GET %v %v, want an empty answer", payloads(envs), ok)
 	}
 	// Read through the pubsub topic, the message is gone from its content
 	// topic too: the cache keeps each message once.
-	if envs, ok := c.drainContent(testContent); !ok || len(envs) != 0 {
+	if envs, ok := c.drainContent(testContent, math.MaxInt64); !ok || len(envs) != 0 {
 		t.Fatalf("content GET %v %v", payloads(envs), ok)
 	}
 }
@@ -57,11 +58,11 @@ func TestCacheGetClears(t *testing.T) {
 func TestCacheNotSubscribed(t *testing.T) {
 	c := newCache(3)
 	c.deliver(cacheMsg(t, testPubsub, testContent, "m", 1))
-	if _, ok := c.drainPubsub(testPubsub); ok {
+	if _, ok := c.drainPubsub(testPubsub, math.MaxInt64); ok {
 		t.Fatal("a topic never subscribed is readable")
 	}
 	c.addPubsub([]string{"/waku/2/rs/0/5"})
-	if _, ok := c.drainPubsub(testPubsub); ok {
+	if _, ok := c.drainPubsub(testPubsub, math.MaxInt64); ok {
 		t.Fatal("another topic's subscription made this one readable")
 	}
 	if c.count() != 0 {
@@ -77,7 +78,7 @@ func TestCacheCapacity(t *testing.T) {
 	for i := range 6 {
 		c.deliver(cacheMsg(t, testPubsub, testContent, fmt.Sprint("MSG-", i), int64(100+i)))
 	}
-	envs, _ := c.drainPubsub(testPubsub)
+	envs, _ := c.drainPubsub(testPubsub, math.MaxInt64)
 	if got, want := payloads(envs), []string{"MSG-3", "MSG-4", "MSG-5"}; !slices.Equal(got, want) {
 		t.Fatalf("kept %v, want %v", got, want)
 	}
@@ -95,7 +96,7 @@ func TestCacheDropsOldestTimestamp(t *testing.T) {
 	for i, ts := range []int64{30, 10, 20, 40} {
 		c.deliver(cacheMsg(t, testPubsub, testContent, fmt.Sprint("m", i), ts))
 	}
-	envs, _ := c.drainPubsub(testPubsub)
+	envs, _ := c.drainPubsub(testPubsub, math.MaxInt64)
 	if got, want := payloads(envs), []string{"m0", "m2", "m3"}; !slices.Equal(got, want) {
 		t.Fatalf("kept %v, want %v", got, want)
 	}
@@ -108,8 +109,8 @@ func TestCacheSharedAcrossTopics(t *testing.T) {
 	for i := range 4 {
 		c.deliver(cacheMsg(t, fmt.Sprint("/waku/2/rs/0/", 1+i%2), "/a/1/b/c", fmt.Sprint("m", i), int64(i+1)))
 	}
-	one, _ := c.drainPubsub("/waku/2/rs/0/1")
-	two, _ := c.drainPubsub("/waku/2/rs/0/2")
+	one, _ := c.drainPubsub("/waku/2/rs/0/1", math.MaxInt64)
+	two, _ := c.drainPubsub("/waku/2/rs/0/2", math.MaxInt64)
 	if !slices.Equal(payloads(one), []string{"m2"}) || !slices.Equal(payloads(two), []string{"m1", "m3"}) {
 		t.Fatalf("shard 1 %v, shard 2 %v", payloads(one), payloads(two))
 	}
@@ -121,7 +122,7 @@ func TestCacheReadThroughContentTopic(t *testing.T) {
 	c := newCache(3)
 	c.addPubsub([]string{testPubsub})
 	c.deliver(cacheMsg(t, testPubsub, testContent, "m", 1))
-	envs, ok := c.drainContent(testContent)
+	envs, ok := c.drainContent(testContent, math.MaxInt64)
 	if !ok || !slices.Equal(payloads(envs), []string{"m"}) {
 		t.Fatalf("through the content topic: %v %v", payloads(envs), ok)
 	}
@@ -129,7 +130,7 @@ func TestCacheReadThroughContentTopic(t *testing.T) {
 	c = newCache(3)
 	c.addContent([]string{testContent}, []string{"/waku/2/rs/0/4"})
 	c.deliver(cacheMsg(t, "/waku/2/rs/0/4", testContent, "n", 1))
-	envs, ok = c.drainPubsub("/waku/2/rs/0/4")
+	envs, ok = c.drainPubsub("/waku/2/rs/0/4", math.MaxInt64)
 	if !ok || !slices.Equal(payloads(envs), []string{"n"}) {
 		t.Fatalf("through the pubsub topic: %v %v", payloads(envs), ok)
 	}
@@ -160,7 +161,7 @@ func TestCacheUnsubscribeRemovesUnread(t *testing.T) {
 	}
 	c.removePubsub(topics[:1])
 	// MSG-0 is still read through its content topic.
-	envs, ok := c.drainContent(testContent)
+	envs, ok := c.drainContent(testContent, math.MaxInt64)
 	if !ok || len(envs) != 3 {
 		t.Fatalf("content topic answers %v %v, want all three", payloads(envs), ok)
 	}
@@ -176,7 +177,7 @@ func TestCacheUnsubscribeRemovesUnread(t *testing.T) {
 	if c.count() != 2 {
 		t.Fatalf("%d messages, want 2", c.count())
 	}
-	if _, ok := c.drainPubsub(topics[0]); ok {
+	if _, ok := c.drainPubsub(topics[0], math.MaxInt64); ok {
 		t.Fatal("unsubscribed topic still readable")
 	}
 }
@@ -214,7 +215,7 @@ func TestCacheRandomOperations(t *testing.T) {
 		case n > 0.4:
 			c.deliver(cacheMsg(t, testPubsub, topic, fmt.Sprint(i), int64(r.IntN(1000))))
 		case n > 0.1:
-			c.drainContent(topic)
+			c.drainContent(topic, math.MaxInt64)
 		case n > 0.05:
 			if r.IntN(2) == 0 {
 				c.removePubsub([]string{testPubsub})

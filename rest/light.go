@@ -395,20 +395,21 @@ func (s *Server) pingFilter(w http.ResponseWriter, r *http.Request) {
 	s.filterDo(w, r, r.PathValue("requestId"), []filter.SubscribeRequest{{Type: filter.SubscriberPing}}, "Ping timed out")
 }
 
+// getFilterMessages drains the filter message cache for a content topic
+// (answerCached).
 func (s *Server) getFilterMessages(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("contentTopic")
-	envs, ok := s.filterCache.drainContent(topic)
-	if !ok {
-		writeText(w, http.StatusBadRequest, "Not subscribed to topic: "+topic)
-		return
-	}
-	out := make([]FilterMessage, len(envs))
-	for i, e := range envs {
-		m := NewMessage(e.Message())
-		out[i] = FilterMessage{Payload: m.Payload, ContentTopic: m.ContentTopic, Version: m.Version,
-			Timestamp: m.Timestamp, Meta: m.Meta, Ephemeral: m.Ephemeral}
-	}
-	writeJSON(w, out)
+	answerCached(s, w, r, cacheRead{
+		pending:     func() (int64, bool) { return s.filterCache.pendingContent(topic) },
+		drain:       func(limit int64) ([]*message.Envelope, bool) { return s.filterCache.drainContent(topic, limit) },
+		notReadable: func() { writeText(w, http.StatusBadRequest, "Not subscribed to topic: "+topic) },
+	}, toFilterMessage)
+}
+
+func toFilterMessage(e *message.Envelope) FilterMessage {
+	m := NewMessage(e.Message())
+	return FilterMessage{Payload: m.Payload, ContentTopic: m.ContentTopic, Version: m.Version,
+		Timestamp: m.Timestamp, Meta: m.Meta, Ephemeral: m.Ephemeral}
 }
 
 // FilterTopic and FilterSubscription are the JSON of GET

@@ -107,32 +107,57 @@ func (s *Server) unsubscribe(topics []string) error {
 // getMessages answers 404 with an empty body for a topic not subscribed
 // through this API, as nwaku.
 func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
-	envs, ok := s.cache.drainPubsub(r.PathValue("pubsubTopic"))
-	if !ok {
-		writeText(w, http.StatusNotFound, "")
-		return
-	}
-	writeJSON(w, toMessages(envs))
+	topic := r.PathValue("pubsubTopic")
+	answerCached(s, w, r, cacheRead{
+		pending:     func() (int64, bool) { return s.cache.pendingPubsub(topic) },
+		drain:       func(limit int64) ([]*message.Envelope, bool) { return s.cache.drainPubsub(topic, limit) },
+		notReadable: func() { writeText(w, http.StatusNotFound, "") },
+	}, toMessage)
 }
 
 // getAutoMessages answers 404 with the content topic as body for a content
 // topic not subscribed through this API, as nwaku.
 func (s *Server) getAutoMessages(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("contentTopic")
-	envs, ok := s.cache.drainContent(topic)
-	if !ok {
-		writeText(w, http.StatusNotFound, topic)
-		return
-	}
-	writeJSON(w, toMessages(envs))
+	answerCached(s, w, r, cacheRead{
+		pending:     func() (int64, bool) { return s.cache.pendingContent(topic) },
+		drain:       func(limit int64) ([]*message.Envelope, bool) { return s.cache.drainContent(topic, limit) },
+		notReadable: func() { writeText(w, http.StatusNotFound, topic) },
+	}, toMessage)
 }
 
-func toMessages(envs []*message.Envelope) []Message {
-	out := make([]Message, len(envs))
-	for i, e := range envs {
-		out[i] = NewMessage(e.Message())
+func toMessage(e *message.Envelope) Message { return NewMessage(e.Message()) }
+
+// cacheRead is how a GET reads a message cache: the answer bytes of what
+// it would drain (cache.pendingPubsub), the drain itself
+// (cache.drainPubsub), and its answer for a topic not readable.
+type cacheRead struct {
+	pending     func() (int64, bool)
+	drain       func(limit int64) ([]*message.Envelope, bool)
+	notReadable func()
+}
+
+// answerCached answers a GET that drains a message cache: it reserves in
+// the budget what answering the pending messages holds (reserveAnswer),
+// drains at most that, and writes the JSON array of conv of each, one
+// element at a time (writeJSONList), before it gives the bytes back.
+func answerCached[T any](s *Server, w http.ResponseWriter, r *http.Request, rd cacheRead, conv func(*message.Envelope) T) {
+	pending, ok := rd.pending()
+	if !ok {
+		rd.notReadable()
+		return
 	}
-	return out
+	n, ok := s.bodies.reserveAnswer(w, r, pending)
+	if !ok {
+		return
+	}
+	defer s.bodies.release(n)
+	envs, ok := rd.drain(n)
+	if !ok {
+		rd.notReadable()
+		return
+	}
+	writeJSONList(w, envs, conv)
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
@@ -446,6 +471,40 @@ func writeText(w http.ResponseWriter, code int, text string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
 	io.WriteString(w, text)
+}
+
+// writeJSONList answers 200 with the JSON array of conv of each of envs,
+// the bytes json.Marshal writes for the whole slice, but encoded one
+// element at a time straight to w: besides envs, the answer holds one
+// element's JSON at once, whatever their number. An element that does not
+// encode (none of the types used here can fail) ends the body there,
+// truncated: the status is sent already.
+func writeJSONList[T any](w http.ResponseWriter, envs []*message.Envelope, conv func(*message.Envelope) T) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(dropNewline{w})
+	io.WriteString(w, "[")
+	for i, e := range envs {
+		if i > 0 {
+			io.WriteString(w, ",")
+		}
+		if enc.Encode(conv(e)) != nil {
+			return
+		}
+	}
+	io.WriteString(w, "]")
+}
+
+// dropNewline writes what a json.Encoder writes without the newline that
+// ends each value (Encode writes a value and its newline in one Write).
+type dropNewline struct{ w io.Writer }
+
+func (d dropNewline) Write(b []byte) (int, error) {
+	n, err := d.w.Write(bytes.TrimSuffix(b, []byte("\n")))
+	if err == nil {
+		n = len(b)
+	}
+	return n, err
 }
 
 // writeJSON answers 200 with v as JSON.

@@ -65,6 +65,19 @@
 // again later" after 5 s without room. Fifty concurrent pages of 100
 // large messages held 2.4 GB before; now one is answered at a time.
 //
+// So do the answers of the GETs that drain a message cache (relay, relay
+// auto, filter): before it drains, a GET reserves what answering the
+// cached messages holds (4 x the encoded message + 1 KiB each, as a store
+// page), at most MaxBufferedBytes, until its response is written, and
+// drains only the messages, in arrival order, that fit in what it
+// reserved (the first one whatever its size): the others stay for the
+// next GET. One that waits 5 s for room is answered 503 "Too many message
+// answers in memory, try again later" with Retry-After: 1, and drains
+// nothing; a GET with nothing cached answers [] without waiting. So the
+// answers of a cache of any --rest-relay-cache-capacity hold at most
+// MaxBufferedBytes at a time, however many clients read slowly. The
+// JSON array is written one message at a time.
+//
 // # Validation
 //
 // The routes that publish (relay, relay auto, lightpush v3 and v1) hold a
@@ -168,8 +181,10 @@ type Config struct {
 	// order, up to 5 s and is then answered 503 "Too many request bodies in
 	// memory, try again later" with Retry-After: 1. A body over
 	// MaxBodyBytes by its Content-Length is answered 413 without being
-	// read, and reserves nothing. Default 4 x MaxBodyBytes (64 MiB); less
-	// than MaxBodyBytes is invalid.
+	// read, and reserves nothing. Store answers and the answers of the
+	// GETs that drain a message cache draw on it too (see the package
+	// doc). Default 4 x MaxBodyBytes (64 MiB); less than MaxBodyBytes is
+	// invalid.
 	MaxBufferedBytes int64
 	// CacheSize is the number of messages the relay message cache keeps,
 	// all topics together (nwaku --rest-relay-cache-capacity), and the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -232,7 +233,7 @@ func TestCacheBound(t *testing.T) {
 	for i := range DefaultCacheSize + 2 {
 		s.Deliver(env(t, "/waku/2/rs/0/0", &message.Message{Payload: []byte{1}, ContentTopic: "/a/1/b/c", Timestamp: int64(i)}))
 	}
-	envs, ok := s.cache.drainPubsub("/waku/2/rs/0/0")
+	envs, ok := s.cache.drainPubsub("/waku/2/rs/0/0", math.MaxInt64)
 	if !ok || len(envs) != DefaultCacheSize {
 		t.Fatalf("drained %d, %v", len(envs), ok)
 	}
@@ -584,7 +585,7 @@ func TestRoutingAsNwaku(t *testing.T) {
 	for _, p := range []string{"/relay/v1/messages//waku/2/rs/0/0", "/relay/v1/subscriptions/", "/relay/v1/../v1/subscriptions", "/health/"} {
 		expect(t, s, "GET", p, "", 400, invalid)
 	}
-	if envs, ok := s.cache.drainPubsub("/waku/2/rs/0/0"); !ok || len(envs) != 1 {
+	if envs, ok := s.cache.drainPubsub("/waku/2/rs/0/0", math.MaxInt64); !ok || len(envs) != 1 {
 		t.Fatalf("cache holds %d messages after HEAD, want the 1 delivered", len(envs))
 	}
 }

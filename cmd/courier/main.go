@@ -9,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/couriernet/courier/cmd/courier/internal/stopsignal"
 )
 
 type command struct {
@@ -38,11 +40,19 @@ func usage() {
 	fmt.Fprintf(os.Stderr, "\nRun `courier <command> --help` for a command's flags. Exit code: 0 on success, 1 on any error.\n")
 }
 
+// main runs the node at once when asked to, since SIGINT and SIGTERM have
+// been caught from the process's first moments for it (stopsignal); every
+// other command first gives them back their default action.
 func main() {
 	if isNodeInvocation(os.Args[0], os.Args[1:], os.Environ()) {
 		exit("node", runNode(os.Args[1:]))
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "node" {
+		exit("node", runNode(os.Args[2:]))
+		return
+	}
+	stopsignal.Release()
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(1)

@@ -8,12 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/couriernet/courier/cmd/courier/internal/stopsignal"
 	"github.com/couriernet/courier/internal/p2plog"
 	"github.com/couriernet/courier/node"
 )
@@ -65,7 +64,12 @@ Flags:
 `
 
 // runNode parses the node's command line (nodeFlags) and runs the node.
+// Its first step takes over SIGINT and SIGTERM, caught since the process
+// started (stopsignal), so that a stop asked for at any moment of start-up
+// is a clean stop.
 func runNode(args []string) error {
+	ctx, stop := stopsignal.Context()
+	defer stop()
 	if len(args) > 0 && args[0] == "generateRlnKeystore" {
 		return runKeystore(args[1:])
 	}
@@ -85,7 +89,7 @@ func runNode(args []string) error {
 	logger := newLogger(os.Stdout, level, o.logJSON)
 	o.cfg.Logger, o.cfg.LogLevel = logger, level
 	p2plog.Install(logger.Handler())
-	return serveNode(o.cfg, o.notes)
+	return serveNode(ctx, stop, o.cfg, o.notes)
 }
 
 // asksVersion reports whether --version (or -version) comes among the
@@ -259,18 +263,19 @@ func shortLevel(l slog.Level) string {
 	}
 }
 
-// serveNode runs a node until SIGINT or SIGTERM, logging notes once the
-// configuration is accepted. A signal that comes while the node is being
+// serveNode runs a node until ctx ends (the first SIGINT or SIGTERM,
+// stopsignal.Context), logging notes once the configuration is accepted;
+// stop stops catching the signals, as the first one does, so that a second
+// one ends the process at once (while New waits on a database or a name
+// server, say). A signal that came before serveNode ends it with nil
+// (exit code 0) and no node built; one that comes while the node is being
 // built or started stops it as one after the start does: Stop commits the
-// archive and the result is nil (exit code 0), once New has returned.
-// After the first signal, a second one ends the process at once, New or
-// not.
-func serveNode(cfg node.Config, notes []string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The first signal stops listening for more, so that a second one
-	// ends the process even while New waits (on a database, a name server).
-	context.AfterFunc(ctx, stop)
+// archive and the result is nil, once New has returned.
+func serveNode(ctx context.Context, stop context.CancelFunc, cfg node.Config, notes []string) error {
+	if ctx.Err() != nil {
+		cfg.Logger.Info("stopped before start")
+		return nil
+	}
 	n, err := node.New(cfg)
 	if err != nil {
 		return err

@@ -84,13 +84,15 @@ type discoveryParts struct {
 // discv5 is on, signs the node's ENR, logs it, fetches the DNS
 // tree and starts discv5. A name that does not resolve fails the start,
 // as in nwaku (waku/factory/internal_config.nim networkConfiguration); a
-// DNS tree that cannot be fetched is logged and counted.
-func (m *Manager) Start() error {
+// DNS tree that cannot be fetched is logged and counted. ctx bounds the
+// DNS lookups: once it ends, Start returns at once an error wrapping
+// ctx.Err() (the socket it bound closed), not counted as a DNS failure.
+func (m *Manager) Start(ctx context.Context) error {
 	ek, err := discovery.ECDSAKey(m.key)
 	if err != nil {
 		return fmt.Errorf("node: ENR: %w", err)
 	}
-	if err := m.resolveDNS4(); err != nil {
+	if err := m.resolveDNS4(ctx); err != nil {
 		return err
 	}
 	var conn *net.UDPConn
@@ -109,7 +111,14 @@ func (m *Manager) Start() error {
 		}
 		return err
 	}
-	boot := append(m.dnsDiscovery(), m.cfg.Bootstrap...)
+	dnsBoot, err := m.dnsDiscovery(ctx)
+	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
+		return err
+	}
+	boot := append(dnsBoot, m.cfg.Bootstrap...)
 	if !m.cfg.Discv5 {
 		return nil
 	}
@@ -130,12 +139,15 @@ func (m *Manager) Start() error {
 
 // resolveDNS4 resolves DNS4DomainName, when given without an ExtIP, into
 // the external IP the ENR announces.
-func (m *Manager) resolveDNS4() error {
+func (m *Manager) resolveDNS4(ctx context.Context) error {
 	an := m.cfg.Announce
 	if an.ExtIP != nil || an.DNS4DomainName == "" {
 		return nil
 	}
-	ip, err := discovery.ResolveIPv4(an.DNS4DomainName, discovery.DNSConfig{NameServers: m.cfg.DNSNameServers, Logger: m.log})
+	ip, err := discovery.ResolveIPv4(ctx, an.DNS4DomainName, discovery.DNSConfig{NameServers: m.cfg.DNSNameServers, Logger: m.log})
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("node: resolve --dns4-domain-name: %w", cerr)
+	}
 	if err != nil {
 		return fmt.Errorf("node: --dns4-domain-name %s: could not resolve the external IP: %w", an.DNS4DomainName, err)
 	}
@@ -267,18 +279,22 @@ func (m *Manager) RecordConfig(udpPort int) discovery.RecordConfig {
 
 // dnsDiscovery fetches the DNS tree when configured, hands its peers to
 // the manager with origin Dns and returns their records. A failure is
-// logged and counted; the node starts without them.
-func (m *Manager) dnsDiscovery() []*enode.Node {
+// logged and counted; the node starts without them. The only error is the
+// end of ctx.
+func (m *Manager) dnsDiscovery(ctx context.Context) ([]*enode.Node, error) {
 	url := m.cfg.DNSDiscoveryURL
 	if url == "" {
-		return nil
+		return nil, nil
 	}
-	peers, malformed, err := discovery.ResolveTree(url, discovery.DNSConfig{NameServers: m.cfg.DNSNameServers, Logger: m.log})
+	peers, malformed, err := discovery.ResolveTree(ctx, url, discovery.DNSConfig{NameServers: m.cfg.DNSNameServers, Logger: m.log})
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, fmt.Errorf("node: DNS discovery: %w", cerr)
+	}
 	m.stats.dnsRejected.Add(uint64(malformed))
 	if err != nil {
 		m.stats.dnsFailures.Add(1)
 		m.log.Warn("DNS discovery failed; starting without its peers", "url", url, "err", err)
-		return nil
+		return nil, nil
 	}
 	keep := discovery.WakuFilter(m.cfg.ClusterID, m.cfg.Shards)
 	var out []*enode.Node
@@ -289,7 +305,7 @@ func (m *Manager) dnsDiscovery() []*enode.Node {
 		}
 	}
 	m.log.Info("DNS discovery", "url", url, "records", len(peers), "rejected", malformed)
-	return out
+	return out, nil
 }
 
 // Run starts, until ctx ends or Close, the loops that keep the node's
