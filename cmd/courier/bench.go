@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -110,6 +109,16 @@ The table shows the main columns; --csv writes all of them. Under the
 table: the CPU time per message of each scenario (user+system, whole
 process; steadier than wall time on a shared machine) and the ratios.
 
+CPU budget (--budget, on by default): each micro and macro row's measured
+part is profiled (1000 Hz asked, as many samples as the kernel's tick
+gives) and its CPU time per message split into stages: the publisher's
+encode, each node's libp2p stack, gossipsub's msg-id hash, the
+deterministic hash, decode, the relay, the handlers, the archive's Append,
+CRC, SQLite, segment write and fsync, GC, the scheduler, the rest; beside
+each macro row, its difference from the macro-bare row of the same run.
+The Go runtime notes on stderr that it kept the rate; docs/benchmark.md
+says how samples are put in stages. --cpuprofile FILE writes the profiles.
+
 --plot DIR writes three PNG charts of the micro and macro scenarios:
   heap.png        live heap (as of the last GC) every 50 completed
                   messages, warm-up included, one line per scenario; the
@@ -144,7 +153,8 @@ func runBench(args []string) error {
 	fs.IntVar(&cfg.StoreQueries, "store-queries", 1000, "store: queries timed")
 	fs.StringVar(&cfg.StoreDBURL, "store-message-db-url", "", "store, macro, macro-rest: postgres://user:password@host:port/db for the Postgres archive (macro: in a schema of the run's, dropped after; default: the embedded archive in --dir)")
 	csvPath := fs.String("csv", "", "also write the rows as CSV to this file")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write the CPU profiles of the rows' measured parts, merged, to this file, and each row's beside it (cpu.prof: cpu.macro.prof); implies --budget")
+	fs.BoolVar(&cfg.Budget, "budget", true, "print the CPU budget per message of the micro and macro rows (a CPU profile of each measured part at 1000 Hz)")
 	plotDir := fs.String("plot", "", "write PNG charts of the run into this directory ("+bench.HeapPlot+", "+bench.LatencyPlot+", "+bench.ThroughputPlot+")")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -184,17 +194,6 @@ func runBench(args []string) error {
 		cfg.Muxers = strings.Split(*muxers, ",")
 	}
 	cfg.Out, cfg.Progress = os.Stdout, os.Stderr
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rows, err := bench.Run(ctx, cfg)
@@ -204,6 +203,10 @@ func runBench(args []string) error {
 			err = werr
 		}
 		printNotes(rows)
+		fmt.Println()
+		if werr := bench.WriteBudget(os.Stdout, rows); werr != nil && err == nil {
+			err = werr
+		}
 	}
 	if *plotDir != "" && len(rows) > 0 {
 		if perr := bench.WritePlots(*plotDir, rows); perr != nil && !errors.Is(perr, bench.ErrNoTrace) && err == nil {

@@ -91,7 +91,7 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string, stalled
 	}
 	row.FilterPeers = float64(filterPeers)
 	stop := startProgress(cfg.Progress, name, t)
-	var p phase
+	p := cfg.newPhase(name)
 	var produceErr error
 	produce := func(from, to int, measured bool) {
 		for i := from; i < to && produceErr == nil; i++ {

@@ -56,6 +56,8 @@ type Row struct {
 	// message (archive.Stats.WriterCPU; micro on Linux, else NaN), printed
 	// in the notes like CPUNsPerMsg.
 	ArchiveCPUNsPerMsg float64
+	// Budget splits CPUNsPerMsg into stages (Config.Budget); nil without.
+	Budget *Budget
 
 	// Trace holds the run's series for plots (WritePlots); nil for the
 	// scenarios that do not record them (libnet, store).
