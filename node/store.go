@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/archive/dburl"
 	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node/internal/resume"
 	"github.com/couriernet/courier/store"
 	"github.com/couriernet/courier/storesync"
@@ -42,7 +44,9 @@ func (c *Config) locateArchive() (dburl.Location, error) {
 func (n *Node) openArchive() error {
 	loc := n.cfg.archive
 	cfg := n.cfg.ArchiveConfig
+	onInsert, onQuery := cfg.OnInsert, cfg.OnQuery
 	n.metrics.ObserveArchive(&cfg.Config)
+	cfg.OnInsert, cfg.OnQuery = afterInsert(cfg.OnInsert, onInsert), afterQuery(cfg.OnQuery, onQuery)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
@@ -66,6 +70,29 @@ func (n *Node) openArchive() error {
 	}
 	n.cfg.Logger.Info("embedded archive", "index", index, "segments", loc.Dir, "retention", cfg.Retention)
 	return nil
+}
+
+// afterInsert returns an archive.Config.OnInsert that calls first, then
+// then; either may be nil.
+func afterInsert(first, then func(*message.Envelope, time.Duration)) func(*message.Envelope, time.Duration) {
+	switch {
+	case then == nil:
+		return first
+	case first == nil:
+		return then
+	}
+	return func(env *message.Envelope, d time.Duration) { first(env, d); then(env, d) }
+}
+
+// afterQuery is afterInsert for archive.Config.OnQuery.
+func afterQuery(first, then func(time.Duration)) func(time.Duration) {
+	switch {
+	case then == nil:
+		return first
+	case first == nil:
+		return then
+	}
+	return func(d time.Duration) { first(d); then(d) }
 }
 
 // storeParts are the node's store server and the store node its client
