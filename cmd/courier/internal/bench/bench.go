@@ -40,9 +40,13 @@ type Config struct {
 	// Profile is the payload mix. Default SeedProfile.
 	Profile string
 	// Rate paces the publisher of the macro scenarios in msg/s; 0 sends as
-	// fast as the window of 32 messages in flight allows. micro and libnet
+	// fast as the window of Inflight messages allows. micro and libnet
 	// are not paced.
 	Rate float64
+	// Inflight is the most messages in flight in the macro scenarios (and
+	// the REST and lightpush publishers' requests). Default 32, the seed
+	// method's window; micro keeps 32.
+	Inflight int
 	// Handlers is the number of application handlers on the receiving node
 	// (default 1); a message is done when all have run.
 	Handlers int
@@ -100,6 +104,10 @@ type Config struct {
 	Out, Progress io.Writer
 }
 
+// maxInflight bounds Config.Inflight: gossipsub's queues in the macro
+// scenarios hold 1024 messages.
+const maxInflight = 1024
+
 // ErrConfig is wrapped by every configuration error of Run.
 var ErrConfig = errors.New("bench: invalid config")
 
@@ -125,6 +133,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Handlers == 0 {
 		c.Handlers = 1
+	}
+	if c.Inflight == 0 {
+		c.Inflight = window
 	}
 	if len(c.FilterPeers) == 0 {
 		c.FilterPeers = []int{3}
@@ -174,6 +185,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: -n %d must be positive", ErrConfig, c.N)
 	case c.Rate < 0:
 		return fmt.Errorf("%w: --rate %v must not be negative", ErrConfig, c.Rate)
+	case c.Inflight < 1 || c.Inflight > maxInflight:
+		return fmt.Errorf("%w: --inflight %d not in 1..%d", ErrConfig, c.Inflight, maxInflight)
 	case c.Handlers < 0 || c.Handlers > 64:
 		return fmt.Errorf("%w: --handlers %d not in 1..64", ErrConfig, c.Handlers)
 	case c.StoreMessages < 0 || c.StoreQueries < 0:

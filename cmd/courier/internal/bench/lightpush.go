@@ -35,6 +35,7 @@ func runMacroLightpush(ctx context.Context, cfg Config, w *Workload, name string
 	acfg, bcfg := base, base
 	acfg.Counters, acfg.Lightpush = &ca, true
 	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
+	bcfg.ArchiveConfig.OnInsert = ackLatency(&t)
 	var a, b *node.Node
 	asNode(ctx, "A", func() { a, err = node.New(acfg) })
 	if err != nil {
@@ -46,7 +47,7 @@ func runMacroLightpush(ctx context.Context, cfg Config, w *Workload, name string
 		return row, err
 	}
 	defer b.Stop(context.Background())
-	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, window)
+	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, cfg.Inflight)
 	asNode(ctx, "B", func() { addHandlers(b.Relay(), cfg.Handlers, &t) })
 	for _, n := range []struct {
 		name string

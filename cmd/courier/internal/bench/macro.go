@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node"
 	"github.com/couriernet/courier/relay"
@@ -48,6 +49,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 	acfg, bcfg := base, base
 	acfg.Counters, acfg.REST, acfg.RESTAddress = &ca, viaREST, "127.0.0.1"
 	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
+	bcfg.ArchiveConfig.OnInsert = ackLatency(&t)
 	if cfg.StoreDBURL != "" {
 		// B archives in Postgres, in a schema of its own for this run.
 		u, drop, err := scratchSchema(ctx, cfg.StoreDBURL)
@@ -69,7 +71,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 		return row, err
 	}
 	defer b.Stop(context.Background())
-	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, window)
+	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, cfg.Inflight)
 	asNode(ctx, "B", func() { addHandlers(b.Relay(), cfg.Handlers, &t) })
 	for _, n := range []struct {
 		name string
@@ -108,12 +110,13 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 	}
 	var rp *restPublisher
 	if viaREST {
-		rp = newRESTPublisher(a.HTTPAddrs()[0], cfg.PubsubTopic, w)
+		rp = newRESTPublisher(a.HTTPAddrs()[0], cfg.PubsubTopic, w, cfg.Inflight)
 		publish = rp.publish
 	}
 	stop := startProgress(cfg.Progress, name, t)
+	var arch0 archive.Stats
 	asNode(ctx, "publisher", func() {
-		err = drive(ctx, cfg, w, t, &p, publish, losses, func() { p.begin(proc(), cb.Snapshot(), msgIDs()) })
+		err = drive(ctx, cfg, w, t, &p, publish, losses, func() { arch0 = b.Archive().Stats(); p.begin(proc(), cb.Snapshot(), msgIDs()) })
 	})
 	if rp != nil {
 		rp.wait()
@@ -124,6 +127,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 	p.end(proc(), cb.Snapshot(), msgIDs())
 	stop()
 	noteWarmup(cfg, name, &p)
+	noteArchive(cfg, name, arch0, b.Archive().Stats())
 	if err == nil {
 		err = checkDrops(name+" sender", a.Relay(), &archiveFailures{})
 	}
@@ -141,6 +145,22 @@ func noteWarmup(cfg Config, name string, p *phase) {
 	if p.warmup != "" {
 		fmt.Fprintf(cfg.Out, "%s: %s\n", name, p.warmup)
 	}
+}
+
+// noteArchive prints what the receiver's archive did between two of its
+// Stats: the batches it committed and how long they took, its fsync rounds.
+func noteArchive(cfg Config, name string, a, b archive.Stats) {
+	batches, syncs := b.Batches-a.Batches, b.Syncs-a.Syncs
+	if batches == 0 {
+		return
+	}
+	var syncMean time.Duration
+	if syncs > 0 {
+		syncMean = (b.SyncTime - a.SyncTime) / time.Duration(syncs)
+	}
+	fmt.Fprintf(cfg.Out, "%s: the archive committed %d batches of %.1f messages, %.0f µs each on average (the longest since it opened %.1f ms); %d fsync rounds of %.1f ms on average\n",
+		name, batches, float64(b.Inserts+b.Duplicates-a.Inserts-a.Duplicates)/float64(batches),
+		float64((b.CommitTime-a.CommitTime)/time.Duration(batches))/1e3, float64(b.MaxCommit)/1e6, syncs, float64(syncMean)/1e6)
 }
 
 // cacheBound returns the bytes the gossipsub message caches of nodes hold
@@ -164,6 +184,7 @@ func drive(ctx context.Context, cfg Config, w *Workload, t *tracker, p *phase,
 	// that neither it nor the GC's pacing still reflects the previous
 	// scenario's heap.
 	runtime.GC()
+	p.rate = cfg.Rate
 	var warm *plateau
 	if cfg.steady {
 		warm = newPlateau()
@@ -359,7 +380,7 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 	if err != nil {
 		return row, err
 	}
-	t := newTracker(w.Total(), w.Warmup, 1, window)
+	t := newTracker(w.Total(), w.Warmup, 1, cfg.Inflight)
 	asNode(ctx, "B", func() {
 		go func() {
 			for {

@@ -26,8 +26,9 @@ type phase struct {
 	msgID1       uint64
 	harnessBytes int64 // bytes the harness allocated to make the measured input
 	cpu0, cpu1   time.Duration
-	sent         int    // messages published, warm-up included (drive)
-	warmup       string // how a steady-state warm-up ended, or ""
+	sent         int     // messages published, warm-up included (drive)
+	rate         float64 // the publisher's pace in msg/s, 0 for none (drive)
+	warmup       string  // how a steady-state warm-up ended, or ""
 
 	name    string       // the row's
 	prof    *cpuProfiler // nil: no budget
@@ -102,6 +103,14 @@ func (p *phase) fill(r *Row, w *Workload, t *tracker) {
 	r.Trace = &Trace{Heap: slices.Clone(t.heap), CacheBoundBytes: math.NaN()}
 	for _, b := range t.latency.CumulativeDistributionWithTicks(5) {
 		r.Trace.Latency = append(r.Trace.Latency, LatencyPoint{Ns: b.ValueAt, Quantile: b.Quantile / 100})
+	}
+	r.Inflight = float64(cap(t.window))
+	if p.rate > 0 {
+		r.RatePerS = p.rate
+	}
+	if t.acks.TotalCount() > 0 {
+		r.AckP50Ns = float64(t.acks.ValueAtQuantile(50))
+		r.AckP99Ns = float64(t.acks.ValueAtQuantile(99))
 	}
 	if t.inter.TotalCount() > 0 {
 		r.InterarrivalP50Ns = float64(t.inter.ValueAtQuantile(50))
