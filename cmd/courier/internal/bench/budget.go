@@ -322,7 +322,46 @@ func WriteBudget(w io.Writer, rows []Row) error {
 		fmt.Fprintf(tw, "%d at %d Hz, %.0f%% seen\t", c.Budget.Samples, c.Budget.Hz, 100*c.Budget.SampledShare())
 	}
 	fmt.Fprintln(tw)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range pairs {
+		d := splitDifference(p[0].Budget, p[1].Budget)
+		fmt.Fprintf(w, "%s - %s: %.1f µs per message = the node's own stages %.1f (hash %.1f, decode and relay %.1f, archive %.1f) + GC %.1f + unexplained %.1f (the stack, publisher, runtime, profiler and rest beside %s's)\n",
+			p[0].Scenario, p[1].Scenario, d.Total/1e3, d.Node/1e3, d.Hash/1e3, d.Relay/1e3, d.Archive/1e3, d.GC/1e3, d.Unexplained/1e3, p[1].Scenario)
+	}
+	return nil
+}
+
+// Difference splits the CPU time per message a macro row spends over its
+// macro-bare row, in ns: the node's own stages (the deterministic hash,
+// decode, the relay and handlers, the archive), GC, and the unexplained
+// rest: how much more the stages both rows have (the libp2p stack, the
+// msg-id, the publisher, the runtime, the profiler and the rest) cost in
+// the macro row.
+type Difference struct {
+	Total, Node, Hash, Relay, Archive, GC, Unexplained float64
+}
+
+// splitDifference returns how the budget m of a macro row differs from the
+// budget b of its macro-bare row.
+func splitDifference(m, b *Budget) Difference {
+	d := func(stages ...Stage) float64 {
+		var v float64
+		for _, s := range stages {
+			v += m.PerMsg(s) - b.PerMsg(s)
+		}
+		return v
+	}
+	x := Difference{
+		Total: m.CPUNs/float64(m.Msgs) - b.CPUNs/float64(b.Msgs),
+		Hash:  d(StageHash), Relay: d(StageDecode, StageRelay, StageHandlers),
+		Archive: d(StageAppend, StageCRC, StageSQLite, StageSegment, StageWriter, StageSync),
+		GC:      d(StageGC),
+	}
+	x.Node = x.Hash + x.Relay + x.Archive
+	x.Unexplained = x.Total - x.Node - x.GC
+	return x
 }
 
 // us formats ns as µs with one decimal, "-" for NaN.

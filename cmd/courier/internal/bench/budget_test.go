@@ -103,6 +103,21 @@ func TestBudgetOf(t *testing.T) {
 	}
 }
 
+// TestSplitDifference splits macro's extra CPU over macro-bare's: the
+// node's stages, GC, and what is left in the stages both rows have.
+func TestSplitDifference(t *testing.T) {
+	m := &Budget{Msgs: 10, CPUNs: 5000}
+	m.StageNs[StageStackB], m.StageNs[StageHash], m.StageNs[StageSQLite], m.StageNs[StageGC], m.StageNs[StageDecode] = 250, 100, 100, 30, 20
+	b := &Budget{Msgs: 10, CPUNs: 3000}
+	b.StageNs[StageStackB], b.StageNs[StageGC] = 280, 20
+	// macro: 500 ns per message in all, 250 stack B; bare: 300, 280 stack B.
+	got := splitDifference(m, b)
+	want := Difference{Total: 200, Node: 220, Hash: 100, Relay: 20, Archive: 100, GC: 10, Unexplained: -30}
+	if got != want {
+		t.Fatalf("split %+v, want %+v", got, want)
+	}
+}
+
 func TestPartPath(t *testing.T) {
 	for _, tc := range [][3]string{
 		{"cpu.prof", "macro", "cpu.macro.prof"},
