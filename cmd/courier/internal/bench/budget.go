@@ -178,9 +178,8 @@ func fineStage(fn string) Stage {
 		return StageMsgID
 	case strings.HasPrefix(fn, "hash/crc32."):
 		return StageCRC
-	case strings.HasPrefix(fn, "github.com/mattn/go-sqlite3.") || strings.HasPrefix(fn, "database/sql."),
-		fn == "runtime._ExternalCode": // C code: SQLite is the process's only C library on the path
-		return StageSQLite
+	case strings.HasPrefix(fn, "github.com/mattn/go-sqlite3.") || strings.HasPrefix(fn, "database/sql."):
+		return StageSQLite // its C code is sampled under runtime.cgocall, with the Go stack above
 	case fn == embeddedPkg+"writeVec":
 		return StageSegment
 	case strings.HasPrefix(fn, embeddedPkg+"(*Archive).sync"):
