@@ -326,8 +326,8 @@ func WriteBudget(w io.Writer, rows []Row) error {
 	}
 	for _, p := range pairs {
 		d := splitDifference(p[0].Budget, p[1].Budget)
-		fmt.Fprintf(w, "%s - %s: %.1f µs per message = the node's own stages %.1f (hash %.1f, decode and relay %.1f, archive %.1f) + GC %.1f + unexplained %.1f (the stack, publisher, runtime, profiler and rest beside %s's)\n",
-			p[0].Scenario, p[1].Scenario, d.Total/1e3, d.Node/1e3, d.Hash/1e3, d.Relay/1e3, d.Archive/1e3, d.GC/1e3, d.Unexplained/1e3, p[1].Scenario)
+		fmt.Fprintf(w, "%s - %s: %.1f µs per message = the node's own stages %.1f (hash %.1f, decode and relay %.1f, archive %.1f) + GC %.1f + unexplained %.1f ± %.1f (the stack, publisher, runtime, profiler and rest beside %s's; ± one standard error of the sampling)\n",
+			p[0].Scenario, p[1].Scenario, d.Total/1e3, d.Node/1e3, d.Hash/1e3, d.Relay/1e3, d.Archive/1e3, d.GC/1e3, d.Unexplained/1e3, d.UnexplainedErr/1e3, p[1].Scenario)
 	}
 	return nil
 }
@@ -338,8 +338,17 @@ func WriteBudget(w io.Writer, rows []Row) error {
 // rest: how much more the stages both rows have (the libp2p stack, the
 // msg-id, the publisher, the runtime, the profiler and the rest) cost in
 // the macro row.
+//
+// UnexplainedErr is one standard error of Unexplained that comes from the
+// profiles' sampling alone: the shared stages' share p of a row's n
+// samples is binomial, so their CPU time per message T·p is known to
+// T·sqrt(p(1-p)/n), and the two rows' errors add in quadrature. A rest
+// smaller than about twice it cannot be told from zero; at a few hundred
+// samples a row it is tens of µs, so a figure under 10 µs needs runs of
+// thousands of samples (-n 20000 and more).
 type Difference struct {
 	Total, Node, Hash, Relay, Archive, GC, Unexplained float64
+	UnexplainedErr                                     float64
 }
 
 // splitDifference returns how the budget m of a macro row differs from the
@@ -360,7 +369,33 @@ func splitDifference(m, b *Budget) Difference {
 	}
 	x.Node = x.Hash + x.Relay + x.Archive
 	x.Unexplained = x.Total - x.Node - x.GC
+	em, eb := m.sharedErr(), b.sharedErr()
+	x.UnexplainedErr = math.Sqrt(em*em + eb*eb)
 	return x
+}
+
+// ownStages are the node's own stages and GC, which splitDifference names;
+// every other stage is one that macro and macro-bare rows share.
+var ownStages = [...]Stage{StageHash, StageDecode, StageRelay, StageHandlers, StageAppend, StageCRC, StageSQLite, StageSegment, StageWriter, StageSync, StageGC}
+
+// sharedErr returns the sampling error, in ns per message, of the CPU time
+// per message b's shared stages add up to (see Difference.UnexplainedErr);
+// NaN without samples.
+func (b *Budget) sharedErr() float64 {
+	var sampled, own float64
+	for s, v := range b.StageNs {
+		sampled += v
+		for _, o := range ownStages {
+			if Stage(s) == o {
+				own += v
+			}
+		}
+	}
+	if b.Samples == 0 || sampled == 0 || b.Msgs == 0 {
+		return math.NaN()
+	}
+	p := (sampled - own) / sampled
+	return b.CPUNs / float64(b.Msgs) * math.Sqrt(p*(1-p)/float64(b.Samples))
 }
 
 // us formats ns as µs with one decimal, "-" for NaN.

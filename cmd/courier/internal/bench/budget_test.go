@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -106,13 +107,20 @@ func TestBudgetOf(t *testing.T) {
 // TestSplitDifference splits macro's extra CPU over macro-bare's: the
 // node's stages, GC, and what is left in the stages both rows have.
 func TestSplitDifference(t *testing.T) {
-	m := &Budget{Msgs: 10, CPUNs: 5000}
+	m := &Budget{Msgs: 10, CPUNs: 5000, Samples: 100}
 	m.StageNs[StageStackB], m.StageNs[StageHash], m.StageNs[StageSQLite], m.StageNs[StageGC], m.StageNs[StageDecode] = 250, 100, 100, 30, 20
-	b := &Budget{Msgs: 10, CPUNs: 3000}
-	b.StageNs[StageStackB], b.StageNs[StageGC] = 280, 20
-	// macro: 500 ns per message in all, 250 stack B; bare: 300, 280 stack B.
+	b := &Budget{Msgs: 10, CPUNs: 3000, Samples: 400}
+	b.StageNs[StageStackB], b.StageNs[StageGC] = 240, 60
+	// macro: 500 ns per message in all, 250 stack B; bare: 300, 240 stack B.
 	got := splitDifference(m, b)
-	want := Difference{Total: 200, Node: 220, Hash: 100, Relay: 20, Archive: 100, GC: 10, Unexplained: -30}
+	// Sampling errors: macro's shared share 0.5 of 100 samples, 500 ns:
+	// 500·sqrt(0.25/100) = 25; bare's 0.8 of 400, 300 ns: 300·sqrt(0.16/400) = 6.
+	wantErr := math.Sqrt(25*25 + 6*6)
+	if math.Abs(got.UnexplainedErr-wantErr) > 1e-9 {
+		t.Errorf("UnexplainedErr %v, want %v", got.UnexplainedErr, wantErr)
+	}
+	got.UnexplainedErr = 0
+	want := Difference{Total: 200, Node: 220, Hash: 100, Relay: 20, Archive: 100, GC: -30, Unexplained: 10}
 	if got != want {
 		t.Fatalf("split %+v, want %+v", got, want)
 	}
