@@ -11,6 +11,7 @@ require (
 	github.com/consensys/gnark-crypto v0.22.0
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1
 	github.com/ethereum/go-ethereum v1.17.10
+	github.com/google/pprof v0.0.0-20230207041349-798e818bf904
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/iden3/go-iden3-crypto v0.0.17
 	github.com/jackc/pgx/v5 v5.12.0

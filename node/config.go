@@ -188,8 +188,9 @@ type Config struct {
 	// ArchiveConfig tunes the archive (the settings of both drivers, see
 	// archive/dburl.Config); zero means their defaults: a Retention of ""
 	// keeps every message, and DefaultConfig sets nwaku's
-	// archive.DefaultRetention (two days). Its OnInsert and OnQuery are
-	// replaced by the node's metrics'.
+	// archive.DefaultRetention (two days). Its OnInsert and OnQuery, when
+	// set, are called after the node's metrics' own, on the same goroutine
+	// (archive.Config says which and how quick they must be).
 	ArchiveConfig dburl.Config
 	// RelayHandlerQueue is the queue length of each relay handler in
 	// envelopes. Zero means the relay's default (1024).

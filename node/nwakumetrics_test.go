@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	dto "github.com/prometheus/client_model/go"
@@ -69,6 +71,13 @@ type metricsPair struct {
 
 func newMetricsPair(t *testing.T, payloads ...[]byte) *metricsPair {
 	t.Helper()
+	return newMetricsPairWith(t, func(*Config) {}, payloads...)
+}
+
+// newMetricsPairWith is newMetricsPair with mod applied to the receiver's
+// Config.
+func newMetricsPairWith(t *testing.T, mod func(*Config), payloads ...[]byte) *metricsPair {
+	t.Helper()
 	ctx := context.Background()
 	base := Config{ListenAddress: "127.0.0.1", Relay: true, MetricsServer: true, MetricsAddress: "127.0.0.1", AgentString: "courier-metrics-test"}
 	pub, err := New(base)
@@ -80,6 +89,7 @@ func newMetricsPair(t *testing.T, payloads ...[]byte) *metricsPair {
 	rcfg := base
 	rcfg.Store, rcfg.DataDir = true, t.TempDir()
 	rcfg.OnArchived = func(_ *message.Envelope, err error) { archived <- err }
+	mod(&rcfg)
 	recv, err := New(rcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +124,43 @@ func newMetricsPair(t *testing.T, payloads ...[]byte) *metricsPair {
 		}
 	}
 	return p
+}
+
+// TestArchiveHooksBesideMetrics sets the archive's OnInsert and OnQuery
+// on a node: they see every insert and query, and the node's metrics still
+// count them.
+func TestArchiveHooksBesideMetrics(t *testing.T) {
+	var inserts, queries atomic.Int64
+	var wires atomic.Int64
+	p := newMetricsPairWith(t, func(c *Config) {
+		c.ArchiveConfig.OnInsert = func(env *message.Envelope, d time.Duration) {
+			inserts.Add(1)
+			wires.Add(int64(len(env.Wire())))
+			if d <= 0 {
+				t.Errorf("insert took %v", d)
+			}
+		}
+		c.ArchiveConfig.OnQuery = func(time.Duration) { queries.Add(1) }
+	}, []byte("one"), make([]byte, 2000))
+	if _, err := p.recv.Archive().Query(context.Background(), archive.Query{Forward: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := wires.Load(), int64(len(p.envs[0].Wire())+len(p.envs[1].Wire())); inserts.Load() != 2 || got != want {
+		t.Fatalf("OnInsert saw %d messages of %d wire bytes, want 2 of %d", inserts.Load(), got, want)
+	}
+	m := scrape(t, p.recv)
+	st := p.recv.Archive().Stats()
+	if queries.Load() != int64(st.Queries) || queries.Load() == 0 {
+		t.Fatalf("OnQuery saw %d queries, the archive answered %d", queries.Load(), st.Queries)
+	}
+	for key, want := range map[string]float64{
+		"waku_archive_insert_duration_seconds_count": 2,
+		"waku_archive_query_duration_seconds_count":  float64(st.Queries),
+	} {
+		if m[key] != want {
+			t.Errorf("%s = %v, want %v", key, m[key], want)
+		}
+	}
 }
 
 // TestArchiveDurationsScraped checks that waku_archive_insert_duration_seconds

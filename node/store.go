@@ -3,10 +3,12 @@ package node
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node/internal/archivegate"
 	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/internal/peers"
@@ -18,7 +20,9 @@ import (
 // openArchive opens the archive the plan located.
 func (n *Node) openArchive() (err error) {
 	cfg := n.cfg.ArchiveConfig
+	onInsert, onQuery := cfg.OnInsert, cfg.OnQuery
 	n.metrics.ObserveArchive(&cfg.Config)
+	cfg.OnInsert, cfg.OnQuery = afterInsert(cfg.OnInsert, onInsert), afterQuery(cfg.OnQuery, onQuery)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
@@ -27,6 +31,29 @@ func (n *Node) openArchive() (err error) {
 	}
 	n.cfg.Logger.Info("archive "+n.cfg.archive.String(), "retention", cfg.Retention)
 	return nil
+}
+
+// afterInsert returns an archive.Config.OnInsert that calls first, then
+// then; either may be nil.
+func afterInsert(first, then func(*message.Envelope, time.Duration)) func(*message.Envelope, time.Duration) {
+	switch {
+	case then == nil:
+		return first
+	case first == nil:
+		return then
+	}
+	return func(env *message.Envelope, d time.Duration) { first(env, d); then(env, d) }
+}
+
+// afterQuery is afterInsert for archive.Config.OnQuery.
+func afterQuery(first, then func(time.Duration)) func(time.Duration) {
+	switch {
+	case then == nil:
+		return first
+	case first == nil:
+		return then
+	}
+	return func(d time.Duration) { first(d); then(d) }
 }
 
 // storeParts are the node's store server and the store node its client

@@ -6,12 +6,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadCPU returns the user+system CPU time of the calling OS thread
-// (getrusage(2), RUSAGE_THREAD); 0 if the call fails.
+// threadCPU returns the CPU time of the calling OS thread, user and
+// system, from clock_gettime(2) CLOCK_THREAD_CPUTIME_ID: the scheduler's
+// exact runtime of the thread. getrusage(2) RUSAGE_THREAD is not fit for
+// the differences the writer takes: it splits that runtime by tick samples
+// and keeps each value from going back, so a short interval may be given
+// CPU time the thread spent before it, or lose some to the next one. 0 if
+// the call fails.
 func threadCPU() time.Duration {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ts.Nano())
 }

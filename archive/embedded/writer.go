@@ -26,19 +26,13 @@ func (a *Archive) Append(ctx context.Context, env *message.Envelope, done func(e
 
 func (a *Archive) writeLoop() {
 	defer close(a.writerDone)
-	// The writer keeps one OS thread, so that the thread's CPU time is
-	// the writer's (Stats.WriterCPU).
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	var batch []queue.Item
 	for {
 		var ok bool
 		if batch, ok = a.q.Take(batch, a.cfg.MaxBatch, a.ckpt); !ok {
 			return
 		}
-		cpu := threadCPU()
-		err := a.commit(batch)
-		a.st.WriterCPUNs.Add(int64(threadCPU() - cpu))
+		err := a.timedCommit(batch)
 		a.q.Release(batch)
 		queue.Finish(batch, err, &a.st, a.cfg.OnInsert)
 		clear(batch)
@@ -48,6 +42,20 @@ func (a *Archive) writeLoop() {
 		default:
 		}
 	}
+}
+
+// timedCommit commits batch on one OS thread, whose CPU time it adds to
+// Stats.WriterCPU. The thread is the writer's only while it commits: a
+// goroutine locked to its thread while it waits for work would need that
+// very thread woken (a futex wake and the OS scheduling it) at every
+// batch, where any idle thread would do.
+func (a *Archive) timedCommit(batch []queue.Item) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu := threadCPU()
+	err := a.commit(batch)
+	a.st.WriterCPUNs.Add(int64(threadCPU() - cpu))
+	return err
 }
 
 // commit stores batch: one index transaction, the new records written to

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -34,9 +33,9 @@ Scenarios (--scenario, a comma list; a -runN suffix is allowed):
   macro-bare  the same two nodes with gossipsub alone (no Waku validator,
               no decode, no consumers): the ceiling the libp2p stack sets
   macro-rest  macro with A publishing through its REST API
-              (POST /relay/v1/messages, 32 requests in flight)
+              (POST /relay/v1/messages, --inflight requests in flight)
   macro-lightpush  macro with a light client (a libp2p host in the process)
-              pushing to A with lightpush v3, 32 requests in flight; prints
+              pushing to A with lightpush v3, --inflight requests in flight; prints
               A's decodes, hashes and encodes per message
   macro-rln   macro with RLN relay on B: A (Node.Publish) sends messages
               whose proofs it made before the timed phase (at most 20
@@ -82,7 +81,8 @@ both meet the same machine load.
 
 Workload: seed 42, payloads of 10/50/150 kB at 25/50/25 % shuffled by the
 seed, each starting with its message index; 1000 measured messages after
-100 warm-up messages; at most 32 messages in flight. The archive is the
+100 warm-up messages; at most 32 messages in flight (--inflight N for the
+macro scenarios; --rate R paces their publisher). The archive is the
 embedded default, with its default durability, in a temporary directory.
 At start the harness prints this machine's SHA-256 speed and its append
 bound (the payload mix appended to a file, fsync every 64 messages).
@@ -115,9 +115,27 @@ apply to the scenario):
                                      bytes the sender wrote)
   base64_ops_per_msg, json_ops_per_msg  libnet: base64 and JSON operations
   filter_peers                       micro: filter subscribers pushed to
+  inflight, rate_msg_per_s           most messages in flight, publisher pace
+  archive_ack_p50_ns, _p99_ns        the receiver's archive: Append to the
+                                     commit of the message's batch
+  cpu_ns_per_msg                     user+system CPU time per message
 The table shows the main columns; --csv writes all of them. Under the
 table: the CPU time per message of each scenario (user+system, whole
-process; steadier than wall time on a shared machine) and the ratios.
+process; steadier than wall time on a shared machine) and the cores it
+kept busy; each macro row against the macro-bare row of the same run and
+suffix (macro-run2 with macro-bare-run2): msg/s and CPU ratios, and the
+latency macro adds at p50 and p99 beside its archive acknowledgement
+latency. --inflight 256 gives saturation rows, --rate 353 the seed's rate.
+
+CPU budget (--budget, on by default): each micro and macro row's measured
+part is profiled (1000 Hz asked, as many samples as the kernel's tick
+gives) and its CPU time per message split into stages: the publisher's
+encode, each node's libp2p stack, gossipsub's msg-id hash, the
+deterministic hash, decode, the relay, the handlers, the archive's Append,
+CRC, SQLite, segment write and fsync, GC, the scheduler, the rest; beside
+each macro row, its difference from the macro-bare row of the same run.
+The Go runtime notes on stderr that it kept the rate; docs/benchmark.md
+says how samples are put in stages. --cpuprofile FILE writes the profiles.
 
 --plot DIR writes three PNG charts of the micro and macro scenarios:
   heap.png        live heap (as of the last GC) every 50 completed
@@ -141,6 +159,7 @@ func runBench(args []string) error {
 	fs.Int64Var(&cfg.Seed, "seed", 42, "workload seed")
 	fs.StringVar(&cfg.Profile, "profile", bench.SeedProfile, "payload mix, e.g. 10/50/150kB@25/50/25 or 100kB")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "macro scenarios: publisher pace in msg/s (0: as fast as the window allows)")
+	fs.IntVar(&cfg.Inflight, "inflight", 32, "macro scenarios: most messages in flight (the seed method's window is 32)")
 	fs.IntVar(&cfg.Handlers, "handlers", 1, "application handlers on the receiving node")
 	filterPeers := fs.String("filter-peers", "3", "micro: filter subscribers (libp2p hosts in the process), a comma list to run micro once for each; 0 for none")
 	fs.StringVar(&cfg.ContentTopic, "content-topic", "/courier/1/bench/proto", "content topic")
@@ -153,7 +172,8 @@ func runBench(args []string) error {
 	fs.IntVar(&cfg.StoreQueries, "store-queries", 1000, "store: queries timed")
 	fs.StringVar(&cfg.StoreDBURL, "store-message-db-url", "", "store, macro, macro-rest: postgres://user:password@host:port/db for the Postgres archive (macro: in a schema of the run's, dropped after; default: the embedded archive in --dir)")
 	csvPath := fs.String("csv", "", "also write the rows as CSV to this file")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write the CPU profiles of the rows' measured parts, merged, to this file, and each row's beside it (cpu.prof: cpu.macro.prof); implies --budget")
+	fs.BoolVar(&cfg.Budget, "budget", true, "print the CPU budget per message of the micro and macro rows (a CPU profile of each measured part at 1000 Hz)")
 	plotDir := fs.String("plot", "", "write PNG charts of the run into this directory ("+bench.HeapPlot+", "+bench.LatencyPlot+", "+bench.ThroughputPlot+")")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -168,6 +188,8 @@ func runBench(args []string) error {
 		return fmt.Errorf("--warmup %d must not be negative", cfg.Warmup)
 	case cfg.Handlers < 1:
 		return fmt.Errorf("--handlers %d: need at least one", cfg.Handlers)
+	case cfg.Inflight < 1:
+		return fmt.Errorf("--inflight %d: need at least one message in flight", cfg.Inflight)
 	}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = -1 // bench.Config: zero means the default, negative none
@@ -193,17 +215,6 @@ func runBench(args []string) error {
 		cfg.Muxers = strings.Split(*muxers, ",")
 	}
 	cfg.Out, cfg.Progress = os.Stdout, os.Stderr
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rows, err := bench.Run(ctx, cfg)
@@ -213,6 +224,10 @@ func runBench(args []string) error {
 			err = werr
 		}
 		printNotes(rows)
+		fmt.Println()
+		if werr := bench.WriteBudget(os.Stdout, rows); werr != nil && err == nil {
+			err = werr
+		}
 	}
 	if *plotDir != "" && len(rows) > 0 {
 		if perr := bench.WritePlots(*plotDir, rows); perr != nil && !errors.Is(perr, bench.ErrNoTrace) && err == nil {
@@ -237,7 +252,7 @@ func printNotes(rows []bench.Row) {
 	for _, r := range rows {
 		byName[r.Scenario] = r
 		if r.CPUNsPerMsg == r.CPUNsPerMsg { // not NaN
-			fmt.Printf("%s: %.0f µs of CPU per message (user+system, whole process)\n", r.Scenario, r.CPUNsPerMsg/1e3)
+			fmt.Printf("%s: %.0f µs of CPU per message (user+system, whole process), %.2f cores busy\n", r.Scenario, r.CPUNsPerMsg/1e3, r.CPUNsPerMsg*r.MsgPerS/1e9)
 		}
 		if r.ArchiveCPUNsPerMsg == r.ArchiveCPUNsPerMsg {
 			fmt.Printf("%s: the archive's writer %.0f µs of CPU per message (index and segment writes, kernel time included)\n", r.Scenario, r.ArchiveCPUNsPerMsg/1e3)
@@ -252,10 +267,25 @@ func printNotes(rows []bench.Row) {
 				r.Scenario, m.Scenario, r.MsgPerS/m.MsgPerS, r.FilterPeers, r.CPUNsPerMsg/1e3, m.CPUNsPerMsg/1e3, r.PeakHeapMB, m.PeakHeapMB)
 		}
 	}
-	// Ratios of msg/s and of CPU per message, seed-method rows with each
-	// other and steady-state rows with each other.
+	// Each macro row beside the macro-bare row of the same run (macro-run2
+	// and macro-bare-run2, macro-steady and macro-bare-steady): ratios of
+	// msg/s and CPU per message, and the latency macro adds beside the
+	// archive's acknowledgement latency.
+	for _, a := range rows {
+		rest, ok := strings.CutPrefix(a.Scenario, "macro")
+		if !ok || strings.HasPrefix(rest, "-") && !strings.HasPrefix(rest, "-run") && !strings.HasPrefix(rest, "-steady") {
+			continue
+		}
+		b, ok := byName["macro-bare"+rest]
+		if !ok || !(b.MsgPerS > 0 && b.CPUNsPerMsg > 0) {
+			continue
+		}
+		fmt.Printf("%s / %s: %.2f msg/s, %.2f CPU per message\n", a.Scenario, b.Scenario, a.MsgPerS/b.MsgPerS, a.CPUNsPerMsg/b.CPUNsPerMsg)
+		fmt.Printf("%s - %s latency: p50 %+.2f ms, p99 %+.2f ms; the archive's acknowledgement (Append to commit) p50 %.2f ms, p99 %.2f ms\n",
+			a.Scenario, b.Scenario, (a.P50Ns-b.P50Ns)/1e6, (a.P99Ns-b.P99Ns)/1e6, a.AckP50Ns/1e6, a.AckP99Ns/1e6)
+	}
 	for _, suffix := range []string{"", "-steady"} {
-		for _, pair := range [][2]string{{"macro", "macro-bare"}, {"macro-rest", "macro"}, {"macro-lightpush", "macro"}} {
+		for _, pair := range [][2]string{{"macro-rest", "macro"}, {"macro-lightpush", "macro"}} {
 			a, okA := byName[pair[0]+suffix]
 			b, okB := byName[pair[1]+suffix]
 			if okA && okB && b.MsgPerS > 0 && b.CPUNsPerMsg > 0 {

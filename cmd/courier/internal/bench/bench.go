@@ -40,9 +40,13 @@ type Config struct {
 	// Profile is the payload mix. Default SeedProfile.
 	Profile string
 	// Rate paces the publisher of the macro scenarios in msg/s; 0 sends as
-	// fast as the window of 32 messages in flight allows. micro and libnet
+	// fast as the window of Inflight messages allows. micro and libnet
 	// are not paced.
 	Rate float64
+	// Inflight is the most messages in flight in the macro scenarios (and
+	// the REST and lightpush publishers' requests). Default 32, the seed
+	// method's window; micro keeps 32.
+	Inflight int
 	// Handlers is the number of application handlers on the receiving node
 	// (default 1); a message is done when all have run.
 	Handlers int
@@ -83,12 +87,26 @@ type Config struct {
 	Steady bool
 	// steady is set on the copy of the Config a steady row runs with.
 	steady bool
+	// Budget profiles the measured part of every micro and macro row at
+	// 1000 Hz and splits the row's CPU time per message into stages
+	// (Row.Budget, WriteBudget).
+	Budget bool
+	// CPUProfile is a file for the CPU profiles of the measured parts,
+	// merged; each row's part goes beside it, named after the row
+	// (cpu.prof: cpu.macro.prof). It implies Budget. "" for none.
+	CPUProfile string
+	// prof takes the profiles when Budget is on.
+	prof *cpuProfiler
 	// Dir is where temporary archives go. Default os.TempDir().
 	Dir string
 	// Out receives the start-up lines (SHA-256 speed, append bound) and
 	// notes; Progress the progress bar. Nil means io.Discard.
 	Out, Progress io.Writer
 }
+
+// maxInflight bounds Config.Inflight: gossipsub's queues in the macro
+// scenarios hold 1024 messages.
+const maxInflight = 1024
 
 // ErrConfig is wrapped by every configuration error of Run.
 var ErrConfig = errors.New("bench: invalid config")
@@ -115,6 +133,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Handlers == 0 {
 		c.Handlers = 1
+	}
+	if c.Inflight == 0 {
+		c.Inflight = window
 	}
 	if len(c.FilterPeers) == 0 {
 		c.FilterPeers = []int{3}
@@ -164,6 +185,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: -n %d must be positive", ErrConfig, c.N)
 	case c.Rate < 0:
 		return fmt.Errorf("%w: --rate %v must not be negative", ErrConfig, c.Rate)
+	case c.Inflight < 1 || c.Inflight > maxInflight:
+		return fmt.Errorf("%w: --inflight %d not in 1..%d", ErrConfig, c.Inflight, maxInflight)
 	case c.Handlers < 0 || c.Handlers > 64:
 		return fmt.Errorf("%w: --handlers %d not in 1..64", ErrConfig, c.Handlers)
 	case c.StoreMessages < 0 || c.StoreQueries < 0:
@@ -225,6 +248,20 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	if err := calibrate(cfg, w); err != nil {
 		return nil, err
 	}
+	if cfg.Budget || cfg.CPUProfile != "" {
+		cfg.prof = &cpuProfiler{path: cfg.CPUProfile}
+	}
+	rows, err := cfg.runAll(ctx, w, prof)
+	if cfg.prof != nil {
+		if perr := cfg.prof.finish(); err == nil {
+			err = perr
+		}
+	}
+	return rows, err
+}
+
+// runAll runs the scenarios of cfg on w, whose payloads follow prof.
+func (cfg Config) runAll(ctx context.Context, w *Workload, prof Profile) ([]Row, error) {
 	var steadyW *Workload // the same measured messages after a longer warm-up
 	var rows []Row
 	for _, s := range cfg.Scenarios {

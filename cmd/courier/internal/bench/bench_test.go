@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -136,5 +137,40 @@ func TestMacroPostgres(t *testing.T) {
 	var n int
 	if err := c.QueryRow(context.Background(), "SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'courier_bench_%'").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d bench schemas left, %v", n, err)
+	}
+}
+
+// TestMacroInflightAndAck runs macro with a window of 4 at a pace: the
+// row says so, and every message's archive acknowledgement is part of its
+// latency, so each quantile of the one is at most the same quantile of the
+// other.
+func TestMacroInflightAndAck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two libp2p nodes")
+	}
+	rows, err := Run(context.Background(), Config{Scenarios: []string{"macro"}, N: 100, Warmup: 10, Profile: "10kB", Inflight: 4, Rate: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows[0]
+	if r.Inflight != 4 || r.RatePerS != 500 {
+		t.Fatalf("inflight %v rate %v, want 4 and 500", r.Inflight, r.RatePerS)
+	}
+	if !(r.AckP50Ns > 0 && r.AckP50Ns <= r.AckP99Ns && r.AckP50Ns <= r.P50Ns && r.AckP99Ns <= r.P99Ns) {
+		t.Fatalf("ack p50 %v p99 %v, latency p50 %v p99 %v", r.AckP50Ns, r.AckP99Ns, r.P50Ns, r.P99Ns)
+	}
+	cells := r.cells()
+	if len(cells) != len(columns) {
+		t.Fatalf("%d cells for %d columns", len(cells), len(columns))
+	}
+	for i, name := range columns {
+		if name == "inflight" && cells[i] != "4" || name == "rate_msg_per_s" && cells[i] != "500.0" {
+			t.Errorf("column %s = %q", name, cells[i])
+		}
+	}
+	for _, bad := range []int{-1, maxInflight + 1} {
+		if _, err := Run(context.Background(), Config{Scenarios: []string{"macro"}, Inflight: bad}); !errors.Is(err, ErrConfig) {
+			t.Errorf("inflight %d: %v, want ErrConfig", bad, err)
+		}
 	}
 }

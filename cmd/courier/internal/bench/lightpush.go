@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/lightpush"
@@ -34,36 +35,51 @@ func runMacroLightpush(ctx context.Context, cfg Config, w *Workload, name string
 	acfg, bcfg := base, base
 	acfg.Counters, acfg.Lightpush = &ca, true
 	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
-	a, err := node.New(acfg)
+	bcfg.ArchiveConfig.OnInsert = ackLatency(&t)
+	var a, b *node.Node
+	asNode(ctx, "A", func() { a, err = node.New(acfg) })
 	if err != nil {
 		return row, err
 	}
 	defer a.Stop(context.Background())
-	b, err := node.New(bcfg)
+	asNode(ctx, "B", func() { b, err = node.New(bcfg) })
 	if err != nil {
 		return row, err
 	}
 	defer b.Stop(context.Background())
-	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, window)
-	addHandlers(b.Relay(), cfg.Handlers, &t)
-	for _, n := range []*node.Node{a, b} {
-		if err := n.Start(ctx); err != nil {
+	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, cfg.Inflight)
+	asNode(ctx, "B", func() { addHandlers(b.Relay(), cfg.Handlers, &t) })
+	for _, n := range []struct {
+		name string
+		n    *node.Node
+	}{{"A", a}, {"B", b}} {
+		asNode(ctx, n.name, func() { err = n.n.Start(ctx) })
+		if err != nil {
 			return row, err
 		}
 	}
-	if err := connectMesh(ctx, a.Host(), b.Host(), a.Relay().TopicPeers, b.Relay().TopicPeers, cfg.PubsubTopic); err != nil {
-		return row, err
-	}
-	lh, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	asNode(ctx, "A", func() {
+		err = connectMesh(ctx, a.Host(), b.Host(), a.Relay().TopicPeers, b.Relay().TopicPeers, cfg.PubsubTopic)
+	})
 	if err != nil {
 		return row, err
 	}
-	defer lh.Close()
-	// The node drops peers that do not answer metadata, as nwaku does.
-	if _, err := metadata.New(lh, metadata.Config{Logger: quietLogger}); err != nil {
-		return row, err
+	// The light client is the publishing application.
+	var lh host.Host
+	asNode(ctx, "publisher", func() {
+		if lh, err = libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0")); err != nil {
+			return
+		}
+		// The node drops peers that do not answer metadata, as nwaku does.
+		if _, err = metadata.New(lh, metadata.Config{Logger: quietLogger}); err != nil {
+			return
+		}
+		err = lh.Connect(ctx, peer.AddrInfo{ID: a.Host().ID(), Addrs: a.Host().Addrs()})
+	})
+	if lh != nil {
+		defer lh.Close()
 	}
-	if err := lh.Connect(ctx, peer.AddrInfo{ID: a.Host().ID(), Addrs: a.Host().Addrs()}); err != nil {
+	if err != nil {
 		return row, err
 	}
 	lp := &lightPublisher{c: lightpush.NewClient(lh, lightpush.ClientConfig{Counters: &cc}), to: a.Host().ID(), topic: cfg.PubsubTopic, w: w}
@@ -72,11 +88,13 @@ func runMacroLightpush(ctx context.Context, cfg Config, w *Workload, name string
 	losses := func() string {
 		return fmt.Sprintf("sender: %s; receiver: %s; lightpush: %v", dropSummary(a.Relay(), &archiveFailures{}), dropSummary(b.Relay(), &fails), lp.err())
 	}
-	var p phase
+	p := cfg.newPhase(name)
 	var a0 message.CounterSnapshot
 	stop := startProgress(cfg.Progress, name, t)
-	err = drive(ctx, cfg, w, t, &p, func(i int) (int64, error) { return lp.publish(ctx, i) }, losses,
-		func() { a0 = ca.Snapshot(); p.begin(proc(), cb.Snapshot(), msgIDs()) })
+	asNode(ctx, "publisher", func() {
+		err = drive(ctx, cfg, w, t, &p, func(i int) (int64, error) { return lp.publish(ctx, i) }, losses,
+			func() { a0 = ca.Snapshot(); p.begin(proc(), cb.Snapshot(), msgIDs()) })
+	})
 	lp.wait()
 	if err == nil {
 		err = lp.err()

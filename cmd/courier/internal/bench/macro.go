@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node"
 	"github.com/couriernet/courier/relay"
@@ -48,6 +49,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 	acfg, bcfg := base, base
 	acfg.Counters, acfg.REST, acfg.RESTAddress = &ca, viaREST, "127.0.0.1"
 	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
+	bcfg.ArchiveConfig.OnInsert = ackLatency(&t)
 	if cfg.StoreDBURL != "" {
 		// B archives in Postgres, in a schema of its own for this run.
 		u, drop, err := scratchSchema(ctx, cfg.StoreDBURL)
@@ -57,24 +59,33 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 		defer drop()
 		bcfg.DBURL = u
 	}
-	a, err := node.New(acfg)
+	// Every goroutine a node starts carries its name in the CPU profile.
+	var a, b *node.Node
+	asNode(ctx, "A", func() { a, err = node.New(acfg) })
 	if err != nil {
 		return row, err
 	}
 	defer a.Stop(context.Background())
-	b, err := node.New(bcfg)
+	asNode(ctx, "B", func() { b, err = node.New(bcfg) })
 	if err != nil {
 		return row, err
 	}
 	defer b.Stop(context.Background())
-	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, window)
-	addHandlers(b.Relay(), cfg.Handlers, &t)
-	for _, n := range []*node.Node{a, b} {
-		if err := n.Start(ctx); err != nil {
+	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, cfg.Inflight)
+	asNode(ctx, "B", func() { addHandlers(b.Relay(), cfg.Handlers, &t) })
+	for _, n := range []struct {
+		name string
+		n    *node.Node
+	}{{"A", a}, {"B", b}} {
+		asNode(ctx, n.name, func() { err = n.n.Start(ctx) })
+		if err != nil {
 			return row, err
 		}
 	}
-	if err := connectMesh(ctx, a.Host(), b.Host(), a.Relay().TopicPeers, b.Relay().TopicPeers, cfg.PubsubTopic); err != nil {
+	asNode(ctx, "A", func() { // A dials: its side of the connection is A's
+		err = connectMesh(ctx, a.Host(), b.Host(), a.Relay().TopicPeers, b.Relay().TopicPeers, cfg.PubsubTopic)
+	})
+	if err != nil {
 		return row, err
 	}
 	msgIDs := func() uint64 { return a.Relay().Stats().MsgIDHashes + b.Relay().Stats().MsgIDHashes }
@@ -82,7 +93,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 	losses := func() string {
 		return fmt.Sprintf("sender: %s; receiver: %s", dropSummary(a.Relay(), &archiveFailures{}), dropSummary(b.Relay(), &fails))
 	}
-	var p phase
+	p := cfg.newPhase(name)
 	publish := func(i int) (int64, error) { // as an application writes its payload: once, in place
 		m := &message.Message{ContentTopic: w.ContentTopic, Timestamp: time.Now().UnixNano()}
 		_, err := a.PublishWith(ctx, cfg.PubsubTopic, m, w.Size(i), func(p []byte) error { w.FillPayload(p, i); return nil })
@@ -99,11 +110,14 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 	}
 	var rp *restPublisher
 	if viaREST {
-		rp = newRESTPublisher(a.HTTPAddrs()[0], cfg.PubsubTopic, w)
+		rp = newRESTPublisher(a.HTTPAddrs()[0], cfg.PubsubTopic, w, cfg.Inflight)
 		publish = rp.publish
 	}
 	stop := startProgress(cfg.Progress, name, t)
-	err = drive(ctx, cfg, w, t, &p, publish, losses, func() { p.begin(proc(), cb.Snapshot(), msgIDs()) })
+	var arch0 archive.Stats
+	asNode(ctx, "publisher", func() {
+		err = drive(ctx, cfg, w, t, &p, publish, losses, func() { arch0 = b.Archive().Stats(); p.begin(proc(), cb.Snapshot(), msgIDs()) })
+	})
 	if rp != nil {
 		rp.wait()
 		if err == nil {
@@ -113,6 +127,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 	p.end(proc(), cb.Snapshot(), msgIDs())
 	stop()
 	noteWarmup(cfg, name, &p)
+	noteArchive(cfg, name, arch0, b.Archive().Stats())
 	if err == nil {
 		err = checkDrops(name+" sender", a.Relay(), &archiveFailures{})
 	}
@@ -130,6 +145,22 @@ func noteWarmup(cfg Config, name string, p *phase) {
 	if p.warmup != "" {
 		fmt.Fprintf(cfg.Out, "%s: %s\n", name, p.warmup)
 	}
+}
+
+// noteArchive prints what the receiver's archive did between two of its
+// Stats: the batches it committed and how long they took, its fsync rounds.
+func noteArchive(cfg Config, name string, a, b archive.Stats) {
+	batches, syncs := b.Batches-a.Batches, b.Syncs-a.Syncs
+	if batches == 0 {
+		return
+	}
+	var syncMean time.Duration
+	if syncs > 0 {
+		syncMean = (b.SyncTime - a.SyncTime) / time.Duration(syncs)
+	}
+	fmt.Fprintf(cfg.Out, "%s: the archive committed %d batches of %.1f messages, %.0f µs each on average (the longest since it opened %.1f ms); %d fsync rounds of %.1f ms on average\n",
+		name, batches, float64(b.Inserts+b.Duplicates-a.Inserts-a.Duplicates)/float64(batches),
+		float64((b.CommitTime-a.CommitTime)/time.Duration(batches))/1e3, float64(b.MaxCommit)/1e6, syncs, float64(syncMean)/1e6)
 }
 
 // cacheBound returns the bytes the gossipsub message caches of nodes hold
@@ -153,6 +184,7 @@ func drive(ctx context.Context, cfg Config, w *Workload, t *tracker, p *phase,
 	// that neither it nor the GC's pacing still reflects the previous
 	// scenario's heap.
 	runtime.GC()
+	p.rate = cfg.Rate
 	var warm *plateau
 	if cfg.steady {
 		warm = newPlateau()
@@ -306,33 +338,29 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 	var msgIDs atomic.Uint64
 	// The same hosts as the nodes' (node.New with relay off: TCP, TLS or
 	// Noise, Yamux, identify, ping, metadata), with plain gossipsub on top.
-	mk := func() (*node.Node, *pubsub.PubSub, error) {
-		n, err := node.New(node.Config{ListenAddress: "127.0.0.1", Muxers: cfg.muxers(), Logger: quietLogger})
-		if err != nil {
-			return nil, nil, err
-		}
-		ps, err := pubsub.NewGossipSub(ctx, n.Host(),
-			pubsub.WithGossipSubParams(relay.NwakuGossipSubParams()),
-			pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor(),
-			pubsub.WithMessageIdFn(func(m *pb.Message) string {
-				msgIDs.Add(1)
-				s := sha256.Sum256(m.Data)
-				return string(s[:])
-			}),
-			pubsub.WithValidateQueueSize(1024), pubsub.WithPeerOutboundQueueSize(1024),
-			pubsub.WithMaxMessageSize(message.MaxSize+64*1024))
-		if err != nil {
-			n.Stop(ctx)
-			return nil, nil, err
-		}
-		return n, ps, nil
+	mk := func(label string) (n *node.Node, ps *pubsub.PubSub, err error) {
+		asNode(ctx, label, func() {
+			if n, err = node.New(node.Config{ListenAddress: "127.0.0.1", Muxers: cfg.muxers(), Logger: quietLogger}); err != nil {
+				return
+			}
+			ps, err = pubsub.NewGossipSub(ctx, n.Host(),
+				pubsub.WithGossipSubParams(relay.NwakuGossipSubParams()),
+				pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor(),
+				pubsub.WithMessageIdFn(func(m *pb.Message) string { return bareMessageID(&msgIDs, m) }),
+				pubsub.WithValidateQueueSize(1024), pubsub.WithPeerOutboundQueueSize(1024),
+				pubsub.WithMaxMessageSize(message.MaxSize+64*1024))
+			if err != nil {
+				n.Stop(ctx)
+			}
+		})
+		return n, ps, err
 	}
-	na, psa, err := mk()
+	na, psa, err := mk("A")
 	if err != nil {
 		return row, err
 	}
 	defer na.Stop(context.Background())
-	nb, psb, err := mk()
+	nb, psb, err := mk("B")
 	if err != nil {
 		return row, err
 	}
@@ -352,23 +380,26 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 	if err != nil {
 		return row, err
 	}
-	t := newTracker(w.Total(), w.Warmup, 1, window)
-	go func() {
-		for {
-			m, err := sub.Next(ctx)
-			if err != nil {
-				return
+	t := newTracker(w.Total(), w.Warmup, 1, cfg.Inflight)
+	asNode(ctx, "B", func() {
+		go func() {
+			for {
+				m, err := sub.Next(ctx)
+				if err != nil {
+					return
+				}
+				i := wireIndex(m.Data)
+				t.arrival(i)
+				t.event(i)
 			}
-			i := wireIndex(m.Data)
-			t.arrival(i)
-			t.event(i)
-		}
-	}()
+		}()
+	})
 	defer sub.Cancel()
-	if err := connectMesh(ctx, na.Host(), nb.Host(), psa.ListPeers, psb.ListPeers, cfg.PubsubTopic); err != nil {
+	asNode(ctx, "A", func() { err = connectMesh(ctx, na.Host(), nb.Host(), psa.ListPeers, psb.ListPeers, cfg.PubsubTopic) })
+	if err != nil {
 		return row, err
 	}
-	var p phase
+	p := cfg.newPhase(name)
 	var none message.CounterSnapshot
 	var wireBytes int64 // of the measured messages
 	publish := func(i int) (int64, error) {
@@ -379,7 +410,9 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 		return int64(cap(wire)), ta.Publish(ctx, wire)
 	}
 	stop := startProgress(cfg.Progress, name, t)
-	err = drive(ctx, cfg, w, t, &p, publish, func() string { return "gossipsub delivered too few" }, func() { p.begin(none, none, msgIDs.Load()) })
+	asNode(ctx, "publisher", func() {
+		err = drive(ctx, cfg, w, t, &p, publish, func() string { return "gossipsub delivered too few" }, func() { p.begin(none, none, msgIDs.Load()) })
+	})
 	p.end(none, none, msgIDs.Load())
 	stop()
 	noteWarmup(cfg, name, &p)
@@ -389,6 +422,14 @@ func runMacroBare(ctx context.Context, cfg Config, w *Workload, name string) (Ro
 	row.WireBytesPerMsg = float64(wireBytes) / float64(w.N)
 	row.Trace.CacheBoundBytes = cacheBound(row, 2, p.sent)
 	return row, err
+}
+
+// bareMessageID is macro-bare's gossipsub message id, sha256(data) as the
+// relay's, counted in n.
+func bareMessageID(n *atomic.Uint64, m *pb.Message) string {
+	n.Add(1)
+	s := sha256.Sum256(m.Data)
+	return string(s[:])
 }
 
 // sleepUntil waits until t or until ctx ends.

@@ -56,6 +56,7 @@ type tracker struct {
 	warmup     int
 	latency    *hdrhistogram.Histogram
 	inter      *hdrhistogram.Histogram
+	acks       *hdrhistogram.Histogram // the archive's acknowledgement latency
 	lastArrive int64
 	peakLive   uint64
 	peakHeap   uint64
@@ -79,7 +80,7 @@ func newTracker(total, warmup, need, window int) *tracker {
 	return &tracker{
 		need: int32(need), events: make([]atomic.Int32, total), start: make([]atomic.Int64, total),
 		window: make(chan struct{}, window), total: int64(total), allDone: make(chan struct{}),
-		warmup: warmup, latency: newHist(), inter: newHist(),
+		warmup: warmup, latency: newHist(), inter: newHist(), acks: newHist(),
 	}
 }
 
@@ -124,6 +125,19 @@ func (t *tracker) event(i int) {
 	if t.done.Add(1) == t.total {
 		close(t.allDone)
 	}
+}
+
+// ack records the archive's acknowledgement latency d of message i, if
+// it is measured.
+func (t *tracker) ack(i int, d time.Duration) {
+	if i < t.warmup || i >= len(t.events) {
+		return
+	}
+	t.mu.Lock()
+	if t.measuring {
+		t.acks.RecordValue(int64(d))
+	}
+	t.mu.Unlock()
 }
 
 // arrival records the receiver's inter-arrival time of measured messages.

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/dburl"
 	"github.com/couriernet/courier/internal/harness"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node"
@@ -22,6 +24,13 @@ var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // archiveFailures counts envelopes the archive failed, for the loud check.
 type archiveFailures struct{ n atomic.Uint64 }
+
+// ackLatency returns an archive.Config.OnInsert that records each measured
+// message's acknowledgement latency (its Append to the commit of its
+// batch) in *t.
+func ackLatency(t **tracker) func(*message.Envelope, time.Duration) {
+	return func(env *message.Envelope, d time.Duration) { (*t).ack(indexOf(env.Message().Payload), d) }
+}
 
 func (a *archiveFailures) onArchived(t **tracker) func(*message.Envelope, error) {
 	return func(env *message.Envelope, err error) {
@@ -69,6 +78,7 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string, stalled
 		Relay: true, Store: true, StoreSync: true, StoreSyncInterval: -1, Filter: filterPeers > 0 || stalled,
 		DataDir: dir, PubsubTopics: []string{cfg.PubsubTopic},
 		Counters: &ctr, OnArchived: fails.onArchived(&t), Logger: quietLogger,
+		ArchiveConfig: dburl.Config{Config: archive.Config{OnInsert: ackLatency(&t)}},
 		// Every filter subscriber dials from 127.0.0.1: no IP colocation limit.
 		Discovery: node.DiscoveryConfig{IPColocationLimit: -1},
 	})
@@ -91,7 +101,7 @@ func runMicro(ctx context.Context, cfg Config, w *Workload, name string, stalled
 	}
 	row.FilterPeers = float64(filterPeers)
 	stop := startProgress(cfg.Progress, name, t)
-	var p phase
+	p := cfg.newPhase(name)
 	var produceErr error
 	produce := func(from, to int, measured bool) {
 		for i := from; i < to && produceErr == nil; i++ {

@@ -23,8 +23,8 @@ type restPublisher struct {
 	first  error
 }
 
-func newRESTPublisher(addr, pubsubTopic string, w *Workload) *restPublisher {
-	tr := &http.Transport{MaxIdleConnsPerHost: window, MaxConnsPerHost: window}
+func newRESTPublisher(addr, pubsubTopic string, w *Workload, inflight int) *restPublisher {
+	tr := &http.Transport{MaxIdleConnsPerHost: inflight, MaxConnsPerHost: inflight}
 	return &restPublisher{
 		url: "http://" + addr + "/relay/v1/messages/" + url.PathEscape(pubsubTopic), w: w,
 		client: &http.Client{Transport: tr, Timeout: 30 * time.Second},

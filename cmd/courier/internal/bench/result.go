@@ -1,10 +1,14 @@
 package bench
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/couriernet/courier/message"
 )
@@ -22,14 +26,31 @@ type phase struct {
 	msgID1       uint64
 	harnessBytes int64 // bytes the harness allocated to make the measured input
 	cpu0, cpu1   time.Duration
-	sent         int    // messages published, warm-up included (drive)
-	warmup       string // how a steady-state warm-up ended, or ""
+	sent         int     // messages published, warm-up included (drive)
+	rate         float64 // the publisher's pace in msg/s, 0 for none (drive)
+	warmup       string  // how a steady-state warm-up ended, or ""
+
+	name    string       // the row's
+	prof    *cpuProfiler // nil: no budget
+	cpuProf *profile.Profile
+	out     io.Writer // notes
+}
+
+// newPhase returns the phase of row name.
+func (c *Config) newPhase(name string) phase {
+	return phase{name: name, prof: c.prof, out: c.Out}
 }
 
 func (p *phase) begin(proc, recv message.CounterSnapshot, msgID uint64) {
 	p.live0 = liveAfterGC()
 	p.proc0, p.recv0, p.msgID0 = proc, recv, msgID
 	p.mem0 = readMem()
+	if p.prof != nil {
+		if err := p.prof.start(); err != nil {
+			fmt.Fprintf(p.out, "%s: no CPU budget: %v\n", p.name, err)
+			p.prof = nil
+		}
+	}
 	p.cpu0 = processCPU()
 	p.start = time.Now()
 }
@@ -37,6 +58,12 @@ func (p *phase) begin(proc, recv message.CounterSnapshot, msgID uint64) {
 func (p *phase) end(proc, recv message.CounterSnapshot, msgID uint64) {
 	p.wall = time.Since(p.start)
 	p.cpu1 = processCPU()
+	if p.prof != nil {
+		var err error
+		if p.cpuProf, err = p.prof.stop(p.name); err != nil {
+			fmt.Fprintf(p.out, "%s: no CPU budget: %v\n", p.name, err)
+		}
+	}
 	p.mem1 = readMem()
 	p.proc1, p.recv1, p.msgID1 = proc, recv, msgID
 	p.live1 = liveAfterGC()
@@ -47,6 +74,9 @@ func (p *phase) fill(r *Row, w *Workload, t *tracker) {
 	n := float64(w.N)
 	r.WallMs = float64(p.wall) / 1e6
 	r.CPUNsPerMsg = float64(p.cpu1-p.cpu0) / n
+	if p.cpuProf != nil {
+		r.Budget = budgetOf(p.cpuProf, float64(p.cpu1-p.cpu0), w.N)
+	}
 	r.MsgPerS = n / p.wall.Seconds()
 	proc, recv := p.proc1.Sub(p.proc0), p.recv1.Sub(p.recv0)
 	r.DecodesPerMsg = float64(proc.Decodes) / n
@@ -73,6 +103,14 @@ func (p *phase) fill(r *Row, w *Workload, t *tracker) {
 	r.Trace = &Trace{Heap: slices.Clone(t.heap), CacheBoundBytes: math.NaN()}
 	for _, b := range t.latency.CumulativeDistributionWithTicks(5) {
 		r.Trace.Latency = append(r.Trace.Latency, LatencyPoint{Ns: b.ValueAt, Quantile: b.Quantile / 100})
+	}
+	r.Inflight = float64(cap(t.window))
+	if p.rate > 0 {
+		r.RatePerS = p.rate
+	}
+	if t.acks.TotalCount() > 0 {
+		r.AckP50Ns = float64(t.acks.ValueAtQuantile(50))
+		r.AckP99Ns = float64(t.acks.ValueAtQuantile(99))
 	}
 	if t.inter.TotalCount() > 0 {
 		r.InterarrivalP50Ns = float64(t.inter.ValueAtQuantile(50))

@@ -17,7 +17,7 @@ var columns = []string{
 	"peak_heap_MB", "peak_heap_alloc_MB", "alloc_bytes_per_msg", "allocs_per_msg", "payload_copies_per_msg",
 	"encodes_per_msg", "msgid_hashes_per_msg", "recv_decodes_per_msg", "recv_hashes_per_msg",
 	"interarrival_p50_ns", "interarrival_p99_ns", "wire_bytes_per_msg", "base64_ops_per_msg", "json_ops_per_msg",
-	"filter_peers",
+	"filter_peers", "inflight", "rate_msg_per_s", "archive_ack_p50_ns", "archive_ack_p99_ns", "cpu_ns_per_msg",
 }
 
 // Row is one result line. A cell that does not apply holds NaN (floats) and
@@ -46,16 +46,24 @@ type Row struct {
 	Base64OpsPerMsg, JSONOpsPerMsg       float64
 	// FilterPeers is the number of filter subscribers pushed to.
 	FilterPeers float64
+	// Inflight is the most messages in flight and RatePerS the publisher's
+	// pace in msg/s (NaN: as fast as the window allows).
+	Inflight, RatePerS float64
+	// AckP50Ns and AckP99Ns are the archive's acknowledgement latency of
+	// the measured messages: from the dispatcher's Append to the commit of
+	// the batch that holds the message (archive.Config.OnInsert).
+	AckP50Ns, AckP99Ns float64
 
 	// CPUNsPerMsg is the process's user+system CPU time per measured
-	// message. It is not a CSV column (docs/benchmark.md fixes those); the
-	// notes under the table print it, because on a shared machine it is
-	// steadier than wall time.
+	// message (cpu_ns_per_msg); the notes under the table print it too,
+	// because on a shared machine it is steadier than wall time.
 	CPUNsPerMsg float64
 	// ArchiveCPUNsPerMsg is the archive writer's CPU time per measured
 	// message (archive.Stats.WriterCPU; micro on Linux, else NaN), printed
 	// in the notes like CPUNsPerMsg.
 	ArchiveCPUNsPerMsg float64
+	// Budget splits CPUNsPerMsg into stages (Config.Budget); nil without.
+	Budget *Budget
 
 	// Trace holds the run's series for plots (WritePlots); nil for the
 	// scenarios that do not record them (libnet, store).
@@ -94,6 +102,7 @@ func NewRow(scenario, profile string, msgs int) Row {
 		EncodesPerMsg: na, MsgIDHashesPerMsg: na, RecvDecodesPerMsg: na, RecvHashesPerMsg: na,
 		InterarrivalP50Ns: na, InterarrivalP99Ns: na, WireBytesPerMsg: na,
 		Base64OpsPerMsg: na, JSONOpsPerMsg: na, CPUNsPerMsg: na, ArchiveCPUNsPerMsg: na, FilterPeers: na,
+		Inflight: na, RatePerS: na, AckP50Ns: na, AckP99Ns: na,
 	}
 }
 
@@ -112,7 +121,7 @@ func (r Row) cells() []string {
 		f(r.PayloadCopiesPerMsg, 3), f(r.EncodesPerMsg, 3), f(r.MsgIDHashesPerMsg, 3),
 		f(r.RecvDecodesPerMsg, 3), f(r.RecvHashesPerMsg, 3), f(r.InterarrivalP50Ns, 0),
 		f(r.InterarrivalP99Ns, 0), f(r.WireBytesPerMsg, 1), f(r.Base64OpsPerMsg, 3), f(r.JSONOpsPerMsg, 3),
-		f(r.FilterPeers, 0),
+		f(r.FilterPeers, 0), f(r.Inflight, 0), f(r.RatePerS, 1), f(r.AckP50Ns, 0), f(r.AckP99Ns, 0), f(r.CPUNsPerMsg, 0),
 	}
 }
 
@@ -132,7 +141,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 }
 
 // tableColumns are the columns a person reads first, by index into columns.
-var tableColumns = []int{0, 1, 4, 5, 6, 7, 8, 18, 19, 20, 21, 13, 15, 17, 24, 25, 26, 27}
+var tableColumns = []int{0, 1, 28, 4, 5, 6, 30, 31, 7, 8, 18, 19, 20, 21, 13, 15, 17, 24, 25, 26, 27}
 
 // WriteTable writes rows as an aligned text table of the main columns.
 func WriteTable(w io.Writer, rows []Row) error {
