@@ -181,8 +181,13 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 	// A's messages reached B and C and are archived there; D's valid one
 	// is archived on B.
 	wantB := append(append([]string(nil), published...), string(d1.Payload)+"|"+string(d2.Payload))
-	waitFor(t, 30*time.Second, "A's messages archived on B and C", func() bool {
-		return archived(t, b, wantB) && archived(t, c, published)
+	var missingB, missingC []string
+	waitForReport(t, 30*time.Second, "A's messages archived on B and C", func() bool {
+		missingB, missingC = unarchived(t, b, wantB), unarchived(t, c, published)
+		return len(missingB) == 0 && len(missingC) == 0
+	}, func() string {
+		return fmt.Sprintf("missing on B: %q\nmissing on C: %q\nB's /metrics, RLN, archive and relay lines:\n%s\nC's:\n%s",
+			missingB, missingC, grepLines(b.metricsText(t), "rln", "archive", "relay"), grepLines(c.metricsText(t), "rln", "archive", "relay"))
 	})
 	for _, n := range []*nodeProc{a, b, c} {
 		n.stop(t)
@@ -287,9 +292,10 @@ func testPeer(t *testing.T, n *nodeProc) (*relay.Relay, peer.ID) {
 	return r, h.ID()
 }
 
-// archived reports whether n's archive holds a message with each payload
-// of want; "x|y" wants one of x and y.
-func archived(t *testing.T, n *nodeProc, want []string) bool {
+// unarchived returns the payloads of want that n's archive does not hold
+// (all of them when the store does not answer); "x|y" wants one of x and
+// y.
+func unarchived(t *testing.T, n *nodeProc, want []string) []string {
 	t.Helper()
 	var resp struct {
 		Messages []struct {
@@ -300,22 +306,24 @@ func archived(t *testing.T, n *nodeProc, want []string) bool {
 	}
 	code, body := n.get(t, "/store/v3/messages?includeData=true&pageSize=100&pubsubTopic="+url.QueryEscape(topic))
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &resp) != nil {
-		return false
+		t.Logf("%s: store answered %d %q", n.name, code, body)
+		return want
 	}
 	have := map[string]bool{}
 	for _, m := range resp.Messages {
 		have[string(m.Message.Payload)] = true
 	}
+	var missing []string
 	for _, w := range want {
 		found := false
 		for _, alt := range strings.Split(w, "|") {
 			found = found || have[alt]
 		}
 		if !found {
-			return false
+			missing = append(missing, w)
 		}
 	}
-	return true
+	return missing
 }
 
 // circuitDir finds the RLN circuit files: $COURIER_RLN_CIRCUIT_DIR, else
@@ -570,11 +578,18 @@ func metricValue(text, sample string) float64 {
 	return -1
 }
 
-func grepLines(text, sub string) string {
+// grepLines returns the sample lines of text that contain one of subs.
+func grepLines(text string, subs ...string) string {
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
-		if strings.Contains(line, sub) && !strings.HasPrefix(line, "#") {
-			out = append(out, line)
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		for _, sub := range subs {
+			if strings.Contains(line, sub) {
+				out = append(out, line)
+				break
+			}
 		}
 	}
 	return strings.Join(out, "\n")
@@ -582,9 +597,19 @@ func grepLines(text, sub string) string {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	waitForReport(t, timeout, what, cond, nil)
+}
+
+// waitForReport is waitFor with report's account of what is missing in
+// the failure.
+func waitForReport(t *testing.T, timeout time.Duration, what string, cond func() bool, report func() string) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if report != nil {
+				t.Fatalf("timed out after %v waiting for %s\n%s", timeout, what, report())
+			}
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(100 * time.Millisecond)
