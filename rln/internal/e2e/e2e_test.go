@@ -104,7 +104,9 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 			return n.rlnHealth(t) == "READY" && len(n.relayPeers(t)) > 0
 		})
 	}
-	waitFor(t, 30*time.Second, "B's two relay peers", func() bool { return len(b.relayPeers(t)) == 2 })
+	// B forwards what it accepts to its mesh peers: A's messages reach C
+	// at once when C is in B's mesh, not at a later heartbeat's gossip.
+	waitFor(t, 30*time.Second, "A and C in B's mesh", func() bool { return len(b.meshPeers(t)) == 2 })
 
 	// A publishes over REST: each message gets one of A's two message ids
 	// of the epoch; the third is refused with nwaku's answer.
@@ -125,6 +127,7 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 			published = append(published, payload)
 		}
 	}
+	t.Logf("A's REST publishes, with A's proofs, took %v", time.Since(time.Unix(0, ts)).Round(time.Millisecond))
 	// A proof that is not one: C's REST refuses it as nwaku does.
 	code, body := c.post(t, "/relay/v1/messages/"+url.PathEscape(topic), map[string]any{
 		"payload": base64.StdEncoding.EncodeToString([]byte("bad proof")), "contentTopic": contentTopic,
@@ -140,9 +143,25 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UnixNano()
+	// The proofs cover the timestamp, so it is set before they are made,
+	// and they are made here, in the test's process: under -race on a
+	// loaded machine two take 5-30 s. B's validator refuses a message
+	// 21 s or more from its clock, and its archive one more than 20 s
+	// away, so a timestamp of before the proving ages the valid message
+	// out of B's archive, or all four out of the validator. D stamps its
+	// messages dLead ahead instead, as a sender does that stamps the time
+	// it expects to send: they are within the window when sent anywhere
+	// between at once and dLead+20 s after proving began.
+	const dLead = 15 * time.Second
+	start := time.Now()
+	now := start.Add(dLead).UnixNano()
 	d1 := dMember.message(t, prover, "from D, message id 0", now, 0)
 	d2 := dMember.message(t, prover, "from D, message id 0 again: over the limit", now, 0)
+	proving := time.Since(start)
+	t.Logf("D's two proofs took %v", proving.Round(time.Millisecond))
+	if proving > dLead+19*time.Second {
+		t.Fatalf("D's two proofs took %v: their messages, stamped %v ahead, would be too old for B's archive (20 s) or validator (21 s)", proving, dLead)
+	}
 	d3 := *d1
 	d3.Payload = []byte("from D, with the proof of another message")
 	d4 := &message.Message{Payload: []byte("from D, without a proof"), ContentTopic: contentTopic, Timestamp: now, Present: message.HasTimestamp}
@@ -528,11 +547,17 @@ type relayPeer struct {
 // /admin/v1/peers/relay.
 func (n *nodeProc) relayPeers(t *testing.T) []relayPeer {
 	t.Helper()
+	return n.shardPeers(t, "/admin/v1/peers/relay")
+}
+
+// shardPeers returns the peers of shard 0 in path's []PeersOfShard.
+func (n *nodeProc) shardPeers(t *testing.T, path string) []relayPeer {
+	t.Helper()
 	var shards []struct {
 		Shard uint16      `json:"shard"`
 		Peers []relayPeer `json:"peers"`
 	}
-	code, body := n.get(t, "/admin/v1/peers/relay")
+	code, body := n.get(t, path)
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &shards) != nil {
 		return nil
 	}
@@ -542,6 +567,13 @@ func (n *nodeProc) relayPeers(t *testing.T) []relayPeer {
 		}
 	}
 	return nil
+}
+
+// meshPeers returns the peers of the topic's shard in
+// /admin/v1/peers/mesh: those of the node's gossipsub mesh.
+func (n *nodeProc) meshPeers(t *testing.T) []relayPeer {
+	t.Helper()
+	return n.shardPeers(t, "/admin/v1/peers/mesh")
 }
 
 func (n *nodeProc) relayPeer(t *testing.T, id peer.ID) *relayPeer {
