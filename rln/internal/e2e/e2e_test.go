@@ -24,8 +24,10 @@ import (
 
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
 	"github.com/couriernet/courier/relay"
@@ -50,6 +52,8 @@ const (
 // a line A–B–C with their keystores. Messages published over REST on A get
 // A's proofs, reach B and C and are archived; A's REST refuses the message
 // over its limit with nwaku's text and C's a message with a broken proof.
+// A light client pushes to C with lightpush: C attaches its proofs, and
+// answers the push over its limit 504 OUT_OF_RLN_PROOF with nwaku's text.
 // D, a relay peer without RLN connected to B alone, sends a valid message,
 // a second one with the same message id in the epoch (over its limit of
 // one), one whose proof is not for its content and one without a proof:
@@ -85,7 +89,7 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 		}
 	}
 	ksB := addMember(t, d, 2, 10, filepath.Join(dir, "b.json"), "pw-b")
-	ksC := addMember(t, d, 3, 10, filepath.Join(dir, "c.json"), "pw-c")
+	ksC := addMember(t, d, 3, 2, filepath.Join(dir, "c.json"), "pw-c")
 	dMember := register(t, d, srv.URL(), 4, 1)
 
 	node := func(name, ks, pw string, extra ...string) *nodeProc {
@@ -98,7 +102,7 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 	}
 	a := node("A", ksA, "pw-a")
 	b := node("B", ksB, "pw-b", "--staticnode="+a.addr)
-	c := node("C", ksC, "pw-c", "--staticnode="+b.addr)
+	c := node("C", ksC, "pw-c", "--staticnode="+b.addr, "--lightpush")
 	for _, n := range []*nodeProc{a, b, c} {
 		waitFor(t, 30*time.Second, n.name+"'s Rln Relay READY and relay peers", func() bool {
 			return n.rlnHealth(t) == "READY" && len(n.relayPeers(t)) > 0
@@ -111,7 +115,7 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 	// A publishes over REST: each message gets one of A's two message ids
 	// of the epoch; the third is refused with nwaku's answer.
 	ts := time.Now().UnixNano()
-	var published []string
+	var published, pushed []string
 	for i := range 3 {
 		payload := fmt.Sprintf("from A over REST, %d", i)
 		code, body := a.post(t, "/relay/v1/messages/"+url.PathEscape(topic), map[string]any{
@@ -134,6 +138,28 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 		"proof": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x0a, 0x02, 1, 2}, 4))})
 	if code != http.StatusBadRequest || body != "Failed to publish: RLN validation failed" {
 		t.Fatalf("C: publish with a broken proof: %d %q", code, body)
+	}
+
+	// A light client pushes to C with lightpush v3 messages without a
+	// proof: C attaches its proofs, two in the epoch, and answers the third
+	// 504 OUT_OF_RLN_PROOF with nwaku's text.
+	lp := lightpush.NewClient(testHost(t, c), lightpush.ClientConfig{})
+	for i := range 3 {
+		payload := fmt.Sprintf("to C over lightpush, %d", i)
+		resp, err := lp.Push(context.Background(), c.id(t), topic, &message.Message{Payload: []byte(payload), ContentTopic: contentTopic})
+		if err != nil {
+			t.Fatalf("lightpush %d to C: %v", i, err)
+		}
+		switch {
+		case i < 2 && resp.StatusCode != lightpush.StatusOK:
+			t.Fatalf("lightpush %d to C: %d %q", i, resp.StatusCode, resp.StatusDesc)
+		case i == 2 && (resp.StatusCode != lightpush.StatusOutOfRLNProof || resp.StatusDesc !=
+			"could not get new message id to generate an rln proof: NonceLimitReached: Nonce limit reached. Please wait for the next epoch. requested nonce: 2 & nonceLimit: 2"):
+			t.Fatalf("lightpush over C's limit: %d %q", resp.StatusCode, resp.StatusDesc)
+		}
+		if i < 2 {
+			pushed = append(pushed, payload)
+		}
 	}
 
 	// D, an in-test relay without RLN, connected to B only.
@@ -178,12 +204,12 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 		return metricValue(metrics, `courier_rln_messages_total{reason="spam",result="reject"}`) == 1 &&
 			metricValue(metrics, `courier_rln_messages_total{reason="invalid_proof",result="reject"}`) == 1 &&
 			metricValue(metrics, `courier_rln_messages_total{reason="no_proof",result="reject"}`) == 1 &&
-			metricValue(metrics, `courier_rln_messages_total{reason="valid",result="accept"}`) == 3
+			metricValue(metrics, `courier_rln_messages_total{reason="valid",result="accept"}`) == 5
 	})
 	for metric, want := range map[string]float64{
 		`waku_rln_spam_messages_total_total`:                          1,
 		`waku_rln_invalid_messages_total_total{type="invalid_proof"}`: 1,
-		`waku_rln_proof_verification_total_total`:                     5, // A's two, D's valid one, its spam and the one for other content; not the one without a proof
+		`waku_rln_proof_verification_total_total`:                     7, // A's two, C's two, D's valid one, its spam and the one for other content; not the one without a proof
 		`waku_rln_number_registered_memberships`:                      4,
 	} {
 		if got := metricValue(metrics, metric); got != want {
@@ -197,12 +223,13 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 	})
 	t.Logf("D's score on B: %v", *b.relayPeer(t, dID).Score)
 
-	// A's messages reached B and C and are archived there; D's valid one
-	// is archived on B.
-	wantB := append(append([]string(nil), published...), string(d1.Payload)+"|"+string(d2.Payload))
+	// A's and the light client's messages reached B and C and are
+	// archived there; D's valid one is archived on B.
+	wantC := append(append([]string(nil), published...), pushed...)
+	wantB := append(append([]string(nil), wantC...), string(d1.Payload)+"|"+string(d2.Payload))
 	var missingB, missingC []string
-	waitForReport(t, 30*time.Second, "A's messages archived on B and C", func() bool {
-		missingB, missingC = unarchived(t, b, wantB), unarchived(t, c, published)
+	waitForReport(t, 30*time.Second, "A's and the light client's messages archived on B and C", func() bool {
+		missingB, missingC = unarchived(t, b, wantB), unarchived(t, c, wantC)
 		return len(missingB) == 0 && len(missingC) == 0
 	}, func() string {
 		return fmt.Sprintf("missing on B: %q\nmissing on C: %q\nB's /metrics, RLN, archive and relay lines:\n%s\nC's:\n%s",
@@ -277,10 +304,9 @@ func addMember(t *testing.T, d *chaintest.Deployment, i int, limit uint32, path,
 	return path
 }
 
-// testPeer starts D: a libp2p host with the metadata protocol of the
-// nodes' cluster and a relay without RLN, subscribed to the topic and
-// connected to n.
-func testPeer(t *testing.T, n *nodeProc) (*relay.Relay, peer.ID) {
+// testHost starts a libp2p host with the metadata protocol of the nodes'
+// cluster, connected to n.
+func testHost(t *testing.T, n *nodeProc) host.Host {
 	t.Helper()
 	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
 	if err != nil {
@@ -292,6 +318,21 @@ func testPeer(t *testing.T, n *nodeProc) (*relay.Relay, peer.ID) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { md.Close() })
+	pi, err := peer.AddrInfoFromString(n.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Connect(context.Background(), *pi); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// testPeer starts D: a host of testHost connected to n with a relay
+// without RLN, subscribed to the topic.
+func testPeer(t *testing.T, n *nodeProc) (*relay.Relay, peer.ID) {
+	t.Helper()
+	h := testHost(t, n)
 	r, err := relay.New(h, relay.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -300,15 +341,18 @@ func testPeer(t *testing.T, n *nodeProc) (*relay.Relay, peer.ID) {
 	if err := r.Subscribe(topic, relay.OwnerConfig); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, 30*time.Second, "B on D's topic", func() bool { return len(r.TopicPeers(topic)) > 0 })
+	return r, h.ID()
+}
+
+// id returns n's peer id, from its listen address.
+func (n *nodeProc) id(t *testing.T) peer.ID {
+	t.Helper()
 	pi, err := peer.AddrInfoFromString(n.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Connect(context.Background(), *pi); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "B on D's topic", func() bool { return len(r.TopicPeers(topic)) > 0 })
-	return r, h.ID()
+	return pi.ID
 }
 
 // unarchived returns the payloads of want that n's archive does not hold
