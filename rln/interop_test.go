@@ -3,7 +3,6 @@
 package rln
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -448,8 +447,6 @@ func toSnarkjs(p *groth16.Proof) zerokitjs.SnarkProof {
 		Protocol: "groth16", Curve: "bn128",
 	}
 }
-
-var _ = bytes.Equal
 
 // BenchmarkZerokit measures zerokit's npm wasm build (and snarkjs) on this
 // machine, beside BenchmarkVerify and BenchmarkProve: ns/op is the mean

@@ -24,8 +24,10 @@ import (
 
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
 	"github.com/couriernet/courier/relay"
@@ -50,6 +52,8 @@ const (
 // a line A–B–C with their keystores. Messages published over REST on A get
 // A's proofs, reach B and C and are archived; A's REST refuses the message
 // over its limit with nwaku's text and C's a message with a broken proof.
+// A light client pushes to C with lightpush: C attaches its proofs, and
+// answers the push over its limit 504 OUT_OF_RLN_PROOF with nwaku's text.
 // D, a relay peer without RLN connected to B alone, sends a valid message,
 // a second one with the same message id in the epoch (over its limit of
 // one), one whose proof is not for its content and one without a proof:
@@ -85,7 +89,7 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 		}
 	}
 	ksB := addMember(t, d, 2, 10, filepath.Join(dir, "b.json"), "pw-b")
-	ksC := addMember(t, d, 3, 10, filepath.Join(dir, "c.json"), "pw-c")
+	ksC := addMember(t, d, 3, 2, filepath.Join(dir, "c.json"), "pw-c")
 	dMember := register(t, d, srv.URL(), 4, 1)
 
 	node := func(name, ks, pw string, extra ...string) *nodeProc {
@@ -98,18 +102,20 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 	}
 	a := node("A", ksA, "pw-a")
 	b := node("B", ksB, "pw-b", "--staticnode="+a.addr)
-	c := node("C", ksC, "pw-c", "--staticnode="+b.addr)
+	c := node("C", ksC, "pw-c", "--staticnode="+b.addr, "--lightpush")
 	for _, n := range []*nodeProc{a, b, c} {
 		waitFor(t, 30*time.Second, n.name+"'s Rln Relay READY and relay peers", func() bool {
 			return n.rlnHealth(t) == "READY" && len(n.relayPeers(t)) > 0
 		})
 	}
-	waitFor(t, 30*time.Second, "B's two relay peers", func() bool { return len(b.relayPeers(t)) == 2 })
+	// B forwards what it accepts to its mesh peers: A's messages reach C
+	// at once when C is in B's mesh, not at a later heartbeat's gossip.
+	waitFor(t, 30*time.Second, "A and C in B's mesh", func() bool { return len(b.meshPeers(t)) == 2 })
 
 	// A publishes over REST: each message gets one of A's two message ids
 	// of the epoch; the third is refused with nwaku's answer.
 	ts := time.Now().UnixNano()
-	var published []string
+	var published, pushed []string
 	for i := range 3 {
 		payload := fmt.Sprintf("from A over REST, %d", i)
 		code, body := a.post(t, "/relay/v1/messages/"+url.PathEscape(topic), map[string]any{
@@ -125,12 +131,35 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 			published = append(published, payload)
 		}
 	}
+	t.Logf("A's REST publishes, with A's proofs, took %v", time.Since(time.Unix(0, ts)).Round(time.Millisecond))
 	// A proof that is not one: C's REST refuses it as nwaku does.
 	code, body := c.post(t, "/relay/v1/messages/"+url.PathEscape(topic), map[string]any{
 		"payload": base64.StdEncoding.EncodeToString([]byte("bad proof")), "contentTopic": contentTopic,
 		"proof": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x0a, 0x02, 1, 2}, 4))})
 	if code != http.StatusBadRequest || body != "Failed to publish: RLN validation failed" {
 		t.Fatalf("C: publish with a broken proof: %d %q", code, body)
+	}
+
+	// A light client pushes to C with lightpush v3 messages without a
+	// proof: C attaches its proofs, two in the epoch, and answers the third
+	// 504 OUT_OF_RLN_PROOF with nwaku's text.
+	lp := lightpush.NewClient(testHost(t, c), lightpush.ClientConfig{})
+	for i := range 3 {
+		payload := fmt.Sprintf("to C over lightpush, %d", i)
+		resp, err := lp.Push(context.Background(), c.id(t), topic, &message.Message{Payload: []byte(payload), ContentTopic: contentTopic})
+		if err != nil {
+			t.Fatalf("lightpush %d to C: %v", i, err)
+		}
+		switch {
+		case i < 2 && resp.StatusCode != lightpush.StatusOK:
+			t.Fatalf("lightpush %d to C: %d %q", i, resp.StatusCode, resp.StatusDesc)
+		case i == 2 && (resp.StatusCode != lightpush.StatusOutOfRLNProof || resp.StatusDesc !=
+			"could not get new message id to generate an rln proof: NonceLimitReached: Nonce limit reached. Please wait for the next epoch. requested nonce: 2 & nonceLimit: 2"):
+			t.Fatalf("lightpush over C's limit: %d %q", resp.StatusCode, resp.StatusDesc)
+		}
+		if i < 2 {
+			pushed = append(pushed, payload)
+		}
 	}
 
 	// D, an in-test relay without RLN, connected to B only.
@@ -140,9 +169,25 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UnixNano()
+	// The proofs cover the timestamp, so it is set before they are made,
+	// and they are made here, in the test's process: under -race on a
+	// loaded machine two take 5-30 s. B's validator refuses a message
+	// 21 s or more from its clock, and its archive one more than 20 s
+	// away, so a timestamp of before the proving ages the valid message
+	// out of B's archive, or all four out of the validator. D stamps its
+	// messages dLead ahead instead, as a sender does that stamps the time
+	// it expects to send: they are within the window when sent anywhere
+	// between at once and dLead+20 s after proving began.
+	const dLead = 15 * time.Second
+	start := time.Now()
+	now := start.Add(dLead).UnixNano()
 	d1 := dMember.message(t, prover, "from D, message id 0", now, 0)
 	d2 := dMember.message(t, prover, "from D, message id 0 again: over the limit", now, 0)
+	proving := time.Since(start)
+	t.Logf("D's two proofs took %v", proving.Round(time.Millisecond))
+	if proving > dLead+19*time.Second {
+		t.Fatalf("D's two proofs took %v: their messages, stamped %v ahead, would be too old for B's archive (20 s) or validator (21 s)", proving, dLead)
+	}
 	d3 := *d1
 	d3.Payload = []byte("from D, with the proof of another message")
 	d4 := &message.Message{Payload: []byte("from D, without a proof"), ContentTopic: contentTopic, Timestamp: now, Present: message.HasTimestamp}
@@ -159,12 +204,12 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 		return metricValue(metrics, `courier_rln_messages_total{reason="spam",result="reject"}`) == 1 &&
 			metricValue(metrics, `courier_rln_messages_total{reason="invalid_proof",result="reject"}`) == 1 &&
 			metricValue(metrics, `courier_rln_messages_total{reason="no_proof",result="reject"}`) == 1 &&
-			metricValue(metrics, `courier_rln_messages_total{reason="valid",result="accept"}`) == 3
+			metricValue(metrics, `courier_rln_messages_total{reason="valid",result="accept"}`) == 5
 	})
 	for metric, want := range map[string]float64{
 		`waku_rln_spam_messages_total_total`:                          1,
 		`waku_rln_invalid_messages_total_total{type="invalid_proof"}`: 1,
-		`waku_rln_proof_verification_total_total`:                     5, // A's two, D's valid one, its spam and the one for other content; not the one without a proof
+		`waku_rln_proof_verification_total_total`:                     7, // A's two, C's two, D's valid one, its spam and the one for other content; not the one without a proof
 		`waku_rln_number_registered_memberships`:                      4,
 	} {
 		if got := metricValue(metrics, metric); got != want {
@@ -178,11 +223,17 @@ func TestRLNRelayEndToEnd(t *testing.T) {
 	})
 	t.Logf("D's score on B: %v", *b.relayPeer(t, dID).Score)
 
-	// A's messages reached B and C and are archived there; D's valid one
-	// is archived on B.
-	wantB := append(append([]string(nil), published...), string(d1.Payload)+"|"+string(d2.Payload))
-	waitFor(t, 30*time.Second, "A's messages archived on B and C", func() bool {
-		return archived(t, b, wantB) && archived(t, c, published)
+	// A's and the light client's messages reached B and C and are
+	// archived there; D's valid one is archived on B.
+	wantC := append(append([]string(nil), published...), pushed...)
+	wantB := append(append([]string(nil), wantC...), string(d1.Payload)+"|"+string(d2.Payload))
+	var missingB, missingC []string
+	waitForReport(t, 30*time.Second, "A's and the light client's messages archived on B and C", func() bool {
+		missingB, missingC = unarchived(t, b, wantB), unarchived(t, c, wantC)
+		return len(missingB) == 0 && len(missingC) == 0
+	}, func() string {
+		return fmt.Sprintf("missing on B: %q\nmissing on C: %q\nB's /metrics, RLN, archive and relay lines:\n%s\nC's:\n%s",
+			missingB, missingC, grepLines(b.metricsText(t), "rln", "archive", "relay"), grepLines(c.metricsText(t), "rln", "archive", "relay"))
 	})
 	for _, n := range []*nodeProc{a, b, c} {
 		n.stop(t)
@@ -253,10 +304,9 @@ func addMember(t *testing.T, d *chaintest.Deployment, i int, limit uint32, path,
 	return path
 }
 
-// testPeer starts D: a libp2p host with the metadata protocol of the
-// nodes' cluster and a relay without RLN, subscribed to the topic and
-// connected to n.
-func testPeer(t *testing.T, n *nodeProc) (*relay.Relay, peer.ID) {
+// testHost starts a libp2p host with the metadata protocol of the nodes'
+// cluster, connected to n.
+func testHost(t *testing.T, n *nodeProc) host.Host {
 	t.Helper()
 	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
 	if err != nil {
@@ -268,6 +318,21 @@ func testPeer(t *testing.T, n *nodeProc) (*relay.Relay, peer.ID) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { md.Close() })
+	pi, err := peer.AddrInfoFromString(n.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Connect(context.Background(), *pi); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// testPeer starts D: a host of testHost connected to n with a relay
+// without RLN, subscribed to the topic.
+func testPeer(t *testing.T, n *nodeProc) (*relay.Relay, peer.ID) {
+	t.Helper()
+	h := testHost(t, n)
 	r, err := relay.New(h, relay.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -276,20 +341,24 @@ func testPeer(t *testing.T, n *nodeProc) (*relay.Relay, peer.ID) {
 	if err := r.Subscribe(topic, relay.OwnerConfig); err != nil {
 		t.Fatal(err)
 	}
-	pi, err := peer.AddrInfoFromString(n.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Connect(context.Background(), *pi); err != nil {
-		t.Fatal(err)
-	}
 	waitFor(t, 30*time.Second, "B on D's topic", func() bool { return len(r.TopicPeers(topic)) > 0 })
 	return r, h.ID()
 }
 
-// archived reports whether n's archive holds a message with each payload
-// of want; "x|y" wants one of x and y.
-func archived(t *testing.T, n *nodeProc, want []string) bool {
+// id returns n's peer id, from its listen address.
+func (n *nodeProc) id(t *testing.T) peer.ID {
+	t.Helper()
+	pi, err := peer.AddrInfoFromString(n.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pi.ID
+}
+
+// unarchived returns the payloads of want that n's archive does not hold
+// (all of them when the store does not answer); "x|y" wants one of x and
+// y.
+func unarchived(t *testing.T, n *nodeProc, want []string) []string {
 	t.Helper()
 	var resp struct {
 		Messages []struct {
@@ -300,22 +369,24 @@ func archived(t *testing.T, n *nodeProc, want []string) bool {
 	}
 	code, body := n.get(t, "/store/v3/messages?includeData=true&pageSize=100&pubsubTopic="+url.QueryEscape(topic))
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &resp) != nil {
-		return false
+		t.Logf("%s: store answered %d %q", n.name, code, body)
+		return want
 	}
 	have := map[string]bool{}
 	for _, m := range resp.Messages {
 		have[string(m.Message.Payload)] = true
 	}
+	var missing []string
 	for _, w := range want {
 		found := false
 		for _, alt := range strings.Split(w, "|") {
 			found = found || have[alt]
 		}
 		if !found {
-			return false
+			missing = append(missing, w)
 		}
 	}
-	return true
+	return missing
 }
 
 // circuitDir finds the RLN circuit files: $COURIER_RLN_CIRCUIT_DIR, else
@@ -520,11 +591,17 @@ type relayPeer struct {
 // /admin/v1/peers/relay.
 func (n *nodeProc) relayPeers(t *testing.T) []relayPeer {
 	t.Helper()
+	return n.shardPeers(t, "/admin/v1/peers/relay")
+}
+
+// shardPeers returns the peers of shard 0 in path's []PeersOfShard.
+func (n *nodeProc) shardPeers(t *testing.T, path string) []relayPeer {
+	t.Helper()
 	var shards []struct {
 		Shard uint16      `json:"shard"`
 		Peers []relayPeer `json:"peers"`
 	}
-	code, body := n.get(t, "/admin/v1/peers/relay")
+	code, body := n.get(t, path)
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &shards) != nil {
 		return nil
 	}
@@ -534,6 +611,13 @@ func (n *nodeProc) relayPeers(t *testing.T) []relayPeer {
 		}
 	}
 	return nil
+}
+
+// meshPeers returns the peers of the topic's shard in
+// /admin/v1/peers/mesh: those of the node's gossipsub mesh.
+func (n *nodeProc) meshPeers(t *testing.T) []relayPeer {
+	t.Helper()
+	return n.shardPeers(t, "/admin/v1/peers/mesh")
 }
 
 func (n *nodeProc) relayPeer(t *testing.T, id peer.ID) *relayPeer {
@@ -570,11 +654,18 @@ func metricValue(text, sample string) float64 {
 	return -1
 }
 
-func grepLines(text, sub string) string {
+// grepLines returns the sample lines of text that contain one of subs.
+func grepLines(text string, subs ...string) string {
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
-		if strings.Contains(line, sub) && !strings.HasPrefix(line, "#") {
-			out = append(out, line)
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		for _, sub := range subs {
+			if strings.Contains(line, sub) {
+				out = append(out, line)
+				break
+			}
 		}
 	}
 	return strings.Join(out, "\n")
@@ -582,9 +673,19 @@ func grepLines(text, sub string) string {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	waitForReport(t, timeout, what, cond, nil)
+}
+
+// waitForReport is waitFor with report's account of what is missing in
+// the failure.
+func waitForReport(t *testing.T, timeout time.Duration, what string, cond func() bool, report func() string) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if report != nil {
+				t.Fatalf("timed out after %v waiting for %s\n%s", timeout, what, report())
+			}
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(100 * time.Millisecond)
