@@ -38,6 +38,7 @@ type Relay struct {
 	disp    *dispatcher
 	mesh    *meshTracker
 	traffic *traffic
+	pubsub  *pubsubCounts
 	scores  scoreBoard
 
 	mu     sync.Mutex
@@ -62,7 +63,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Relay{cfg: cfg, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic()}
+	r := &Relay{cfg: cfg, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic(), pubsub: newPubsubCounts()}
 	r.disp = &dispatcher{ctx: ctx, archive: cfg.Archive, archiveDone: cfg.ArchiveDone, queueLen: cfg.HandlerQueueSize, c: &r.c}
 	score, thresholds := nwakuPeerScore()
 	ps, err := pubsub.NewGossipSub(ctx, h,
@@ -82,6 +83,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithRawTracer(tracer{c: &r.c}),
 		pubsub.WithRawTracer(r.mesh),
 		pubsub.WithRawTracer(r.traffic),
+		pubsub.WithRawTracer(r.pubsub),
 	)
 	if err != nil {
 		cancel()
@@ -490,6 +492,7 @@ func (r *Relay) Stats() Stats {
 		Delivered:   r.c.delivered.Load(),
 		Drops:       make(map[DropReason]uint64, numDropReasons),
 		Topics:      map[string]TopicStats{},
+		Pubsub:      r.pubsub.snapshot(),
 	}
 	for i := range r.c.drops {
 		s.Drops[DropReason(i)] = r.c.drops[i].Load()
