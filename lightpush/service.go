@@ -229,6 +229,7 @@ func (s *Service) answerV2(ctx context.Context, b []byte) LegacyRPC {
 		return LegacyRPC{RequestID: rpc.RequestID, Response: s.PushLegacy(ctx, *rpc.Request)}
 	}
 	s.c.count(2, StatusBadRequest)
+	s.c.legacyFailure(info)
 	return LegacyRPC{RequestID: rpc.RequestID, Response: &LegacyResponse{Info: info}}
 }
 
@@ -240,6 +241,7 @@ func (s *Service) PushLegacy(ctx context.Context, req LegacyRequest) *LegacyResp
 	if code == StatusOK {
 		return &LegacyResponse{IsSuccess: true, Info: "OK"}
 	}
+	s.c.legacyFailure(desc)
 	return &LegacyResponse{Info: desc}
 }
 
@@ -347,11 +349,22 @@ type Stats struct {
 	// waku_lightpush_legacy/protocol.nim); nwaku counts no "out" for
 	// lightpush.
 	BytesIn map[string]uint64
+	// LegacyFailures counts the legacy (v2) requests that failed, rate
+	// limited ones aside, by the info text of the answer: nwaku's
+	// waku_lightpush_errors label (waku_lightpush_legacy/protocol.nim
+	// handleRequest). At most MaxLegacyFailureTexts texts are kept apart;
+	// the others count under "other".
+	LegacyFailures map[string]uint64
 }
+
+// MaxLegacyFailureTexts bounds the distinct texts Stats.LegacyFailures
+// keeps, and so the labels of the metric they feed.
+const MaxLegacyFailureTexts = 64
 
 type counters struct {
 	mu                               sync.Mutex
 	answers                          map[string]map[uint32]uint64
+	legacyFailures                   map[string]uint64
 	asArrived, reencoded, unreadable atomic.Uint64
 	bytesInV3, bytesInV2             atomic.Uint64
 }
@@ -369,9 +382,22 @@ func (c *counters) count(version int, code uint32) {
 	c.answers[v][code]++
 }
 
+// legacyFailure counts one failed legacy request answered with info.
+func (c *counters) legacyFailure(info string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.legacyFailures == nil {
+		c.legacyFailures = map[string]uint64{}
+	}
+	if _, ok := c.legacyFailures[info]; !ok && len(c.legacyFailures) >= MaxLegacyFailureTexts {
+		info = "other"
+	}
+	c.legacyFailures[info]++
+}
+
 // Stats returns a snapshot of the counters.
 func (s *Service) Stats() Stats {
-	st := Stats{Answers: map[string]map[uint32]uint64{},
+	st := Stats{Answers: map[string]map[uint32]uint64{}, LegacyFailures: map[string]uint64{},
 		PublishedAsArrived: s.c.asArrived.Load(), Reencoded: s.c.reencoded.Load(), Unreadable: s.c.unreadable.Load(),
 		BytesIn: map[string]uint64{"v3": s.c.bytesInV3.Load(), "v2": s.c.bytesInV2.Load()}}
 	s.c.mu.Lock()
@@ -381,6 +407,9 @@ func (s *Service) Stats() Stats {
 		for code, n := range codes {
 			st.Answers[v][code] = n
 		}
+	}
+	for info, n := range s.c.legacyFailures {
+		st.LegacyFailures[info] = n
 	}
 	return st
 }
