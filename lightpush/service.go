@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
@@ -141,6 +143,9 @@ func (s *Service) handleV3(st network.Stream) {
 	s.serve(st, &s.c.bytesInV3, func(ctx context.Context, b []byte) []byte {
 		resp := s.answerV3(ctx, b)
 		return resp.append(nil)
+	}, func(requestID string) []byte {
+		s.c.count(3, StatusInvalidMessage)
+		return (&Response{RequestID: requestID, StatusCode: StatusInvalidMessage, StatusDesc: tooLargeText}).append(nil)
 	})
 }
 
@@ -152,6 +157,10 @@ func (s *Service) handleV2(st network.Stream) {
 	s.serve(st, &s.c.bytesInV2, func(ctx context.Context, b []byte) []byte {
 		resp := s.answerV2(ctx, b)
 		return resp.Append(nil)
+	}, func(requestID string) []byte {
+		s.c.count(2, StatusInvalidMessage)
+		s.c.legacyFailure(tooLargeText)
+		return (&LegacyRPC{RequestID: requestID, Response: &LegacyResponse{Info: tooLargeText}}).Append(nil)
 	})
 }
 
@@ -167,8 +176,12 @@ func (s *Service) refuse(st network.Stream, version int, answer []byte) {
 }
 
 // serve reads one request from st, adds its length to bytesIn, answers it
-// and closes the stream.
-func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(context.Context, []byte) []byte) {
+// and closes the stream. A request over MaxRequestSize carries a message
+// over message.MaxSize: nwaku reads requests of any size and answers it as
+// its relay refuses the message (INVALID_MESSAGE, "Message size exceeded
+// maximum of 153600 bytes"), so the service reads only its first bytes,
+// for the request id, passes over the rest and answers tooLarge(id).
+func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(context.Context, []byte) []byte, tooLarge func(requestID string) []byte) {
 	if !s.life.Enter() {
 		st.Reset()
 		return
@@ -177,18 +190,80 @@ func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(c
 	ctx, cancel := context.WithTimeout(s.life.Context(), s.cfg.Timeout)
 	defer cancel()
 	st.SetDeadline(time.Now().Add(s.cfg.Timeout))
-	b, err := lpframe.Read(st, MaxRequestSize)
+	n, err := lpframe.ReadLength(st)
+	var out []byte
+	switch {
+	case err != nil:
+	case n > MaxRequestSize:
+		var id string
+		if id, err = skipRequest(st, n); err == nil {
+			out = tooLarge(id)
+		}
+	default:
+		b := make([]byte, n)
+		if _, err = io.ReadFull(st, b); err == nil {
+			out = answer(ctx, b)
+		}
+	}
 	if err != nil {
 		s.c.unreadable.Add(1)
 		st.Reset()
 		return
 	}
-	bytesIn.Add(uint64(len(b)))
-	if err := lpframe.Write(st, answer(ctx, b)); err != nil {
+	bytesIn.Add(n)
+	if err := lpframe.Write(st, out); err != nil {
 		st.Reset()
 		return
 	}
 	st.Close()
+}
+
+// tooLargeText is nwaku's answer to a message over message.MaxSize (its
+// relay's validateMessage).
+var tooLargeText = fmt.Sprintf("Message size exceeded maximum of %d bytes", message.MaxSize)
+
+// requestHead is how much of an oversized request skipRequest reads to
+// find its request id (field 1, which nwaku, go-waku and js-waku write
+// first).
+const requestHead = 1024
+
+// skipRequest reads the n bytes of an oversized request from r, keeping
+// only its first requestHead, and returns the request id found there
+// (field 1 of both LightPushRequest and the legacy PushRPC), or "N/A" when
+// the head holds none.
+func skipRequest(r io.Reader, n uint64) (string, error) {
+	head := make([]byte, min(n, requestHead))
+	if _, err := io.ReadFull(r, head); err != nil {
+		return "", err
+	}
+	if _, err := io.CopyN(io.Discard, r, int64(n)-int64(len(head))); err != nil {
+		return "", err
+	}
+	return headRequestID(head), nil
+}
+
+// headRequestID returns field 1 of the protobuf whose first bytes are
+// head, "N/A" when head does not hold it whole.
+func headRequestID(head []byte) string {
+	for len(head) > 0 {
+		num, typ, n := protowire.ConsumeTag(head)
+		if n < 0 {
+			break
+		}
+		head = head[n:]
+		if num == 1 && typ == protowire.BytesType {
+			if v, m := protowire.ConsumeBytes(head); m >= 0 {
+				return string(v)
+			}
+			break
+		}
+		if m := protowire.ConsumeFieldValue(num, typ, head); m >= 0 {
+			head = head[m:]
+			continue
+		}
+		break
+	}
+	return "N/A"
 }
 
 // answerV3 answers one encoded LightPushRequest (nwaku
@@ -253,7 +328,7 @@ func (s *Service) push(ctx context.Context, wire []byte, topic string, hasTopic,
 	m, err := message.Decode(wire, s.cfg.Counters)
 	if errors.Is(err, message.ErrTooLarge) {
 		// nwaku decodes, then relay's validateMessage refuses the size.
-		return StatusInvalidMessage, fmt.Sprintf("Message size exceeded maximum of %d bytes", message.MaxSize), 0
+		return StatusInvalidMessage, tooLargeText, 0
 	}
 	if err != nil {
 		return StatusBadRequest, "decode_rpc_failure: " + err.Error(), 0
