@@ -489,4 +489,7 @@ type PeerStats struct {
 	StoreFull      uint64 // peers not kept: the store was full of connected ones
 	DNSFailures    uint64 // DNS trees that could not be fetched or verified
 	DNSRejected    uint64 // records of DNS trees whose Waku fields did not decode
+	// StorageFailures and StorageLoadFailures count failed writes and
+	// reads of DataDir/peers.json (Config.PeerPersistence).
+	StorageFailures, StorageLoadFailures uint64
 }

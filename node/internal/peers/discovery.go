@@ -369,9 +369,11 @@ func (m *Manager) askPeerExchange(ctx context.Context, pi peer.AddrInfo) {
 // DiscoveryStats are the counters of the peer exchange server and client
 // and of discv5, zero for what does not run.
 type DiscoveryStats struct {
-	PxServer peerexchange.ServerStats
-	PxClient peerexchange.ClientStats
-	Discv5   discovery.Discv5Stats
+	// PxServing says whether the node serves peer exchange (PxServer).
+	PxServing bool
+	PxServer  peerexchange.ServerStats
+	PxClient  peerexchange.ClientStats
+	Discv5    discovery.Discv5Stats
 	// Discv5Running says whether discv5 runs.
 	Discv5Running bool
 }
@@ -382,7 +384,7 @@ func (m *Manager) DiscoveryStats() DiscoveryStats {
 	defer m.disc.mu.Unlock()
 	var s DiscoveryStats
 	if m.disc.pxServer != nil {
-		s.PxServer = m.disc.pxServer.Stats()
+		s.PxServer, s.PxServing = m.disc.pxServer.Stats(), true
 	}
 	if m.disc.pxClient != nil {
 		s.PxClient = m.disc.pxClient.Stats()
