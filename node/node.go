@@ -162,7 +162,8 @@ func (n *Node) build() error {
 // certificate for secure WebSocket loaded.
 func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	hc := peers.HostConfig{MaxConnections: n.cfg.MaxConnections, AgentString: n.cfg.AgentString, WebSocket: n.cfg.WebSocket,
-		PortMapping: n.cfg.Discovery.portMapping(), Listen: n.cfg.listen, Registerer: n.metrics.Registry()}
+		PortMapping: n.cfg.Discovery.portMapping(), Listen: n.cfg.listen, Registerer: n.metrics.Registry(),
+		Wire: n.metrics.Wire()}
 	// By default yamux first, then mplex for js-libp2p clients (js-waku),
 	// which speak nothing else; nwaku offers both.
 	for _, m := range n.cfg.Muxers {

@@ -43,6 +43,7 @@ func (n *Node) openArchive() error {
 	loc := n.cfg.archive
 	cfg := n.cfg.ArchiveConfig
 	n.metrics.ObserveArchive(&cfg.Config)
+	n.metrics.ObservePostgres(&cfg.Postgres)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
