@@ -279,6 +279,7 @@ var dashboardGaps = []gapRule{
 	{metric: "waku_filter_subscribers", why: "a name nwaku v0.38.1 no longer declares (now waku_filter_subscriptions)"},
 	{snippet: `instance=~"bridge`, why: "the chat2bridge's panels"},
 	{metric: "waku_bridge_transfers_total", why: "the chat2bridge's panels"},
+	{metric: "libp2p_autonat_reachability_confidence", why: "nim-libp2p's AutoNAT client; go-libp2p's runs for public addresses only and reports as libp2p_autonat_reachability_status_confidence"},
 	{snippet: `phase="sendQuery"`, why: "nwaku v0.38.1 names this phase sendToDBQuery, so the panel is empty on nwaku too; pgx does not time the send apart"},
 }
 
