@@ -32,18 +32,18 @@ func TestLibp2pMetricsScraped(t *testing.T) {
 	}
 	recv, pub := scrape(t, p.recv), scrape(t, p.pub)
 	for key, want := range map[string]float64{
-		"libp2p_pubsub_peers":                    1,
-		"libp2p_pubsub_topics":                   1,
-		"libp2p_pubsub_subscriptions_total":      1,
-		"libp2p_pubsub_unsubscriptions_total":    0,
-		"libp2p_pubsub_validation_success_total": 3,
-		"libp2p_pubsub_validation_failure_total": 0,
-		"libp2p_pubsub_validation_ignore_total":  0,
-		"libp2p_total_dial_attempts_total":       0, // it was dialled
-		"libp2p_successful_dials_total":          0,
-		"libp2p_failed_dials_total":              0,
-		`libp2p_open_streams{dir="In",type="ChronosStream"}`: 1,
-		`libp2p_open_streams{dir="In",type="SecureConn"}`:    1,
+		"libp2p_pubsub_peers":                                  1,
+		"libp2p_pubsub_topics":                                 1,
+		"libp2p_pubsub_subscriptions_total":                    1,
+		"libp2p_pubsub_unsubscriptions_total":                  0,
+		"libp2p_pubsub_validation_success_total":               3,
+		"libp2p_pubsub_validation_failure_total":               0,
+		"libp2p_pubsub_validation_ignore_total":                0,
+		"libp2p_total_dial_attempts_total":                     0, // it was dialled
+		"libp2p_successful_dials_total":                        0,
+		"libp2p_failed_dials_total":                            0,
+		`libp2p_open_streams{dir="In",type="ChronosStream"}`:   1,
+		`libp2p_open_streams{dir="In",type="SecureConn"}`:      1,
 		`waku_peers_errors_total{type="storage_failure"}`:      0,
 		`waku_peers_errors_total{type="storage_load_failure"}`: 0,
 	} {

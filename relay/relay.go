@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -43,6 +45,10 @@ type Relay struct {
 
 	mu     sync.Mutex
 	topics map[string]*topicState
+	// joined holds the names of r.topics for gossipsub's event loop, which
+	// must not take r.mu (Join waits for the loop with r.mu held). It is
+	// replaced, never changed, with r.mu held.
+	joined atomic.Pointer[map[string]struct{}]
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -84,6 +90,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithRawTracer(r.mesh),
 		pubsub.WithRawTracer(r.traffic),
 		pubsub.WithRawTracer(r.pubsub),
+		pubsub.WithSubscriptionFilter(peerSubscriptions{r}),
 	)
 	if err != nil {
 		cancel()
@@ -123,6 +130,59 @@ func (r *Relay) Counters() *message.Counters { return r.cfg.Counters }
 // TopicPeers returns the peers gossipsub knows to be subscribed to
 // pubsubTopic (mesh or not), in no particular order; nil when there are none.
 func (r *Relay) TopicPeers(pubsubTopic string) []peer.ID { return r.ps.ListPeers(pubsubTopic) }
+
+// WaitTopicPeers returns once at least n relay peers follow pubsubTopic
+// (TopicPeers), which the relay must have joined (Subscribe, Publish). It
+// waits on gossipsub's peer events of the topic, so that an application can
+// publish as soon as someone will hear it, and a lightpush service will not
+// answer NO_PEERS_TO_RELAY. Errors wrap
+// ErrNotSubscribed (the topic is not joined) or ErrClosed (the relay is,
+// or closes while waiting), or are ctx's.
+func (r *Relay) WaitTopicPeers(ctx context.Context, pubsubTopic string, n int) error {
+	r.mu.Lock()
+	ts, joined := r.topics[pubsubTopic]
+	closed := r.closed
+	r.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case !joined:
+		return fmt.Errorf("%w: %s", ErrNotSubscribed, pubsubTopic)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(r.ctx, cancel)()
+	err := r.waitPeers(ctx, ts.topic, n)
+	if err != nil && r.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return err
+}
+
+// waitPeers waits on t's peer events until t has n peers. gossipsub may
+// report a peer's subscription before it counts the peer itself (once its
+// stream is up, with no event of its own), so the count is also checked
+// again every peerRecheck without an event.
+func (r *Relay) waitPeers(ctx context.Context, t *pubsub.Topic, n int) error {
+	events, err := t.EventHandler() // reports the peers already there as joins
+	if err != nil {
+		return fmt.Errorf("relay: peer events of %q: %w", t.String(), err)
+	}
+	defer events.Cancel()
+	for len(t.ListPeers()) < n {
+		next, cancel := context.WithTimeout(ctx, peerRecheck)
+		_, err := events.NextPeerEvent(next)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// peerRecheck is how long waitPeers waits for a peer event before it
+// counts the topic's peers again.
+const peerRecheck = 50 * time.Millisecond
 
 // validateBytes is the topic validator's work on one received message:
 // decode once, apply the Reject and Ignore rules (with RLN relay, its check
@@ -211,8 +271,12 @@ func (r *Relay) topicLocked(pubsubTopic string) (*topicState, error) {
 	if err := r.ps.RegisterTopicValidator(pubsubTopic, r.validator(pubsubTopic, c), pubsub.WithValidatorInline(true)); err != nil {
 		return nil, fmt.Errorf("relay: register validator for %q: %w", pubsubTopic, err)
 	}
+	// Peers' subscriptions to the topic count from before the join, so
+	// that none that arrives while gossipsub joins is dropped.
+	r.setJoined(pubsubTopic, true)
 	t, err := r.ps.Join(pubsubTopic)
 	if err != nil {
+		r.setJoined(pubsubTopic, false)
 		_ = r.ps.UnregisterTopicValidator(pubsubTopic)
 		return nil, fmt.Errorf("relay: join %q: %w", pubsubTopic, err)
 	}
@@ -223,6 +287,42 @@ func (r *Relay) topicLocked(pubsubTopic string) (*topicState, error) {
 	ts := &topicState{topic: t, owners: map[Owner]struct{}{}, stats: c}
 	r.topics[pubsubTopic] = ts
 	return ts, nil
+}
+
+// setJoined adds pubsubTopic to r.joined, or removes it. r.mu is held.
+func (r *Relay) setJoined(pubsubTopic string, joined bool) {
+	next := map[string]struct{}{}
+	if old := r.joined.Load(); old != nil {
+		maps.Copy(next, *old)
+	}
+	if joined {
+		next[pubsubTopic] = struct{}{}
+	} else {
+		delete(next, pubsubTopic)
+	}
+	r.joined.Store(&next)
+}
+
+// tracksPeersOf reports whether peers' subscriptions to pubsubTopic are
+// kept: the relay has joined it, or Config.PeerTopics allows it.
+func (r *Relay) tracksPeersOf(pubsubTopic string) bool {
+	if m := r.joined.Load(); m != nil {
+		if _, ok := (*m)[pubsubTopic]; ok {
+			return true
+		}
+	}
+	return r.cfg.PeerTopics != nil && r.cfg.PeerTopics(pubsubTopic)
+}
+
+// peerSubscriptions is gossipsub's subscription filter: it drops the
+// subscriptions peers announce to topics the relay does not track (see
+// tracksPeersOf), and leaves the relay's own joins alone.
+type peerSubscriptions struct{ r *Relay }
+
+func (peerSubscriptions) CanSubscribe(string) bool { return true }
+
+func (f peerSubscriptions) FilterIncomingSubscriptions(_ peer.ID, subs []*pb.RPC_SubOpts) ([]*pb.RPC_SubOpts, error) {
+	return pubsub.FilterSubscriptions(subs, f.r.tracksPeersOf), nil
 }
 
 // Owner names who needs a subscription: the node's configuration, the

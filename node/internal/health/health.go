@@ -90,6 +90,9 @@ type Node struct {
 	RelayPeers int
 	// Capable counts the connected peers that speak one of codecs.
 	Capable func(codecs []protocol.ID) int
+	// RLN is RLN relay's health and the reason when it is not READY
+	// (nwaku getRlnRelayHealth); nil when RLN relay is off (NOT_MOUNTED).
+	RLN func() (state.HealthStatus, string)
 }
 
 // Report computes GET /health of n as nwaku v0.38.1 does
@@ -116,6 +119,14 @@ func (m *Monitor) Report(n Node) rest.Health {
 	for _, name := range healthOrder {
 		if name == Relay {
 			report = append(report, relay)
+			continue
+		}
+		if name == RlnRelay {
+			p := rest.ProtocolHealth{Protocol: name, Health: state.NotMounted}
+			if n.RLN != nil {
+				p.Health, p.Desc = n.RLN()
+			}
+			report = append(report, p)
 			continue
 		}
 		p := rest.ProtocolHealth{Protocol: name, Health: state.NotMounted}
