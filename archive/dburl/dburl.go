@@ -15,8 +15,11 @@ package dburl
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -118,8 +121,11 @@ func Open(ctx context.Context, url string, cfg Config) (archive.Archive, error) 
 
 // Open opens the archive at l: postgres.Open with cfg.Postgres, or
 // embedded.Open of l.Dir with cfg.Embedded (its IndexPath set to l.Index
-// when that is given). The zero Location is archive.ErrConfig; other
-// errors are the driver's.
+// when that is given). The zero Location is archive.ErrConfig, and so is an
+// index file whose directory does not exist: as with nwaku's SQLite
+// driver, sqlite://PATH creates the file but not its directories, so that
+// a mistyped path is not a new empty archive. Other errors are the
+// driver's.
 func (l Location) Open(ctx context.Context, cfg Config) (archive.Archive, error) {
 	if l.Postgres != "" {
 		a, err := postgres.Open(ctx, l.Postgres, cfg.Config, cfg.Postgres)
@@ -132,6 +138,9 @@ func (l Location) Open(ctx context.Context, cfg Config) (archive.Archive, error)
 		return nil, fmt.Errorf("%w: a location with neither a PostgreSQL URL nor a directory", archive.ErrConfig)
 	}
 	if l.Index != "" {
+		if err := checkIndexDir(l.Index); err != nil {
+			return nil, err
+		}
 		cfg.Embedded.IndexPath = l.Index
 	}
 	a, err := embedded.Open(l.Dir, cfg.Config, cfg.Embedded)
@@ -139,4 +148,20 @@ func (l Location) Open(ctx context.Context, cfg Config) (archive.Archive, error)
 		return nil, err
 	}
 	return a, nil
+}
+
+// checkIndexDir refuses an index file whose directory is missing or not a
+// directory. Errors wrap archive.ErrConfig.
+func checkIndexDir(index string) error {
+	dir := filepath.Dir(index)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: database URL sqlite://%s: directory %s does not exist; create it, or give a path in an existing directory", archive.ErrConfig, index, dir)
+	case err != nil:
+		return fmt.Errorf("%w: database URL sqlite://%s: %v", archive.ErrConfig, index, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: database URL sqlite://%s: %s is not a directory", archive.ErrConfig, index, dir)
+	}
+	return nil
 }
