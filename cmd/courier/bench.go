@@ -192,7 +192,7 @@ func runBench(args []string) error {
 	if *muxers != "" {
 		cfg.Muxers = strings.Split(*muxers, ",")
 	}
-	cfg.Out, cfg.Progress = os.Stdout, os.Stderr
+	cfg.Out, cfg.Progress, cfg.ProgressTerminal = os.Stdout, os.Stderr, isTerminal(os.Stderr)
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -269,4 +269,11 @@ func printNotes(rows []bench.Row) {
 				r.Scenario, r.Trace.CacheBoundBytes/1e6, r.MsgPerS, r.PeakHeapMB)
 		}
 	}
+}
+
+// isTerminal reports whether f is a terminal (a character device), where
+// the progress bar may be redrawn in place.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
