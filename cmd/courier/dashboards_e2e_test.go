@@ -265,7 +265,7 @@ type gapRule struct{ metric, prefix, snippet, why string }
 var dashboardGaps = []gapRule{
 	{prefix: "netdata_", why: "netdata's host metrics, from a netdata agent beside the node"},
 	{prefix: "nim_gc_", why: "the Nim runtime's garbage collector (Go's is go_memstats_*, go_gc_*)"},
-	{prefix: "waku_rln_", why: "RLN relay, not wired into the node yet"},
+	{prefix: "waku_rln_", why: "RLN relay, off on these nodes: it needs a membership contract on a chain"},
 	{prefix: "waku_swap_", why: "swap, which nwaku v0.38.1 no longer has"},
 	{prefix: "waku_peer_swap_", why: "swap, which nwaku v0.38.1 no longer has"},
 	{prefix: "waku_legacy_", why: "legacy store and filter, which nwaku v0.38.1 no longer has"},
