@@ -137,10 +137,10 @@ func (l Location) Open(ctx context.Context, cfg Config) (archive.Archive, error)
 	if l.Dir == "" {
 		return nil, fmt.Errorf("%w: a location with neither a PostgreSQL URL nor a directory", archive.ErrConfig)
 	}
+	if err := l.Check(); err != nil {
+		return nil, err
+	}
 	if l.Index != "" {
-		if err := checkIndexDir(l.Index); err != nil {
-			return nil, err
-		}
 		cfg.Embedded.IndexPath = l.Index
 	}
 	a, err := embedded.Open(l.Dir, cfg.Config, cfg.Embedded)
@@ -150,9 +150,15 @@ func (l Location) Open(ctx context.Context, cfg Config) (archive.Archive, error)
 	return a, nil
 }
 
-// checkIndexDir refuses an index file whose directory is missing or not a
-// directory. Errors wrap archive.ErrConfig.
-func checkIndexDir(index string) error {
+// Check refuses, before anything is opened or created, an sqlite://PATH
+// location whose PATH is in a directory that does not exist or is not a
+// directory (see Open). Other locations pass. Errors wrap
+// archive.ErrConfig.
+func (l Location) Check() error {
+	if l.Postgres != "" || l.Index == "" {
+		return nil
+	}
+	index := l.Index
 	dir := filepath.Dir(index)
 	fi, err := os.Stat(dir)
 	switch {
