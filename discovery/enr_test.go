@@ -230,3 +230,61 @@ func TestParseENR_Rejects(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalRecord_SetShards: changing the relay shards re-signs the record
+// with a higher sequence number and the new rs (or rsv past the list's
+// size, rs then removed); the same shards again leave the record as it is;
+// a set that would not fit changes nothing.
+func TestLocalRecord_SetShards(t *testing.T) {
+	key, _ := gcrypto.GenerateKey()
+	rec, err := NewLocalRecord(key, RecordConfig{IP: net.IPv4(10, 1, 2, 3), TCPPort: 60000, Caps: Relay,
+		Shards: RelayShards{ClusterID: 1, Shards: []uint16{0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	shardsOf := func() (RelayShards, uint64) {
+		t.Helper()
+		n, err := ParseENR(rec.Text())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := DecodePeer(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Shards, n.Seq()
+	}
+	_, seq0 := shardsOf()
+	if err := rec.SetShards(RelayShards{ClusterID: 1, Shards: []uint16{0, 5}}); err != nil {
+		t.Fatal(err)
+	}
+	rs, seq1 := shardsOf()
+	if seq1 != seq0+1 || !slices.Equal(rs.Shards, []uint16{0, 5}) || rs.ClusterID != 1 {
+		t.Fatalf("after adding shard 5: seq %d (was %d), shards %+v", seq1, seq0, rs)
+	}
+	if err := rec.SetShards(RelayShards{ClusterID: 1, Shards: []uint16{0, 5}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, seq := shardsOf(); seq != seq1 {
+		t.Fatalf("the same shards again: seq %d, want %d", seq, seq1)
+	}
+	many := make([]uint16, 100)
+	for i := range many {
+		many[i] = uint16(i)
+	}
+	if err := rec.SetShards(RelayShards{ClusterID: 1, Shards: many}); err != nil {
+		t.Fatal(err)
+	}
+	rs, seq2 := shardsOf()
+	var list []byte
+	if seq2 != seq1+1 || len(rs.Shards) != 100 || rec.Node().Record().Load(enr.WithEntry(ShardListKey, &list)) == nil {
+		t.Fatalf("100 shards: seq %d, %d shards, rs %x", seq2, len(rs.Shards), list)
+	}
+	if err := rec.SetShards(RelayShards{ClusterID: 1, Shards: []uint16{1024}}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("shard 1024: %v", err)
+	}
+	if rs, seq := shardsOf(); seq != seq2 || len(rs.Shards) != 100 {
+		t.Fatalf("a refused set changed the record: seq %d, %d shards", seq, len(rs.Shards))
+	}
+}

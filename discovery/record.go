@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"sync"
 
 	"github.com/ethereum/go-ethereum/p2p/enode"
 	"github.com/ethereum/go-ethereum/p2p/enr"
@@ -35,13 +37,18 @@ type RecordConfig struct {
 }
 
 // LocalRecord is a node's own signed record, re-signed with a higher
-// sequence number whenever discv5 updates its endpoint. It is safe for
-// concurrent use.
+// sequence number whenever discv5 updates its endpoint or SetShards changes
+// its relay shards. It is safe for concurrent use.
 type LocalRecord struct {
 	*enode.LocalNode
 	db *enode.DB
 	// Dropped are the multiaddrs left out so that the record fits.
 	Dropped []ma.Multiaddr
+
+	key  *ecdsa.PrivateKey
+	mu   sync.Mutex
+	rc   RecordConfig   // as built, Shards as last set
+	kept []ma.Multiaddr // the multiaddrs in the record
 }
 
 // NewLocalRecord builds and signs the record of key described by rc. It
@@ -86,7 +93,47 @@ func NewLocalRecord(key *ecdsa.PrivateKey, rc RecordConfig) (*LocalRecord, error
 	if rc.UDPPort != 0 {
 		ln.SetFallbackUDP(rc.UDPPort)
 	}
-	return &LocalRecord{LocalNode: ln, db: db, Dropped: rc.Multiaddrs[keep:]}, nil
+	return &LocalRecord{LocalNode: ln, db: db, Dropped: rc.Multiaddrs[keep:], key: key, rc: rc, kept: rc.Multiaddrs[:keep]}, nil
+}
+
+// SetShards replaces the relay shards the record announces, as nwaku's
+// discv5 does when the node's relay subscriptions change
+// (waku/discovery/waku_discv5.nim updateENRShards): the rs or rsv entry
+// (Encode's choice; the other key is removed, and both when rs has no
+// shard). The record is re-signed with the next sequence number when it is
+// next read, and only when the shards changed. It fails, changing nothing,
+// when a shard id is over 1023 (ErrMalformed) or the record would be over
+// MaxRecordSize.
+func (r *LocalRecord) SetShards(rs RelayShards) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rc := r.rc
+	rc.Shards = RelayShards{ClusterID: rs.ClusterID, Shards: slices.Clone(rs.Shards)}
+	entries, err := rc.entries()
+	if err != nil {
+		return err
+	}
+	trial := entries
+	if len(r.kept) > 0 {
+		trial = append(trial[:len(trial):len(trial)], enr.WithEntry(MultiaddrsKey, EncodeMultiaddrs(r.kept)))
+	}
+	if err := fits(r.key, trial); err != nil {
+		return fmt.Errorf("discovery: own record with shards %v: %w", rs.Shards, err)
+	}
+	r.rc = rc
+	if len(rc.Shards.Shards) == 0 {
+		r.Delete(enr.WithEntry(ShardListKey, nil))
+		r.Delete(enr.WithEntry(ShardVectorKey, nil))
+		return nil
+	}
+	k, v, _ := rc.Shards.Encode() // checked by entries
+	other := ShardVectorKey
+	if k == ShardVectorKey {
+		other = ShardListKey
+	}
+	r.Set(enr.WithEntry(k, v))
+	r.Delete(enr.WithEntry(other, nil))
+	return nil
 }
 
 // Text returns the record's text form, "enr:" and unpadded base64url.

@@ -22,6 +22,20 @@ import (
 // be opened (nwaku's dial_failure, waku/waku_lightpush/client.nim).
 var ErrDial = errors.New("lightpush: peer dial failure")
 
+// Errors of a request that reached the service peer but got no usable
+// answer: nwaku's client reports each apart (waku_lightpush/client.nim,
+// waku_lightpush_legacy/client.nim sendPushRequest).
+var (
+	// ErrNoResponse: the response could not be read (the stream was reset
+	// or closed early, or timed out).
+	ErrNoResponse = errors.New("lightpush: no response")
+	// ErrRequestIDMismatch: a v3 answer to another request id, other than
+	// a TOO_MANY_REQUESTS answer (which carries "N/A").
+	ErrRequestIDMismatch = errors.New("lightpush: answer to another request")
+	// ErrEmptyResponse: a v2 PushRPC without its response.
+	ErrEmptyResponse = errors.New("lightpush: PushRPC without a response")
+)
+
 // DialError is returned when no stream to Peer could be opened; Err is
 // go-libp2p's reason. errors.Is(err, ErrDial) holds.
 type DialError struct {
@@ -91,8 +105,9 @@ func NewClient(h host.Host, cfg ClientConfig) *Client {
 // Push encodes msg once and asks p to publish it with lightpush v3 on
 // pubsubTopic, or on the topic autosharding gives when pubsubTopic is "".
 // It returns the answer whatever its status (see Response.Err); errors are
-// a *DialError when no stream to p opens, else transport, framing or
-// decode errors.
+// a *DialError when no stream to p opens, ErrNoResponse when no answer is
+// read, ErrRequestIDMismatch, or decode errors (ErrMalformed,
+// ErrMissingField).
 // The message is encoded once, straight into the framed request.
 func (c *Client) Push(ctx context.Context, p peer.ID, pubsubTopic string, msg *message.Message) (Response, error) {
 	req := Request{RequestID: newRequestID(), PubsubTopic: pubsubTopic, HasPubsubTopic: pubsubTopic != ""}
@@ -130,14 +145,16 @@ func (c *Client) send(ctx context.Context, p peer.ID, req Request, frame []byte)
 	if err != nil {
 		return Response{}, err
 	}
-	if resp.RequestID != req.RequestID && resp.RequestID != "N/A" {
-		return resp, fmt.Errorf("%w: answer to request %q, sent %q", ErrMalformed, resp.RequestID, req.RequestID)
+	if resp.RequestID != req.RequestID && resp.StatusCode != StatusTooManyRequests {
+		return resp, fmt.Errorf("%w: answer to request %q, sent %q", ErrRequestIDMismatch, resp.RequestID, req.RequestID)
 	}
 	return resp, nil
 }
 
 // PushLegacy asks p to publish msg on pubsubTopic with lightpush v2. A
-// refusal is a *StatusError with Code 0 and nwaku's info text.
+// refusal is a *StatusError with Code 0 and nwaku's info text ("unknown
+// failure" when the answer has none); other errors as Push's, and
+// ErrEmptyResponse.
 func (c *Client) PushLegacy(ctx context.Context, p peer.ID, pubsubTopic string, msg *message.Message) error {
 	return c.SendLegacy(ctx, p, LegacyRequest{PubsubTopic: pubsubTopic, Message: msg.Encode(c.cfg.Counters)})
 }
@@ -154,9 +171,13 @@ func (c *Client) SendLegacy(ctx context.Context, p peer.ID, req LegacyRequest) e
 		return err
 	}
 	if back.Response == nil {
-		return fmt.Errorf("%w: response", ErrMissingField)
+		return ErrEmptyResponse
 	}
 	if !back.Response.IsSuccess {
+		if back.Response.Info == "" {
+			// nwaku's text for a refusal without info.
+			return &StatusError{Desc: "unknown failure"}
+		}
 		return &StatusError{Desc: back.Response.Info}
 	}
 	return nil
@@ -188,7 +209,7 @@ func (c *Client) exchange(ctx context.Context, p peer.ID, proto protocol.ID, fra
 	b, err := lpframe.Read(st, MaxResponseSize)
 	if err != nil {
 		st.Reset()
-		return nil, fmt.Errorf("lightpush: read response: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrNoResponse, err)
 	}
 	st.Close()
 	return b, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
@@ -170,6 +172,9 @@ func (s *Service) handleV3(st network.Stream) {
 	s.serve(st, &s.c.bytesInV3, func(ctx context.Context, b []byte) []byte {
 		resp := s.answerV3(ctx, b)
 		return resp.append(nil)
+	}, func(requestID string) []byte {
+		s.c.count(3, StatusInvalidMessage)
+		return (&Response{RequestID: requestID, StatusCode: StatusInvalidMessage, StatusDesc: tooLargeText}).append(nil)
 	})
 }
 
@@ -181,6 +186,10 @@ func (s *Service) handleV2(st network.Stream) {
 	s.serve(st, &s.c.bytesInV2, func(ctx context.Context, b []byte) []byte {
 		resp := s.answerV2(ctx, b)
 		return resp.Append(nil)
+	}, func(requestID string) []byte {
+		s.c.count(2, StatusInvalidMessage)
+		s.c.legacyFailure(tooLargeText)
+		return (&LegacyRPC{RequestID: requestID, Response: &LegacyResponse{Info: tooLargeText}}).Append(nil)
 	})
 }
 
@@ -196,8 +205,12 @@ func (s *Service) refuse(st network.Stream, version int, answer []byte) {
 }
 
 // serve reads one request from st, adds its length to bytesIn, answers it
-// and closes the stream.
-func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(context.Context, []byte) []byte) {
+// and closes the stream. A request over MaxRequestSize carries a message
+// over message.MaxSize: nwaku reads requests of any size and answers it as
+// its relay refuses the message (INVALID_MESSAGE, "Message size exceeded
+// maximum of 153600 bytes"), so the service reads only its first bytes,
+// for the request id, passes over the rest and answers tooLarge(id).
+func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(context.Context, []byte) []byte, tooLarge func(requestID string) []byte) {
 	if !s.life.Enter() {
 		st.Reset()
 		return
@@ -206,18 +219,80 @@ func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(c
 	ctx, cancel := context.WithTimeout(s.life.Context(), s.cfg.Timeout)
 	defer cancel()
 	st.SetDeadline(time.Now().Add(s.cfg.Timeout))
-	b, err := lpframe.Read(st, MaxRequestSize)
+	n, err := lpframe.ReadLength(st)
+	var out []byte
+	switch {
+	case err != nil:
+	case n > MaxRequestSize:
+		var id string
+		if id, err = skipRequest(st, n); err == nil {
+			out = tooLarge(id)
+		}
+	default:
+		b := make([]byte, n)
+		if _, err = io.ReadFull(st, b); err == nil {
+			out = answer(ctx, b)
+		}
+	}
 	if err != nil {
 		s.c.unreadable.Add(1)
 		st.Reset()
 		return
 	}
-	bytesIn.Add(uint64(len(b)))
-	if err := lpframe.Write(st, answer(ctx, b)); err != nil {
+	bytesIn.Add(n)
+	if err := lpframe.Write(st, out); err != nil {
 		st.Reset()
 		return
 	}
 	st.Close()
+}
+
+// tooLargeText is nwaku's answer to a message over message.MaxSize (its
+// relay's validateMessage).
+var tooLargeText = fmt.Sprintf("Message size exceeded maximum of %d bytes", message.MaxSize)
+
+// requestHead is how much of an oversized request skipRequest reads to
+// find its request id (field 1, which nwaku, go-waku and js-waku write
+// first).
+const requestHead = 1024
+
+// skipRequest reads the n bytes of an oversized request from r, keeping
+// only its first requestHead, and returns the request id found there
+// (field 1 of both LightPushRequest and the legacy PushRPC), or "N/A" when
+// the head holds none.
+func skipRequest(r io.Reader, n uint64) (string, error) {
+	head := make([]byte, min(n, requestHead))
+	if _, err := io.ReadFull(r, head); err != nil {
+		return "", err
+	}
+	if _, err := io.CopyN(io.Discard, r, int64(n)-int64(len(head))); err != nil {
+		return "", err
+	}
+	return headRequestID(head), nil
+}
+
+// headRequestID returns field 1 of the protobuf whose first bytes are
+// head, "N/A" when head does not hold it whole.
+func headRequestID(head []byte) string {
+	for len(head) > 0 {
+		num, typ, n := protowire.ConsumeTag(head)
+		if n < 0 {
+			break
+		}
+		head = head[n:]
+		if num == 1 && typ == protowire.BytesType {
+			if v, m := protowire.ConsumeBytes(head); m >= 0 {
+				return string(v)
+			}
+			break
+		}
+		if m := protowire.ConsumeFieldValue(num, typ, head); m >= 0 {
+			head = head[m:]
+			continue
+		}
+		break
+	}
+	return "N/A"
 }
 
 // answerV3 answers one encoded LightPushRequest (nwaku
@@ -258,6 +333,7 @@ func (s *Service) answerV2(ctx context.Context, b []byte) LegacyRPC {
 		return LegacyRPC{RequestID: rpc.RequestID, Response: s.PushLegacy(ctx, *rpc.Request)}
 	}
 	s.c.count(2, StatusBadRequest)
+	s.c.legacyFailure(info)
 	return LegacyRPC{RequestID: rpc.RequestID, Response: &LegacyResponse{Info: info}}
 }
 
@@ -269,6 +345,7 @@ func (s *Service) PushLegacy(ctx context.Context, req LegacyRequest) *LegacyResp
 	if code == StatusOK {
 		return &LegacyResponse{IsSuccess: true, Info: "OK"}
 	}
+	s.c.legacyFailure(desc)
 	return &LegacyResponse{Info: desc}
 }
 
@@ -280,7 +357,7 @@ func (s *Service) push(ctx context.Context, wire []byte, topic string, hasTopic,
 	m, err := message.Decode(wire, s.cfg.Counters)
 	if errors.Is(err, message.ErrTooLarge) {
 		// nwaku decodes, then relay's validateMessage refuses the size.
-		return StatusInvalidMessage, fmt.Sprintf("Message size exceeded maximum of %d bytes", message.MaxSize), 0
+		return StatusInvalidMessage, tooLargeText, 0
 	}
 	if err != nil {
 		return StatusBadRequest, "decode_rpc_failure: " + err.Error(), 0
@@ -396,11 +473,22 @@ type Stats struct {
 	// waku_lightpush_legacy/protocol.nim); nwaku counts no "out" for
 	// lightpush.
 	BytesIn map[string]uint64
+	// LegacyFailures counts the legacy (v2) requests that failed, rate
+	// limited ones aside, by the info text of the answer: nwaku's
+	// waku_lightpush_errors label (waku_lightpush_legacy/protocol.nim
+	// handleRequest). At most MaxLegacyFailureTexts texts are kept apart;
+	// the others count under "other".
+	LegacyFailures map[string]uint64
 }
+
+// MaxLegacyFailureTexts bounds the distinct texts Stats.LegacyFailures
+// keeps, and so the labels of the metric they feed.
+const MaxLegacyFailureTexts = 64
 
 type counters struct {
 	mu                               sync.Mutex
 	answers                          map[string]map[uint32]uint64
+	legacyFailures                   map[string]uint64
 	asArrived, reencoded, unreadable atomic.Uint64
 	bytesInV3, bytesInV2             atomic.Uint64
 }
@@ -418,9 +506,22 @@ func (c *counters) count(version int, code uint32) {
 	c.answers[v][code]++
 }
 
+// legacyFailure counts one failed legacy request answered with info.
+func (c *counters) legacyFailure(info string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.legacyFailures == nil {
+		c.legacyFailures = map[string]uint64{}
+	}
+	if _, ok := c.legacyFailures[info]; !ok && len(c.legacyFailures) >= MaxLegacyFailureTexts {
+		info = "other"
+	}
+	c.legacyFailures[info]++
+}
+
 // Stats returns a snapshot of the counters.
 func (s *Service) Stats() Stats {
-	st := Stats{Answers: map[string]map[uint32]uint64{},
+	st := Stats{Answers: map[string]map[uint32]uint64{}, LegacyFailures: map[string]uint64{},
 		PublishedAsArrived: s.c.asArrived.Load(), Reencoded: s.c.reencoded.Load(), Unreadable: s.c.unreadable.Load(),
 		BytesIn: map[string]uint64{"v3": s.c.bytesInV3.Load(), "v2": s.c.bytesInV2.Load()}}
 	s.c.mu.Lock()
@@ -430,6 +531,9 @@ func (s *Service) Stats() Stats {
 		for code, n := range codes {
 			st.Answers[v][code] = n
 		}
+	}
+	for info, n := range s.c.legacyFailures {
+		st.LegacyFailures[info] = n
 	}
 	return st
 }

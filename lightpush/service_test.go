@@ -3,6 +3,7 @@ package lightpush
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -92,6 +93,11 @@ func TestStatusCodes(t *testing.T) {
 			if v2.IsSuccess != (tc.code == 200) || v2.Info != want {
 				t.Fatalf("v2 %v %q, want %q", v2.IsSuccess, v2.Info, want)
 			}
+			// nwaku's waku_lightpush_errors, labelled with the info text.
+			failures := s.Stats().LegacyFailures
+			if tc.code == 200 && len(failures) != 0 || tc.code != 200 && (len(failures) != 1 || failures[want] != 1) {
+				t.Fatalf("legacy failures %v", failures)
+			}
 		})
 	}
 }
@@ -115,6 +121,25 @@ func TestDecodeErrorsOverTheWire(t *testing.T) {
 	v2 := s.answerV2(context.Background(), []byte{0x0a, 0x01, 'x'})
 	if v2.RequestID != "x" || v2.Response == nil || v2.Response.IsSuccess || v2.Response.Info != "empty_request_body_failure" {
 		t.Fatalf("v2 %+v", v2.Response)
+	}
+	if f := s.Stats().LegacyFailures; len(f) != 1 || f["empty_request_body_failure"] != 1 {
+		t.Fatalf("legacy failures %v", f)
+	}
+}
+
+// TestLegacyFailureTextsBounded: past MaxLegacyFailureTexts distinct
+// texts, failures count under "other", so the metric's labels stay
+// bounded whatever peers send.
+func TestLegacyFailureTextsBounded(t *testing.T) {
+	s, _ := New(nil, Config{Relay: &fakeRelay{peers: 1}})
+	defer s.Close()
+	for i := range MaxLegacyFailureTexts + 10 {
+		s.c.legacyFailure(fmt.Sprintf("text %d", i))
+	}
+	s.c.legacyFailure("text 0")
+	f := s.Stats().LegacyFailures
+	if len(f) != MaxLegacyFailureTexts+1 || f["other"] != 10 || f["text 0"] != 2 {
+		t.Fatalf("%d texts, other %d, text 0 %d", len(f), f["other"], f["text 0"])
 	}
 }
 

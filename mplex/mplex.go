@@ -20,6 +20,9 @@
 // peer sends mirror js-libp2p's mplex (@libp2p/mplex, src/mplex.ts):
 //   - a frame longer than MaxFrameSize (1 MiB) closes the connection;
 //   - inbound streams beyond Transport.MaxInboundStreams (1024) are reset;
+//     in a go-libp2p host this is a ceiling the resource manager's limits
+//     come under, since the swarm resets every inbound stream its
+//     resource manager refuses (see "Stream limits" below);
 //   - a stream holding more than Transport.MaxStreamBuffer (4 MiB) unread
 //     is reset;
 //   - when the streams of a connection hold more than
@@ -64,6 +67,20 @@
 // (hashicorp/yamux's StreamCloseTimeout, which go-yamux does not have),
 // and streams closed here cannot pile up. Streams open at once are
 // counted by go-libp2p's resource manager, as for yamux.
+//
+// # Stream limits
+//
+// Streams open at once are counted by go-libp2p's resource manager, which
+// a courier node leaves at go-libp2p's defaults, autoscaled to an eighth of
+// the machine's memory (go-libp2p p2p/host/resource-manager
+// limit_defaults.go): with M GiB of RAM, a peer may hold 64 + M/2 inbound
+// streams of any one protocol, 256 + 16*M inbound streams across all
+// protocols and connections, and streams whose protocol is still being
+// negotiated count against a node-wide transient limit of 128 + 16*M. So
+// on a machine of less than 48 GiB every peer is refused by the resource
+// manager before it reaches MaxInboundStreams on one connection; on 16 GiB,
+// 72 streams of one protocol and 512 in all. A refused stream is reset
+// (network.StreamResourceLimitExceeded), as past MaxInboundStreams.
 //
 // Deadlines follow net.Conn: setting or moving one also applies to a Read
 // or Write already waiting. Every waiting reader sees io.EOF or the reset.

@@ -48,7 +48,9 @@ type Node struct {
 	light   light
 	// shardMu is held from the shard-count check of a relay subscription
 	// (checkMoreShards) until the subscription is made.
-	shardMu  sync.Mutex
+	shardMu sync.Mutex
+	// recordMu orders the ENR's shard updates (syncRecordShards).
+	recordMu sync.Mutex
 	metadata *metadata.Service
 	peers    *peers.Manager
 	http     httpParts
@@ -128,7 +130,7 @@ func (n *Node) build() error {
 	ping.NewPingService(n.host) // unmounted by closeParts
 	if n.cfg.Relay {
 		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger,
-			PeerTopics: n.cfg.isClusterTopic}
+			PeerTopics: n.cfg.isClusterTopic, OnTopicsChanged: n.syncRecordShards}
 		n.metrics.ObserveRelay(&rc)
 		if err := n.buildRLN(&rc); err != nil {
 			return err
@@ -168,7 +170,8 @@ func (n *Node) build() error {
 // certificate for secure WebSocket loaded.
 func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	hc := peers.HostConfig{MaxConnections: n.cfg.MaxConnections, AgentString: n.cfg.AgentString, WebSocket: n.cfg.WebSocket,
-		PortMapping: n.cfg.Discovery.portMapping(), Listen: n.cfg.listen, Registerer: n.metrics.Registry()}
+		PortMapping: n.cfg.Discovery.portMapping(), Listen: n.cfg.listen, Registerer: n.metrics.Registry(),
+		Wire: n.metrics.Wire()}
 	// By default yamux first, then mplex for js-libp2p clients (js-waku),
 	// which speak nothing else; nwaku offers both.
 	for _, m := range n.cfg.Muxers {
@@ -209,6 +212,18 @@ func (n *Node) shards() []uint16 {
 	return n.cfg.clusterShards(n.relay.Topics())
 }
 
+// syncRecordShards makes the ENR announce the shards the relay follows
+// now (peers.Manager.SetRelayShards); recordMu keeps concurrent changes
+// from leaving an older set in the record.
+func (n *Node) syncRecordShards() {
+	if n.relay == nil {
+		return
+	}
+	n.recordMu.Lock()
+	defer n.recordMu.Unlock()
+	n.peers.SetRelayShards(n.shards())
+}
+
 // Start subscribes the relay to the node's pubsub topics and starts
 // dialling the static nodes. It returns once the subscriptions are made;
 // dialling goes on in the background until Stop.
@@ -245,6 +260,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.peers.Start(ctx); err != nil {
 		return err
 	}
+	n.syncRecordShards()
 	if err := startCanceled(ctx); err != nil {
 		return err
 	}
@@ -479,4 +495,7 @@ type PeerStats struct {
 	StoreFull      uint64 // peers not kept: the store was full of connected ones
 	DNSFailures    uint64 // DNS trees that could not be fetched or verified
 	DNSRejected    uint64 // records of DNS trees whose Waku fields did not decode
+	// StorageFailures and StorageLoadFailures count failed writes and
+	// reads of DataDir/peers.json (Config.PeerPersistence).
+	StorageFailures, StorageLoadFailures uint64
 }

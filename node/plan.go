@@ -231,7 +231,7 @@ func (p *plan) checkPorts() error {
 // muxers and the secure WebSocket files.
 func (p *plan) checkShards() error {
 	if p.NumShardsInNetwork < 0 || p.NumShardsInNetwork > 1024 {
-		return fmt.Errorf("%w: num-shards-in-network %d not in 0..1024", ErrConfig, p.NumShardsInNetwork)
+		return fmt.Errorf("%w: --num-shards-in-network %d not in 0..1024", ErrConfig, p.NumShardsInNetwork)
 	}
 	for i, m := range p.Muxers {
 		if m != MuxerYamux && m != MuxerMplex || slices.Contains(p.Muxers[:i], m) {
@@ -239,7 +239,7 @@ func (p *plan) checkShards() error {
 		}
 	}
 	if p.WebSocketSecure && (p.WebSocketSecureKeyPath == "" || p.WebSocketSecureCertPath == "") {
-		return fmt.Errorf("%w: secure WebSocket needs a key path and a cert path", ErrConfig)
+		return fmt.Errorf("%w: --websocket-secure-support needs --websocket-secure-key-path and --websocket-secure-cert-path", ErrConfig)
 	}
 	for _, s := range p.Shards {
 		if _, err := shard.NewRelayShard(p.ClusterID, s); err != nil {
@@ -264,12 +264,16 @@ func (p *plan) checkShards() error {
 	return nil
 }
 
-// parseArchive locates the archive (dburl.ParseIn) and, with Store on, checks its
-// retention policy before the archive is opened. Without Store the policy
+// parseArchive locates the archive (dburl.ParseIn) and, with Store on, checks
+// that an sqlite:// file's directory exists and the retention policy,
+// before the archive is opened. Without Store the policy
 // is not read, as nwaku builds it only for its store service
 // (store_service_conf_builder.nim build).
 func (p *plan) parseArchive() (err error) {
 	if p.archive, err = dburl.ParseIn(p.DBURL, p.DataDir); err != nil {
+		return fmt.Errorf("%w: --store-message-db-url: %w", ErrConfig, err)
+	}
+	if err := p.archive.Check(); p.Store && err != nil {
 		return fmt.Errorf("%w: --store-message-db-url: %w", ErrConfig, err)
 	}
 	if _, err := archive.ParseRetention(p.ArchiveConfig.Retention); p.Store && err != nil {

@@ -38,10 +38,12 @@ func exchange(t *testing.T, n, server *Node, proto protocol.ID, req []byte) []by
 }
 
 // TestServiceMetricsScraped sends one store query, one lightpush v3 and
-// one legacy request, and one filter subscription that then gets one push,
-// and scrapes nwaku's service metrics: waku_service_network_bytes_total
-// with the exact protobuf lengths nwaku counts (requests in; store
-// responses and filter pushes out), both waku_store_time_seconds phases,
+// two legacy requests (the second without a request), and one
+// filter subscription that then gets one push, and scrapes nwaku's service
+// metrics: waku_service_network_bytes_total with the exact protobuf
+// lengths nwaku counts (requests in; store responses and filter pushes
+// out), waku_service_requests_total of each service, the failed legacy
+// requests in waku_lightpush_errors_total under their answers' texts, both waku_store_time_seconds phases,
 // one observation in each filter histogram, and the unset peers gauges at
 // 0 (waku/node/waku_node.nim declares them; nothing sets them).
 func TestServiceMetricsScraped(t *testing.T) {
@@ -66,6 +68,8 @@ func TestServiceMetricsScraped(t *testing.T) {
 	exchange(t, client, server, lightpush.ProtocolID, lpReq)
 	legacyReq := (&lightpush.LegacyRPC{RequestID: "l", Request: &lightpush.LegacyRequest{PubsubTopic: topic, Message: wire}}).Append(nil)
 	exchange(t, client, server, lightpush.LegacyProtocolID, legacyReq)
+	refusedReq := (&lightpush.LegacyRPC{RequestID: "r"}).Append(nil) // no request
+	exchange(t, client, server, lightpush.LegacyProtocolID, refusedReq)
 	subReq := (&filter.SubscribeRequest{RequestID: "s", Type: filter.Subscribe, PubsubTopic: topic, HasPubsubTopic: true, ContentTopics: []string{ct}}).Append(nil)
 	if resp, err := filter.DecodeSubscribeResponse(exchange(t, client, server, filter.SubscribeProtocolID, subReq)); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("subscribe: %+v %v", resp, err)
@@ -82,11 +86,25 @@ func TestServiceMetricsScraped(t *testing.T) {
 	bytes := func(service protocol.ID, dir string) string {
 		return `waku_service_network_bytes_total{direction="` + dir + `",service="` + string(service) + `"}`
 	}
+	requests := func(service protocol.ID, state string) string {
+		return `waku_service_requests_total{service="` + string(service) + `",state="` + state + `"}`
+	}
+	// The server has no relay peer, so the first legacy request fails too.
+	for _, info := range []string{"not_published_to_any_peer", "empty_request_body_failure"} {
+		if key := `waku_lightpush_errors_total{type="` + info + `"}`; m[key] != 1 {
+			t.Errorf("%s = %v, want 1", key, m[key])
+		}
+	}
 	for key, want := range map[string]float64{
 		bytes(store.ProtocolID, "in"):                                  float64(len(storeReq)),
 		bytes(store.ProtocolID, "out"):                                 float64(len(storeResp)),
 		bytes(lightpush.ProtocolID, "in"):                              float64(len(lpReq)),
-		bytes(lightpush.LegacyProtocolID, "in"):                        float64(len(legacyReq)),
+		bytes(lightpush.LegacyProtocolID, "in"):                        float64(len(legacyReq) + len(refusedReq)),
+		requests(store.ProtocolID, "served"):                           1,
+		requests(lightpush.ProtocolID, "served"):                       1,
+		requests(lightpush.LegacyProtocolID, "served"):                 2,
+		requests(filter.SubscribeProtocolID, "served"):                 1,
+		requests(filter.SubscribeProtocolID, "rejected"):               0,
 		bytes(filter.SubscribeProtocolID, "in"):                        float64(len(subReq)),
 		bytes(filter.PushProtocolID, "out"):                            float64(len(push) - prefix),
 		`waku_filter_request_duration_seconds_count{type="SUBSCRIBE"}`: 1,

@@ -23,11 +23,12 @@ func (n *Node) openArchive() (err error) {
 	onInsert, onQuery := cfg.OnInsert, cfg.OnQuery
 	n.metrics.ObserveArchive(&cfg.Config)
 	cfg.OnInsert, cfg.OnQuery = afterInsert(cfg.OnInsert, onInsert), afterQuery(cfg.OnQuery, onQuery)
+	n.metrics.ObservePostgres(&cfg.Postgres)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
 	if n.archive, err = n.cfg.archive.Open(context.Background(), cfg); err != nil {
-		return fmt.Errorf("node: open archive %s: %w", n.cfg.archive, err)
+		return fmt.Errorf("node: --store-message-db-url: open archive %s: %w", n.cfg.archive, err)
 	}
 	n.cfg.Logger.Info("archive "+n.cfg.archive.String(), "retention", cfg.Retention)
 	return nil

@@ -13,14 +13,16 @@ func (n *Node) buildStoreSync() error {
 	if !n.cfg.StoreSync {
 		return nil
 	}
-	svc, err := storesync.New(n.host, n.archive, storesync.Config{
+	cfg := storesync.Config{
 		PubsubTopics: n.cfg.pubsubTopics(),
 		Interval:     n.cfg.StoreSyncInterval,
 		Range:        n.cfg.StoreSyncRange,
 		RelayJitter:  n.cfg.StoreSyncRelayJitter,
 		Counters:     n.cfg.Counters,
 		Logger:       n.cfg.Logger.With("protocol", "store-sync"),
-	})
+	}
+	n.metrics.ObserveStoreSync(&cfg)
+	svc, err := storesync.New(n.host, n.archive, cfg)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}

@@ -72,6 +72,13 @@ type Config struct {
 	// from gossipsub's event loop and must not block nor call the Relay.
 	// Nil keeps track of the topics the relay has joined only.
 	PeerTopics func(pubsubTopic string) bool
+	// OnTopicsChanged, when set, is called by Subscribe and Unsubscribe
+	// when the set of relayed topics (Topics) changed: a topic gained its
+	// first owner or lost its last. It runs on the caller's goroutine once
+	// the change is made and the relay's lock released, so it may call
+	// Topics; concurrent changes may call it concurrently. It is where a
+	// node re-signs its ENR with its relay shards.
+	OnTopicsChanged func()
 	// Logger receives warnings. Nil means slog.Default().
 	Logger *slog.Logger
 }

@@ -40,6 +40,7 @@ type Relay struct {
 	disp    *dispatcher
 	mesh    *meshTracker
 	traffic *traffic
+	pubsub  *pubsubCounts
 	scores  scoreBoard
 
 	mu     sync.Mutex
@@ -68,7 +69,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Relay{cfg: cfg, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic()}
+	r := &Relay{cfg: cfg, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic(), pubsub: newPubsubCounts()}
 	r.disp = &dispatcher{ctx: ctx, archive: cfg.Archive, archiveDone: cfg.ArchiveDone, queueLen: cfg.HandlerQueueSize, c: &r.c}
 	score, thresholds := nwakuPeerScore()
 	ps, err := pubsub.NewGossipSub(ctx, h,
@@ -88,6 +89,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithRawTracer(tracer{c: &r.c}),
 		pubsub.WithRawTracer(r.mesh),
 		pubsub.WithRawTracer(r.traffic),
+		pubsub.WithRawTracer(r.pubsub),
 		pubsub.WithSubscriptionFilter(peerSubscriptions{r}),
 	)
 	if err != nil {
@@ -353,23 +355,39 @@ func (r *Relay) Subscribe(pubsubTopic string, owner Owner) error {
 	if owner == "" {
 		return ErrNoOwner
 	}
+	changed, err := r.subscribe(pubsubTopic, owner)
+	r.topicsChanged(changed)
+	return err
+}
+
+// subscribe is Subscribe under the relay's lock; changed says whether the
+// topic is newly relayed.
+func (r *Relay) subscribe(pubsubTopic string, owner Owner) (changed bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ts, err := r.topicLocked(pubsubTopic)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if ts.sub == nil {
 		sub, err := ts.topic.Subscribe(pubsub.WithBufferSize(r.cfg.SubscriptionBufferSize))
 		if err != nil {
-			return fmt.Errorf("relay: subscribe %q: %w", pubsubTopic, err)
+			return false, fmt.Errorf("relay: subscribe %q: %w", pubsubTopic, err)
 		}
 		ts.sub = sub
 		r.wg.Add(1)
 		go r.subscriptionLoop(ts, sub)
+		changed = true
 	}
 	ts.owners[owner] = struct{}{}
-	return nil
+	return changed, nil
+}
+
+// topicsChanged calls Config.OnTopicsChanged when changed.
+func (r *Relay) topicsChanged(changed bool) {
+	if changed && r.cfg.OnTopicsChanged != nil {
+		r.cfg.OnTopicsChanged()
+	}
 }
 
 // Unsubscribe removes owner from the owners of pubsubTopic; when no owner
@@ -381,21 +399,30 @@ func (r *Relay) Unsubscribe(pubsubTopic string, owner Owner) error {
 	if owner == "" {
 		return ErrNoOwner
 	}
+	changed, err := r.unsubscribe(pubsubTopic, owner)
+	r.topicsChanged(changed)
+	return err
+}
+
+// unsubscribe is Unsubscribe under the relay's lock; changed says whether
+// the topic is no longer relayed.
+func (r *Relay) unsubscribe(pubsubTopic string, owner Owner) (changed bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ts, ok := r.topics[pubsubTopic]
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrNotSubscribed, pubsubTopic)
+		return false, fmt.Errorf("%w: %s", ErrNotSubscribed, pubsubTopic)
 	}
 	if _, ok := ts.owners[owner]; !ok {
-		return fmt.Errorf("%w: %s by %s", ErrNotSubscribed, pubsubTopic, owner)
+		return false, fmt.Errorf("%w: %s by %s", ErrNotSubscribed, pubsubTopic, owner)
 	}
 	delete(ts.owners, owner)
 	if len(ts.owners) == 0 {
 		ts.sub.Cancel()
 		ts.sub = nil
+		return true, nil
 	}
-	return nil
+	return false, nil
 }
 
 // Owners returns the owners of pubsubTopic, sorted; nil when the relay does
@@ -590,6 +617,7 @@ func (r *Relay) Stats() Stats {
 		Delivered:   r.c.delivered.Load(),
 		Drops:       make(map[DropReason]uint64, numDropReasons),
 		Topics:      map[string]TopicStats{},
+		Pubsub:      r.pubsub.snapshot(),
 	}
 	for i := range r.c.drops {
 		s.Drops[DropReason(i)] = r.c.drops[i].Load()

@@ -222,9 +222,12 @@ func TestSubscribeUnsubscribe(t *testing.T) {
 
 // TestSubscriptionOwners: a topic is relayed while any owner needs it; one
 // owner letting go leaves the others' subscription in place, an owner that
-// never subscribed changes nothing, and owners are a set.
+// never subscribed changes nothing, and owners are a set. OnTopicsChanged
+// is called when a topic gains its first owner and loses its last, and
+// only then.
 func TestSubscriptionOwners(t *testing.T) {
-	r, err := relay.New(newHost(t), relay.Config{})
+	changes := 0
+	r, err := relay.New(newHost(t), relay.Config{OnTopicsChanged: func() { changes++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,6 +248,9 @@ func TestSubscriptionOwners(t *testing.T) {
 		}
 	}
 	must(r.Subscribe(topic, relay.OwnerConfig))
+	if changes != 1 {
+		t.Fatalf("first owner: %d topic changes, want 1", changes)
+	}
 	must(r.Subscribe(topic, relay.OwnerREST))
 	must(r.Subscribe(topic, relay.OwnerREST)) // a set: no second count
 	subscribed(relay.OwnerConfig, relay.OwnerREST)
@@ -266,8 +272,14 @@ func TestSubscriptionOwners(t *testing.T) {
 	must(r.Subscribe(topic, "filter/peer-1"))
 	must(r.Unsubscribe(topic, relay.OwnerConfig))
 	subscribed("filter/peer-1")
+	if changes != 1 {
+		t.Fatalf("owners coming and going on a relayed topic: %d topic changes, want 1", changes)
+	}
 	must(r.Unsubscribe(topic, "filter/peer-1"))
 	subscribed()
+	if changes != 2 {
+		t.Fatalf("last owner gone: %d topic changes, want 2", changes)
+	}
 }
 
 // TestPublishWith: the payload fill writes lands in the published encoding,

@@ -122,6 +122,8 @@ type Stats struct {
 	Drops map[DropReason]uint64
 	// Topics holds messages and encoded bytes received per pubsub topic.
 	Topics map[string]TopicStats
+	// Pubsub are gossipsub's peer, topic and validation figures.
+	Pubsub PubsubStats
 }
 
 // TopicStats counts the traffic of one pubsub topic. The fields after

@@ -34,8 +34,8 @@ func TestContentTopicRuleEveryRoute(t *testing.T) {
 	}{{"", empty}, {" \t", empty}, {long, tooLong}} {
 		expect(t, s, "POST", msgsPath(topic), body(tc.ct), 400, decodeText(tc.why))
 		expect(t, s, "POST", "/relay/v1/auto/messages", body(tc.ct), 400, decodeText(tc.why))
-		expect(t, s, "POST", "/lightpush/v3/message", push(tc.ct), 400, `{"statusDesc":"Invalid message! rest: invalid content body: `+tc.why+`"}`)
-		expect(t, s, "POST", "/lightpush/v1/message", push(tc.ct), 400, "Invalid message: rest: invalid content body: "+tc.why)
+		expect(t, s, "POST", "/lightpush/v3/message", push(tc.ct), 400, `{"statusDesc":"Invalid push request! `+tc.why+`"}`)
+		expect(t, s, "POST", "/lightpush/v1/message", push(tc.ct), 400, decodeText(tc.why))
 	}
 	if len(lf.published) != 0 || len(lf.pushed) != 0 {
 		t.Fatalf("refused messages reached the backend: %d published, %d pushed", len(lf.published), len(lf.pushed))

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/couriernet/courier/filter"
@@ -75,13 +78,6 @@ func (s *Server) lightRoutes() {
 // subscribed through POST /filter/v2/subscriptions. It never blocks.
 func (s *Server) DeliverFilter(env *message.Envelope) { s.filterCache.deliver(env) }
 
-// lightpushBody is the body of POST /lightpush/v3/message and v1 (nwaku
-// rest_api/endpoint/lightpush/types.nim PushRequest).
-type lightpushBody struct {
-	PubsubTopic string          `json:"pubsubTopic"`
-	Message     json.RawMessage `json:"message"`
-}
-
 // lightpushAnswer is nwaku's PushResponse JSON: both fields optional.
 type lightpushAnswer struct {
 	StatusDesc     *string `json:"statusDesc,omitempty"`
@@ -92,43 +88,99 @@ func writeLightpush(w http.ResponseWriter, code int, desc string) {
 	writeJSONStatus(w, code, lightpushAnswer{StatusDesc: &desc})
 }
 
-// lightpushTexts are the beginnings of a lightpush route's answers to a
-// body it cannot read and to a message it cannot take.
-type lightpushTexts struct{ badRequest, badMessage string }
+// lightpushTexts are a lightpush route's answers to a body it cannot
+// decode (badRequest, given the decoder's reason) and the beginning of its
+// answer to a message it cannot take.
+type lightpushTexts struct {
+	badRequest func(detail string) string
+	badMessage string
+}
 
 var (
-	// lightpush/handlers.nim (v3).
-	lightpushV3Texts = lightpushTexts{"Invalid push request! ", "Invalid message! "}
-	// legacy_lightpush/handlers.nim (v1): decodeRequestBody's text
-	// (rest_serdes.nim), then its own.
-	lightpushV1Texts = lightpushTexts{"Invalid content body, could not decode: ", "Invalid message: "}
+	// lightpush/handlers.nim (v3): "Invalid push request! " and the
+	// decoder's error.
+	lightpushV3Texts = lightpushTexts{func(d string) string { return "Invalid push request! " + d }, "Invalid message! "}
+	// legacy_lightpush/handlers.nim (v1): decodeRequestBody's answer
+	// (rest_serdes.nim), as the relay routes give it, then its own.
+	lightpushV1Texts = lightpushTexts{undecodableText, "Invalid message: "}
 )
 
 // readLightpushBody reads the request and its message; on failure it has
-// answered with bad(text), text beginning as texts says.
+// answered with bad(text). As nwaku's readers (lightpush/types.nim
+// PushRequest, relay/types.nim RelayWakuMessage), the body's shape is
+// checked while it is decoded: a repeated field, a missing message, or a
+// message without a payload or a content topic is a body that does not
+// decode; a payload, meta or proof that is not base64 is a message that
+// cannot be taken (toWakuMessage).
 func (s *Server) readLightpushBody(w http.ResponseWriter, r *http.Request, texts lightpushTexts, bad func(string)) (string, *message.Message, bool) {
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return "", nil, false
 	}
-	var req lightpushBody
-	if err := json.Unmarshal(body, &req); err != nil {
-		bad(texts.badRequest + err.Error())
-		return "", nil, false
-	}
-	if len(req.Message) == 0 {
-		bad(texts.badRequest + "Field `message` is missing")
-		return "", nil, false
-	}
-	msg, err := ParseMessage(req.Message)
+	topic, raw, err := decodeLightpushBody(body)
 	if err != nil {
+		bad(texts.badRequest(bodyDetail(err)))
+		return "", nil, false
+	}
+	msg, err := ParseMessage(raw)
+	switch {
+	case errors.Is(err, ErrBase64):
 		bad(texts.badMessage + err.Error())
+		return "", nil, false
+	case err != nil:
+		bad(texts.badRequest(bodyDetail(err)))
 		return "", nil, false
 	}
 	if msg.Timestamp == 0 {
 		msg.Timestamp, msg.Present = now().UnixNano(), msg.Present|message.HasTimestamp
 	}
-	return req.PubsubTopic, msg, true
+	return topic, msg, true
+}
+
+// decodeLightpushBody decodes the body of POST /lightpush/v3/message and
+// v1 (nwaku rest_api/endpoint/lightpush/types.nim PushRequest): its pubsub
+// topic ("" when absent) and a copy of its message's JSON.
+// Errors wrap ErrInvalidBody.
+func decodeLightpushBody(body []byte) (string, json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := expectDelim(dec, '{'); err != nil {
+		return "", nil, err
+	}
+	var topic string
+	var msg json.RawMessage
+	seen := map[string]bool{}
+	for dec.More() {
+		key, err := objectKey(dec)
+		if err != nil {
+			return "", nil, err
+		}
+		if seen[key] {
+			return "", nil, fmt.Errorf("%w: Multiple `%s` fields found", ErrInvalidBody, key)
+		}
+		seen[key] = true
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return "", nil, fmt.Errorf("%w: field `%s`: %v", ErrInvalidBody, key, err)
+		}
+		switch key {
+		case "pubsubTopic":
+			if err := json.Unmarshal(raw, &topic); err != nil {
+				return "", nil, fmt.Errorf("%w: field `pubsubTopic`: want a string", ErrInvalidBody)
+			}
+		case "message":
+			msg = raw
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return "", nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", nil, fmt.Errorf("%w: data after the JSON object", ErrInvalidBody)
+	}
+	if msg == nil {
+		return "", nil, fmt.Errorf("%w: Field `message` is missing", ErrInvalidBody)
+	}
+	return topic, msg, nil
 }
 
 // postLightpush answers POST /lightpush/v3/message as nwaku's
@@ -153,7 +205,7 @@ func (s *Server) postLightpush(w http.ResponseWriter, r *http.Request) {
 		// not accessible" (waku/waku_lightpush/client.nim sendPushRequest).
 		writeLightpush(w, lightpush.StatusNoPeersToRelay, "dial_failure: "+dial.Peer.String()+" is not accessible")
 	case err != nil:
-		writeLightpush(w, http.StatusInternalServerError, err.Error())
+		writeLightpush(w, http.StatusInternalServerError, lightpushFailure(err))
 	case resp.StatusCode == lightpush.StatusOK && resp.RelayPeerCount == 0:
 		// nwaku's client reads a success without relay peers as
 		// NO_PEERS_TO_RELAY (waku_lightpush/common.nim toPushResult).
@@ -215,8 +267,42 @@ func (s *Server) postLightpushLegacy(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &se):
 		writeText(w, http.StatusServiceUnavailable, "Failed to request a message push: "+se.Desc)
 	default:
-		writeText(w, http.StatusServiceUnavailable, "Failed to request a message push: "+err.Error())
+		writeText(w, http.StatusServiceUnavailable, "Failed to request a message push: "+legacyFailure(err))
 	}
+}
+
+// lightpushFailure is nwaku's v3 client's text (answered 500) for a
+// request the service peer answered with nothing usable
+// (waku/waku_lightpush/client.nim sendPushRequest).
+func lightpushFailure(err error) string {
+	switch {
+	case errors.Is(err, lightpush.ErrNoResponse):
+		return "Failed to read response from peer: " + cause(err, lightpush.ErrNoResponse)
+	case errors.Is(err, lightpush.ErrRequestIDMismatch):
+		return "response failure, requestId mismatch"
+	case errors.Is(err, lightpush.ErrMalformed), errors.Is(err, lightpush.ErrMissingField):
+		return "decode_rpc_failure"
+	}
+	return err.Error()
+}
+
+// legacyFailure is the same for nwaku's v2 client
+// (waku/waku_lightpush_legacy/client.nim sendPushRequest).
+func legacyFailure(err error) string {
+	switch {
+	case errors.Is(err, lightpush.ErrNoResponse):
+		return "Exception reading: " + cause(err, lightpush.ErrNoResponse)
+	case errors.Is(err, lightpush.ErrEmptyResponse):
+		return "empty_response_body_failure"
+	case errors.Is(err, lightpush.ErrMalformed), errors.Is(err, lightpush.ErrMissingField):
+		return "decode_rpc_failure"
+	}
+	return err.Error()
+}
+
+// cause is err's text without the sentinel's prefix.
+func cause(err, sentinel error) string {
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), sentinel.Error()), ": ")
 }
 
 // filterBody is the body of the filter subscription routes (nwaku

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -104,9 +105,7 @@ func TestLightpushRoutes(t *testing.T) {
 	// Bodies v1 cannot read, with nwaku's beginnings (rest_serdes.nim
 	// decodeRequestBody, legacy_lightpush/handlers.nim).
 	expect(t, ls, "POST", "/lightpush/v1/message", `{"pubsubTopic":"/waku/2/rs/1/0"}`, 400,
-		"Invalid content body, could not decode: Field `message` is missing")
-	expect(t, ls, "POST", "/lightpush/v1/message", `{"message":{"contentTopic":"/a/1/b/proto"}}`, 400,
-		"Invalid message: "+badMessageText(t, `{"contentTopic":"/a/1/b/proto"}`))
+		"Invalid content body, could not decode: Unable to deserialize data: body(Field `message` is missing)")
 	expect(t, ls, "POST", "/lightpush/v1/message", ``, 400, "Missing content body")
 	lf.legacy = ErrNoServicePeer
 	expect(t, ls, "POST", "/lightpush/v1/message", pushBody, 503, "No suitable service peer & no discovery method")
@@ -255,4 +254,102 @@ func badMessageText(t *testing.T, body string) string {
 		t.Fatalf("%s parses", body)
 	}
 	return err.Error()
+}
+
+// TestLightpushBadRequests: the bodies nwaku's lightpush routes refuse, and
+// how. nwaku reads the message while decoding the body (lightpush/types.nim
+// PushRequest, relay/types.nim RelayWakuMessage), so an empty payload, an
+// empty content topic, a repeated field or a missing message is a body that
+// does not decode: v3 400 "Invalid push request! ...", v1 400 text
+// "Invalid content body, could not decode: ..." (rest_serdes.nim
+// decodeRequestBody); tests/wakunode_rest/test_rest_lightpush.nim and
+// test_rest_lightpush_legacy.nim "Push message bad-request" check those
+// beginnings. Only a payload, meta or proof that is not base64 is a message
+// that cannot be taken (toWakuMessage): "Invalid message! " (v3),
+// "Invalid message: " (v1). Nothing refused reaches the service.
+func TestLightpushBadRequests(t *testing.T) {
+	lf := &lightFake{fakeBackend: newFake(t)}
+	s := lightServer(t, lf, Config{})
+	const topic = `"pubsubTopic":"/waku/2/rs/1/0",`
+	for _, tc := range []struct {
+		name, body, detail string
+	}{
+		{"empty payload", `{` + topic + `"message":{"payload":"","contentTopic":"/a/1/b/proto"}}`, "Field `payload` is missing or empty"},
+		{"empty content topic", `{` + topic + `"message":{"payload":"U3RoZw==","contentTopic":""}}`, "Field `contentTopic` is missing or empty"},
+		{"empty content topic, no pubsub topic", `{"message":{"payload":"U3RoZw==","contentTopic":""}}`, "Field `contentTopic` is missing or empty"},
+		{"no message", `{"pubsubTopic":"/waku/2/rs/1/0"}`, "Field `message` is missing"},
+		{"repeated message", `{"message":{"payload":"aGk=","contentTopic":"/a/1/b/proto"},"message":{"payload":"aGk=","contentTopic":"/a/1/b/proto"}}`, "Multiple `message` fields found"},
+		{"repeated pubsub topic", `{` + topic + topic + `"message":{"payload":"aGk=","contentTopic":"/a/1/b/proto"}}`, "Multiple `pubsubTopic` fields found"},
+		{"pubsub topic not a string", `{"pubsubTopic":5,"message":{"payload":"aGk=","contentTopic":"/a/1/b/proto"}}`, "field `pubsubTopic`: want a string"},
+		{"data after the object", pushBody + `{}`, "data after the JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			expect(t, s, "POST", "/lightpush/v3/message", tc.body, 400, `{"statusDesc":"Invalid push request! `+tc.detail+`"}`)
+			expect(t, s, "POST", "/lightpush/v1/message", tc.body, 400, undecodableText(tc.detail))
+		})
+	}
+	const notBase64 = `{"payload":"not base64!","contentTopic":"/a/1/b/proto"}`
+	why := badMessageText(t, notBase64)
+	expect(t, s, "POST", "/lightpush/v3/message", `{"message":`+notBase64+`}`, 400, `{"statusDesc":"Invalid message! `+why+`"}`)
+	expect(t, s, "POST", "/lightpush/v1/message", `{"message":`+notBase64+`}`, 400, "Invalid message: "+why)
+	if len(lf.pushed) != 0 {
+		t.Fatalf("refused requests pushed: %+v", lf.pushed)
+	}
+}
+
+// TestLightpushAnswerFailures: a service peer that answers with nothing
+// usable is reported with nwaku's clients' texts (waku_lightpush/client.nim
+// and waku_lightpush_legacy/client.nim sendPushRequest): v3 500 with
+// "Failed to read response from peer: <cause>", "response failure,
+// requestId mismatch" or "decode_rpc_failure"; v1 503 "Failed to request a
+// message push: " and "Exception reading: <cause>",
+// "empty_response_body_failure" or "decode_rpc_failure".
+func TestLightpushAnswerFailures(t *testing.T) {
+	lf := &lightFake{fakeBackend: newFake(t)}
+	s := lightServer(t, lf, Config{})
+	reset := fmt.Errorf("%w: %w", lightpush.ErrNoResponse, errors.New("stream reset"))
+	for _, tc := range []struct {
+		name string
+		err  error
+		v3   string
+		v1   string
+	}{
+		{"no answer", reset, "Failed to read response from peer: stream reset", "Exception reading: stream reset"},
+		{"other request id", fmt.Errorf("%w: answer to request \"x\", sent \"y\"", lightpush.ErrRequestIDMismatch), "response failure, requestId mismatch", ""},
+		{"malformed", fmt.Errorf("%w: bad tag", lightpush.ErrMalformed), "decode_rpc_failure", "decode_rpc_failure"},
+		{"missing field", fmt.Errorf("%w: status_code", lightpush.ErrMissingField), "decode_rpc_failure", "decode_rpc_failure"},
+		{"no response", lightpush.ErrEmptyResponse, "", "empty_response_body_failure"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.v3 != "" {
+				lf.pushErr = tc.err
+				expect(t, s, "POST", "/lightpush/v3/message", pushBody, 500, `{"statusDesc":"`+tc.v3+`"}`)
+			}
+			if tc.v1 != "" {
+				lf.legacy = tc.err
+				expect(t, s, "POST", "/lightpush/v1/message", pushBody, 503, "Failed to request a message push: "+tc.v1)
+			}
+		})
+	}
+}
+
+// FuzzDecodeLightpushBody: any body either decodes, to a message that is
+// valid JSON, or gives an error wrapping ErrInvalidBody; never a panic.
+func FuzzDecodeLightpushBody(f *testing.F) {
+	f.Add([]byte(pushBody))
+	f.Add([]byte(`{"message":{},"message":{}}`))
+	f.Add([]byte(`{"pubsubTopic":5}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, msg, err := decodeLightpushBody(body)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidBody) {
+				t.Fatalf("error %v does not wrap ErrInvalidBody", err)
+			}
+			return
+		}
+		if !json.Valid(msg) {
+			t.Fatalf("message %q is not JSON", msg)
+		}
+	})
 }

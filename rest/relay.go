@@ -389,8 +389,18 @@ func (s *Server) readTopics(w http.ResponseWriter, r *http.Request) ([]string, b
 
 // undecodable answers 400 in nwaku's form for a body that does not decode.
 func undecodable(w http.ResponseWriter, err error) {
-	detail := strings.TrimPrefix(err.Error(), ErrInvalidBody.Error()+": ")
-	writeText(w, http.StatusBadRequest, "Invalid content body, could not decode: Unable to deserialize data: body("+detail+")")
+	writeText(w, http.StatusBadRequest, undecodableText(bodyDetail(err)))
+}
+
+// undecodableText is nwaku's answer to a body that does not decode
+// (rest_serdes.nim decodeRequestBody), with the decoder's reason.
+func undecodableText(detail string) string {
+	return "Invalid content body, could not decode: Unable to deserialize data: body(" + detail + ")"
+}
+
+// bodyDetail is err's text without the ErrInvalidBody prefix.
+func bodyDetail(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrInvalidBody.Error()+": ")
 }
 
 // validPubsubTopics answers 400 unless every topic is a static-shard pubsub

@@ -88,6 +88,13 @@ type Config struct {
 	// Peers returns the peers a round may pick from at random. Nil means
 	// the connected peers that announced ReconciliationID.
 	Peers func() []peer.ID
+	// OnReconciled, when set, is called after each reconciliation that
+	// ended well, on the initiator's side and the responder's, with the
+	// payloads received and the hashes found missing on either side, as
+	// nwaku observes its reconciliation_roundtrips and
+	// reconciliation_differences (waku_store_sync/reconciliation.nim). It
+	// is called from the session's goroutine and must not block.
+	OnReconciled func(roundTrips, differences int)
 	// Counters receives the decode and hash counts of transferred
 	// messages. Nil means a new set.
 	Counters *message.Counters

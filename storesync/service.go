@@ -254,7 +254,10 @@ type Result struct {
 	// name; what the peer holds in ranges where this side holds nothing
 	// arrives without being named, and is not counted.
 	Missing int
-	Elapsed time.Duration // reconciliation and transfer
+	// Differences counts the hashes found missing on either side, those
+	// to push and those the peer pushes (nwaku's diffs).
+	Differences int
+	Elapsed     time.Duration // reconciliation and transfer
 }
 
 // SyncWith runs one session with p as initiator, over the window ending
@@ -351,6 +354,9 @@ func (s *Service) session(ctx context.Context, str network.Stream, first *rbsr.P
 		_ = str.Reset()
 		return ss.res, err
 	}
+	if s.cfg.OnReconciled != nil {
+		s.cfg.OnReconciled(ss.res.RoundTrips, ss.res.Differences)
+	}
 	ss.res.Sent, err = s.push(ctx, p, ss.toSend)
 	return ss.res, err
 }
@@ -403,6 +409,7 @@ func (s *Service) answer(ss *sessionState, b []byte) (reply []byte, end bool, er
 		return nil, true, err
 	}
 	ss.res.Missing += len(d.ToRecv)
+	ss.res.Differences += len(d.ToSend) + len(d.ToRecv)
 	s.st.differences.Add(uint64(len(d.ToSend) + len(d.ToRecv)))
 	// A reply of at most one byte is an empty payload: it ends the exchange.
 	return out, len(out) <= 1, nil

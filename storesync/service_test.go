@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,12 +149,32 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// reconciled records the OnReconciled calls of a service.
+type reconciled struct {
+	mu    sync.Mutex
+	calls [][2]int
+}
+
+func (r *reconciled) on(roundTrips, differences int) {
+	r.mu.Lock()
+	r.calls = append(r.calls, [2]int{roundTrips, differences})
+	r.mu.Unlock()
+}
+
+func (r *reconciled) get() [][2]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
 // TestServiceSyncsArchives: A holds 300 messages, B 100 of them plus 20 of
 // its own; after one round started by B both archives hold all 320, and
-// every transferred message was decoded and hashed exactly once.
+// every transferred message was decoded and hashed exactly once. Both
+// sides report each reconciliation to OnReconciled.
 func TestServiceSyncsArchives(t *testing.T) {
-	a := newSyncNode(t, Config{PubsubTopics: []string{testTopic}})
-	b := newSyncNode(t, Config{PubsubTopics: []string{testTopic}})
+	var onA, onB reconciled
+	a := newSyncNode(t, Config{PubsubTopics: []string{testTopic}, OnReconciled: onA.on})
+	b := newSyncNode(t, Config{PubsubTopics: []string{testTopic}, OnReconciled: onB.on})
 	common := testEnvelopes(300, "common")
 	own := testEnvelopes(20, "b-only")
 	a.store(t, common)
@@ -178,10 +200,22 @@ func TestServiceSyncsArchives(t *testing.T) {
 	if st := b.sync.Stats(); st.MessagesReceived != 200 || st.Rejected != 0 || st.Items != 320 {
 		t.Fatalf("B stats %+v", st)
 	}
+	if got := onB.get(); len(got) != 1 || got[0] != [2]int{res.RoundTrips, res.Differences} || res.Differences != res.Missing+20 {
+		t.Fatalf("B reported %v for a round of %+v; want its round trips and %d+20 differences", got, res, res.Missing)
+	}
 	// A second round finds nothing to do.
 	res, err = b.sync.SyncWith(context.Background(), a.host.ID())
 	if err != nil || res.Missing != 0 || res.Sent != 0 || res.RoundTrips != 1 {
 		t.Fatalf("second round %+v, %v; want one round trip and nothing missing", res, err)
+	}
+	if got := onB.get(); len(got) != 2 || got[1] != [2]int{1, 0} {
+		t.Fatalf("B reported %v; want a second call with 1 round trip and no difference", got)
+	}
+	// A, the responder, reports its side of both rounds: differences in
+	// the first, one payload and none in the second.
+	waitFor(t, "A's reports", func() bool { return len(onA.get()) == 2 })
+	if got := onA.get(); got[0][1] == 0 || got[1] != [2]int{1, 0} {
+		t.Fatalf("A reported %v", got)
 	}
 }
 

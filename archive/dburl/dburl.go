@@ -15,8 +15,11 @@ package dburl
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -118,8 +121,11 @@ func Open(ctx context.Context, url string, cfg Config) (archive.Archive, error) 
 
 // Open opens the archive at l: postgres.Open with cfg.Postgres, or
 // embedded.Open of l.Dir with cfg.Embedded (its IndexPath set to l.Index
-// when that is given). The zero Location is archive.ErrConfig; other
-// errors are the driver's.
+// when that is given). The zero Location is archive.ErrConfig, and so is an
+// index file whose directory does not exist: as with nwaku's SQLite
+// driver, sqlite://PATH creates the file but not its directories, so that
+// a mistyped path is not a new empty archive. Other errors are the
+// driver's.
 func (l Location) Open(ctx context.Context, cfg Config) (archive.Archive, error) {
 	if l.Postgres != "" {
 		a, err := postgres.Open(ctx, l.Postgres, cfg.Config, cfg.Postgres)
@@ -131,6 +137,9 @@ func (l Location) Open(ctx context.Context, cfg Config) (archive.Archive, error)
 	if l.Dir == "" {
 		return nil, fmt.Errorf("%w: a location with neither a PostgreSQL URL nor a directory", archive.ErrConfig)
 	}
+	if err := l.Check(); err != nil {
+		return nil, err
+	}
 	if l.Index != "" {
 		cfg.Embedded.IndexPath = l.Index
 	}
@@ -139,4 +148,26 @@ func (l Location) Open(ctx context.Context, cfg Config) (archive.Archive, error)
 		return nil, err
 	}
 	return a, nil
+}
+
+// Check refuses, before anything is opened or created, an sqlite://PATH
+// location whose PATH is in a directory that does not exist or is not a
+// directory (see Open). Other locations pass. Errors wrap
+// archive.ErrConfig.
+func (l Location) Check() error {
+	if l.Postgres != "" || l.Index == "" {
+		return nil
+	}
+	index := l.Index
+	dir := filepath.Dir(index)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: database URL sqlite://%s: directory %s does not exist; create it, or give a path in an existing directory", archive.ErrConfig, index, dir)
+	case err != nil:
+		return fmt.Errorf("%w: database URL sqlite://%s: %v", archive.ErrConfig, index, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: database URL sqlite://%s: %s is not a directory", archive.ErrConfig, index, dir)
+	}
+	return nil
 }

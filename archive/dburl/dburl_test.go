@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/couriernet/courier/archive"
@@ -82,6 +83,28 @@ func TestOpenSQLite(t *testing.T) {
 	res, err := b.Query(context.Background(), archive.Query{Hashes: []message.Hash{env.Hash()}, IncludeData: true})
 	if err != nil || len(res.Messages) != 1 {
 		t.Fatalf("reopened: %+v, %v", res, err)
+	}
+}
+
+// TestOpenSQLiteMissingDir: sqlite://PATH whose directory does not exist,
+// or is a file, is refused with ErrConfig naming the directory, and nothing
+// is created: nwaku's SQLite driver creates the file, not its directories.
+func TestOpenSQLiteMissingDir(t *testing.T) {
+	root := t.TempDir()
+	missing := filepath.Join(root, "no", "such", "dir")
+	a, err := dburl.Open(context.Background(), "sqlite://"+filepath.Join(missing, "store.sqlite3"), dburl.Config{})
+	if !errors.Is(err, archive.ErrConfig) || a != nil || !strings.Contains(err.Error(), "directory "+missing+" does not exist") {
+		t.Fatalf("Open under a missing directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "no")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the missing directory was created: %v", err)
+	}
+	file := filepath.Join(root, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := dburl.Open(context.Background(), "sqlite://"+filepath.Join(file, "store.sqlite3"), dburl.Config{}); !errors.Is(err, archive.ErrConfig) || a != nil || !strings.Contains(err.Error(), file+" is not a directory") {
+		t.Fatalf("Open under a file: %v", err)
 	}
 }
 

@@ -36,6 +36,11 @@ type Options struct {
 	// (--store-max-num-db-connections). 0 means DefaultMaxConns (50);
 	// negative is invalid.
 	MaxConns int
+	// OnStatement, when set, is called after each statement the archive
+	// runs that succeeded, with nwaku's name for it and the time it took
+	// (see statementNames): nwaku's query_count and query_time_secs. It
+	// runs on the goroutine of the statement's caller and must not block.
+	OnStatement func(name string, d time.Duration)
 }
 
 // config is what an Archive runs with: the common settings and its
@@ -117,6 +122,9 @@ func Open(ctx context.Context, url string, cfg archive.Config, opts Options) (*A
 		return nil, fmt.Errorf("%w: database URL: %v", archive.ErrConfig, err)
 	}
 	pc.MaxConns = int32(c.MaxConns)
+	if c.OnStatement != nil {
+		pc.ConnConfig.Tracer = statementTracer{fn: c.OnStatement}
+	}
 	if pc.ConnConfig.ConnectTimeout == 0 {
 		pc.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -334,5 +335,62 @@ func TestPostgresHashQueryReadsOnePage(t *testing.T) {
 			t.Errorf("%s: read %d bytes from the server for a page of %d messages of %d bytes, want at most %d", tc.name, read, len(res.Messages), size, maxRead)
 		}
 		t.Logf("%s: %d bytes read from the server for %d of %d hashes", tc.name, read, len(res.Messages), n)
+	}
+}
+
+// TestPostgresStatementNames: each statement the archive runs is reported
+// to OnStatement under nwaku's name for its counterpart: one InsertRow per
+// message, and the query kinds of store queries.
+func TestPostgresStatementNames(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int{}
+	opts := postgres.Options{OnStatement: func(name string, d time.Duration) {
+		if d <= 0 {
+			t.Errorf("%s took %v", name, d)
+		}
+		mu.Lock()
+		got[name]++
+		mu.Unlock()
+	}}
+	a, err := postgres.Open(context.Background(), pgtest.DB(t), archive.Config{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	snapshot := func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := maps.Clone(got)
+		clear(got)
+		return out
+	}
+	if s := snapshot(); s["check_version_table_exists"] != 1 || s["try_advisory_lock"] != 1 || s["advisory_unlock"] != 1 {
+		t.Errorf("at Open: %v", s)
+	}
+	var hashes []message.Hash
+	for i := range 5 {
+		env := newEnv(t, "/waku/2/rs/0/0", "/a/1/b/c", int64(1000+i), []byte{byte(i)})
+		hashes = append(hashes, env.Hash())
+		appendWait(t, a, env)
+	}
+	if s := snapshot(); !maps.Equal(s, map[string]int{"InsertRow": 5}) {
+		t.Errorf("after 5 appends: %v", s)
+	}
+	for _, tc := range []struct {
+		q    archive.Query
+		want map[string]int
+	}{
+		{archive.Query{PubsubTopic: "/waku/2/rs/0/0", ContentTopics: []string{"/a/1/b/c"}, Limit: 2}, map[string]int{"content_topic": 1}},
+		{archive.Query{Hashes: hashes, Limit: 2}, map[string]int{"messages_lookup": 1}},
+		{archive.Query{PubsubTopic: "/waku/2/rs/0/0", Limit: 2}, map[string]int{postgres.UnknownStatement: 1}},
+		{archive.Query{PubsubTopic: "/waku/2/rs/0/0", ContentTopics: []string{"/a/1/b/c"}, Limit: 2, Cursor: &hashes[2]},
+			map[string]int{"SelectMessageByHashInMessagesLookup": 1, "content_topic": 1}},
+	} {
+		if _, err := a.Query(context.Background(), tc.q); err != nil {
+			t.Fatal(err)
+		}
+		if s := snapshot(); !maps.Equal(s, tc.want) {
+			t.Errorf("query %+v: %v, want %v", tc.q, s, tc.want)
+		}
 	}
 }

@@ -214,7 +214,7 @@ func runBench(args []string) error {
 	if *muxers != "" {
 		cfg.Muxers = strings.Split(*muxers, ",")
 	}
-	cfg.Out, cfg.Progress = os.Stdout, os.Stderr
+	cfg.Out, cfg.Progress, cfg.ProgressTerminal = os.Stdout, os.Stderr, isTerminal(os.Stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rows, err := bench.Run(ctx, cfg)
@@ -299,4 +299,11 @@ func printNotes(rows []bench.Row) {
 				r.Scenario, r.Trace.CacheBoundBytes/1e6, r.MsgPerS, r.PeakHeapMB)
 		}
 	}
+}
+
+// isTerminal reports whether f is a terminal (a character device), where
+// the progress bar may be redrawn in place.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -53,6 +53,11 @@ func testE2EExitCodes(t *testing.T, bin string) {
 			"courier node: node: invalid config: --store-message-retention-policy=size:1kb: ", false},
 		{[]string{"--nodekey=" + key, "--staticnode=/ip4/127.0.0.1/tcp/60000/p2p/" + selfID}, nil,
 			"courier node: node: invalid config: --staticnode /ip4/127.0.0.1/tcp/60000/p2p/" + selfID + " has this node's own peer id", false},
+		{[]string{"--store=true", "--store-message-db-url=sqlite://" + filepath.Join(dir, "no-such-dir", "store.sqlite3")}, nil,
+			"courier node: node: invalid config: --store-message-db-url: archive: invalid config: database URL sqlite://" + filepath.Join(dir, "no-such-dir", "store.sqlite3") +
+				": directory " + filepath.Join(dir, "no-such-dir") + " does not exist", false},
+		{[]string{"--websocket-secure-support=true"}, nil,
+			"courier node: node: invalid config: --websocket-secure-support needs --websocket-secure-key-path and --websocket-secure-cert-path", false},
 		{[]string{"bench", "-n", "0"}, nil, "courier bench: -n 0: need at least one measured message", false},
 		{[]string{"bench", "--no-such-flag"}, nil, "courier bench: flag provided but not defined: -no-such-flag", true},
 		{[]string{"query", "--page-size=0"}, nil, "courier query: --page-size must be 1..100", false},

@@ -56,25 +56,12 @@ const FirstChunk = 4 << 10
 // before the first byte returns io.EOF; errors wrap ErrTooLarge,
 // ErrMalformed or the reader's error.
 func Read(r io.Reader, max int) ([]byte, error) {
-	var n uint64
-	var one [1]byte
-	for shift := uint(0); ; shift += 7 {
-		if shift >= 64 {
-			return nil, ErrMalformed
-		}
-		if _, err := io.ReadFull(r, one[:]); err != nil {
-			if shift > 0 && errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-		n |= uint64(one[0]&0x7f) << shift
-		if n > uint64(max) {
-			return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, max)
-		}
-		if one[0] < 0x80 {
-			break
-		}
+	n, err := ReadLength(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(max) {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, max)
 	}
 	buf := make([]byte, min(n, FirstChunk))
 	for got := 0; ; {
@@ -91,5 +78,29 @@ func Read(r io.Reader, max int) ([]byte, error) {
 		next := make([]byte, min(n, 2*uint64(got)))
 		copy(next, buf)
 		buf = next
+	}
+}
+
+// ReadLength reads a frame's length prefix from r, so that a caller can
+// decide what to do with a frame before reading it (Read reads the frame
+// too). A clean end of stream before the first byte returns io.EOF; errors
+// wrap ErrMalformed or the reader's error.
+func ReadLength(r io.Reader) (uint64, error) {
+	var n uint64
+	var one [1]byte
+	for shift := uint(0); ; shift += 7 {
+		if shift >= 64 {
+			return 0, ErrMalformed
+		}
+		if _, err := io.ReadFull(r, one[:]); err != nil {
+			if shift > 0 && errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		n |= uint64(one[0]&0x7f) << shift
+		if one[0] < 0x80 {
+			return n, nil
+		}
 	}
 }

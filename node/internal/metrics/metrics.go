@@ -54,8 +54,9 @@ type Sources struct {
 
 // Metrics is the node's registry with its collectors and observers.
 type Metrics struct {
-	reg *prometheus.Registry
-	src atomic.Pointer[Sources]
+	reg  *prometheus.Registry
+	src  atomic.Pointer[Sources]
+	wire peers.Wire
 	observed
 }
 
@@ -65,7 +66,7 @@ type Metrics struct {
 // (libp2p.PrometheusRegisterer).
 func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), observed: newObserved()}
-	m.reg.MustRegister(collector{&m.src}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(collector{&m.src, &m.wire}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.observed.collectors()...)
 	return m
 }
@@ -73,14 +74,21 @@ func New() *Metrics {
 // SetSources gives the collectors the node's parts to read.
 func (m *Metrics) SetSources(s Sources) { m.src.Store(&s) }
 
+// Wire returns the counters of the host's dials and bytes, for
+// peers.HostConfig.Wire.
+func (m *Metrics) Wire() *peers.Wire { return &m.wire }
+
 // Registry returns the registry.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // collector exports the figures of Sources at scrape time.
-type collector struct{ src *atomic.Pointer[Sources] }
+type collector struct {
+	src  *atomic.Pointer[Sources]
+	wire *peers.Wire
+}
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, group := range [][]*prometheus.Desc{nodeDescs, nwakuDescs, syncDescs, lightDescs, discoveryDescs} {
+	for _, group := range [][]*prometheus.Desc{nodeDescs, nwakuDescs, syncDescs, lightDescs, discoveryDescs, libp2pDescs} {
 		for _, d := range group {
 			ch <- d
 		}
@@ -92,8 +100,14 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	if s == nil {
 		return // before SetSources
 	}
+	var nw *Network
+	if s.Network != nil {
+		v := s.Network()
+		nw = &v
+	}
 	collectNode(ch, s)
-	collectNwaku(ch, s)
+	collectNwaku(ch, s, nw)
+	collectLibp2p(ch, s, nw, c.wire)
 	collectStoreSync(ch, s)
 	collectLight(ch, s)
 	collectDiscovery(ch, s)

@@ -14,10 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/postgres"
 	"github.com/couriernet/courier/filter"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/shard"
+	"github.com/couriernet/courier/storesync"
 )
 
 // nwaku v0.38.1's metrics that dashboards built for nwaku read, with its
@@ -91,6 +93,18 @@ type observed struct {
 	// milliseconds.
 	filterRequest *prometheus.HistogramVec
 	filterMessage prometheus.Histogram
+	// waku_store_sync/protocols_metrics.nim: per reconciliation that ended
+	// well, the payloads received and the hashes found missing on either
+	// side (storesync.Config.OnReconciled).
+	syncRoundTrips, syncDifferences prometheus.Histogram
+	// common/databases/db_postgres/query_metrics.nim: per statement of
+	// the Postgres archive, by nwaku's name for it, the count and the
+	// last one's duration (postgres.Options.OnStatement). nwaku sets
+	// query_time_secs for the phases "sendToDBQuery" and "waitFinish";
+	// pgx does not time the send apart, so only "waitFinish" is set, with
+	// the time from the send to the end of the result.
+	queryCount *prometheus.CounterVec
+	queryTime  *prometheus.GaugeVec
 }
 
 // nimMetricsBuckets are nim-metrics' default histogram buckets
@@ -113,13 +127,42 @@ func newObserved() observed {
 			Help: "duration of filter subscribe requests", Buckets: nimMetricsBuckets}, []string{"type"}),
 		filterMessage: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "waku_filter_handle_message_duration_seconds",
 			Help: "duration to push message to filter subscribers", Buckets: append(slices.Clone(nimMetricsBuckets), 15, 20, 30)}),
+		syncRoundTrips: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "reconciliation_roundtrips",
+			Help: "the nubmer of roundtrips for each reconciliation", Buckets: []float64{1, 2, 3, 5, 8, 13}}),
+		syncDifferences: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "reconciliation_differences",
+			Help: "the nubmer of differences for each reconciliation", Buckets: []float64{0, 10, 50, 100, 500, 1000, 5000}}),
+		queryCount: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "query_count_total",
+			Help: "number of times a query is being performed"}, []string{"query"}),
+		queryTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "query_time_secs",
+			Help: "query time measured in nanoseconds"}, []string{"query", "phase"}),
 	}
 	m.nodeErrors.WithLabelValues("publish_failure")
 	return m
 }
 
 func (m observed) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.nodeErrors, m.insertDuration, m.queryDuration, m.archivedPerShard, m.messageSize, m.filterRequest, m.filterMessage}
+	return []prometheus.Collector{m.nodeErrors, m.insertDuration, m.queryDuration, m.archivedPerShard, m.messageSize, m.filterRequest, m.filterMessage,
+		m.syncRoundTrips, m.syncDifferences, m.queryCount, m.queryTime}
+}
+
+// ObservePostgres has a Postgres archive opened with opts report each
+// statement to m.
+func (m observed) ObservePostgres(opts *postgres.Options) {
+	count, took := m.queryCount, m.queryTime
+	opts.OnStatement = func(name string, d time.Duration) {
+		count.WithLabelValues(name).Inc()
+		took.WithLabelValues(name, "waitFinish").Set(d.Seconds())
+	}
+}
+
+// ObserveStoreSync has cfg's store-sync service report each
+// reconciliation's round trips and differences to m.
+func (m observed) ObserveStoreSync(cfg *storesync.Config) {
+	trips, diffs := m.syncRoundTrips, m.syncDifferences
+	cfg.OnReconciled = func(roundTrips, differences int) {
+		trips.Observe(float64(roundTrips))
+		diffs.Observe(float64(differences))
+	}
 }
 
 // ObserveFilter has cfg's filter service report its request and message
@@ -200,15 +243,17 @@ type Network struct {
 	// known to be on each, in the same order.
 	Shards   []uint16
 	PerShard []int
+	// OpenStreams counts the open streams as nim-libp2p's stream objects
+	// (libp2p_open_streams).
+	OpenStreams map[StreamKind]int
 }
 
-func collectNwaku(ch chan<- prometheus.Metric, src *Sources) {
+func collectNwaku(ch chan<- prometheus.Metric, src *Sources, nw *Network) {
 	gauge(ch, descVersion, 1, src.Version)
 	gauge(ch, descStorePeers, 0)
 	gauge(ch, descLightpushPeers, 0)
 	gauge(ch, descFilterPeers, 0)
-	if src.Network != nil {
-		nw := src.Network()
+	if nw != nil {
 		gauge(ch, descLibp2pPeers, float64(nw.Peers))
 		gauge(ch, descPeerStoreSize, float64(nw.PeerStore))
 		for key, count := range nw.Conns {
@@ -246,6 +291,7 @@ func ReadNetwork(h host.Host, shards []uint16, onShard func(id peer.ID, shard ui
 	nw := Network{Peers: len(peers), PeerStore: max(0, len(h.Peerstore().Peers())-1), Shards: shards}
 	nw.Conns, nw.Streams = wakuStreams(h)
 	nw.PerAgent = connectedPerAgent(h, peers)
+	nw.OpenStreams = openStreams(h)
 	for _, s := range shards {
 		count := 0
 		for _, id := range peers {

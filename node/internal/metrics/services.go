@@ -3,11 +3,22 @@ package metrics
 import (
 	"strconv"
 
+	"github.com/libp2p/go-libp2p/core/protocol"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/couriernet/courier/filter"
 	"github.com/couriernet/courier/lightpush"
+	"github.com/couriernet/courier/peerexchange"
 )
+
+// serviceRequests sends nwaku's waku_service_requests_total of a service
+// protocol: the requests served and those rejected by its rate limit
+// (common/rate_limit/request_limiter.nim checkUsageLimit).
+func serviceRequests(ch chan<- prometheus.Metric, service protocol.ID, served, rejected uint64) {
+	counter(ch, descService, float64(served), string(service), "served")
+	counter(ch, descService, float64(rejected), string(service), "rejected")
+}
 
 // Store-sync metrics, with nwaku's names (waku_store_sync/protocols_metrics.nim)
 // where nwaku has one.
@@ -55,7 +66,9 @@ var (
 	descLightpushV3    = prometheus.NewDesc("waku_lightpush_v3_messages_total", "Lightpush v3 requests answered.", []string{"type"}, nil)
 	descLightpushV3Err = prometheus.NewDesc("waku_lightpush_v3_errors_total", "Lightpush v3 answers other than 200, by status code.", []string{"type"}, nil)
 	descLightpushV2    = prometheus.NewDesc("waku_lightpush_messages_total", "Legacy lightpush (v2) requests answered.", []string{"type"}, nil)
-	descLightpushV2Err = prometheus.NewDesc("waku_lightpush_errors_total", "Legacy lightpush refusals, by the v3 status code of the cause.", []string{"type"}, nil)
+	// nwaku labels a legacy refusal with the info text it answers
+	// (lightpush.Stats.LegacyFailures).
+	descLightpushV2Err = prometheus.NewDesc("waku_lightpush_errors_total", "number of lightpush protocol errors", []string{"type"}, nil)
 	descLightpushPub   = prometheus.NewDesc("courier_lightpush_published_total", "Lightpush messages published, by how: as_arrived (the request's bytes) or reencoded (zero timestamp filled).", []string{"how"}, nil)
 )
 
@@ -77,20 +90,36 @@ func collectLight(ch chan<- prometheus.Metric, src *Sources) {
 		count(descFilterPushes, s.Dropped, "dropped")
 		count(descFilterPushes, s.Failed, "failed")
 		count(descFilterDupes, s.Duplicates)
+		var requests uint64
+		for _, v := range s.Requests {
+			requests += v
+		}
+		serviceRequests(ch, filter.SubscribeProtocolID, requests+s.BadRequests, s.RateLimited)
 		serviceBytes(ch, s.BytesIn, filter.SubscribeProtocolID, "in")
 		serviceBytes(ch, s.BytesOut, filter.PushProtocolID, "out")
 	}
 	if src.Lightpush != nil {
 		s := src.Lightpush()
-		for version, descs := range map[string][2]*prometheus.Desc{"v3": {descLightpushV3, descLightpushV3Err}, "v2": {descLightpushV2, descLightpushV2Err}} {
-			var total uint64
+		for version, id := range map[string]protocol.ID{"v3": lightpush.ProtocolID, "v2": lightpush.LegacyProtocolID} {
+			var total, limited uint64
 			for code, v := range s.Answers[version] {
 				total += v
-				if code != 200 {
-					count(descs[1], v, strconv.FormatUint(uint64(code), 10))
+				switch {
+				case code == lightpush.StatusTooManyRequests:
+					limited += v
+				case code != lightpush.StatusOK && version == "v3":
+					count(descLightpushV3Err, v, strconv.FormatUint(uint64(code), 10))
 				}
 			}
-			count(descs[0], total, "PushRequest")
+			desc := descLightpushV3
+			if version == "v2" {
+				desc = descLightpushV2
+			}
+			count(desc, total, "PushRequest")
+			serviceRequests(ch, id, total-limited, limited)
+		}
+		for info, v := range s.LegacyFailures {
+			count(descLightpushV2Err, v, info)
 		}
 		count(descLightpushPub, s.PublishedAsArrived, "as_arrived")
 		count(descLightpushPub, s.Reencoded, "reencoded")
@@ -109,8 +138,11 @@ var (
 	descDiscv5Errors = prometheus.NewDesc("waku_discv5_errors_total", "number of waku discv5 errors", []string{"type"}, nil)
 	descDiscv5Found  = prometheus.NewDesc("courier_discv5_records_total", "records discv5 lookups returned, by what became of them", []string{"result"}, nil)
 	descPeerManager  = prometheus.NewDesc("courier_peer_manager_events_total", "peer manager events", []string{"event"}, nil)
+	// waku/node/peer_manager/peer_manager.nim: failures of the peer
+	// storage (--peer-persistence).
+	descPeersErrors  = prometheus.NewDesc("waku_peers_errors_total", "Number of peer manager errors", []string{"type"}, nil)
 	descDNSDiscovery = prometheus.NewDesc("courier_dns_discovery_errors_total", "DNS discovery failures: trees not fetched or verified, records rejected", []string{"type"}, nil)
-	discoveryDescs   = []*prometheus.Desc{descPxPeersSent, descPxErrors, descPxReceived, descDiscv5Errors, descDiscv5Found, descPeerManager, descDNSDiscovery}
+	discoveryDescs   = []*prometheus.Desc{descPxPeersSent, descPxErrors, descPxReceived, descDiscv5Errors, descDiscv5Found, descPeerManager, descPeersErrors, descDNSDiscovery}
 )
 
 func collectDiscovery(ch chan<- prometheus.Metric, src *Sources) {
@@ -126,6 +158,9 @@ func collectDiscovery(ch chan<- prometheus.Metric, src *Sources) {
 	count(descPxErrors, cl.Failures, "request_failure")
 	count(descPxErrors, cl.Rejected, "bad_enr")
 	count(descPxReceived, cl.Received)
+	if ds.PxServing {
+		serviceRequests(ch, peerexchange.ProtocolID, srv.Requests-srv.RateLimited, srv.RateLimited)
+	}
 	if ds.Discv5Running {
 		s := ds.Discv5
 		count(descDiscv5Errors, s.Malformed, "ParseFailure")
@@ -142,6 +177,8 @@ func collectDiscovery(ch chan<- prometheus.Metric, src *Sources) {
 		count(descPeerManager, p.Colocation, "colocation_closed")
 		count(descPeerManager, p.InboundPruned, "inbound_pruned")
 		count(descPeerManager, p.StoreFull, "store_full")
+		count(descPeersErrors, p.StorageFailures, "storage_failure")
+		count(descPeersErrors, p.StorageLoadFailures, "storage_load_failure")
 		count(descDNSDiscovery, p.DNSFailures, "tree")
 		count(descDNSDiscovery, p.DNSRejected, "record")
 	}

@@ -174,6 +174,32 @@ func (m *Manager) startRecord(ek *ecdsa.PrivateKey, udpPort int) error {
 	return nil
 }
 
+// SetRelayShards makes the node's ENR announce shards, of the node's
+// cluster, as nwaku's discv5 updates its record when the relay's
+// subscriptions change (waku/discovery/waku_discv5.nim
+// subscriptionsListener, updateENRShards): when they differ from the
+// record's, it is re-signed with the next sequence number, and discv5
+// serves the new one. An empty set keeps the record's shards, as nwaku
+// will not remove them all. Before Start, with no record yet, it does
+// nothing. A set the record cannot hold (over 300 bytes) is logged and
+// left out.
+func (m *Manager) SetRelayShards(shards []uint16) {
+	m.disc.mu.Lock()
+	rec := m.disc.record
+	m.disc.mu.Unlock()
+	if rec == nil || len(shards) == 0 {
+		return
+	}
+	before := rec.Seq()
+	if err := rec.SetShards(discovery.RelayShards{ClusterID: m.cfg.ClusterID, Shards: shards}); err != nil {
+		m.log.Warn("ENR: relay shards left out", "shards", fmt.Sprint(shards), "err", err)
+		return
+	}
+	if text := rec.Text(); rec.Seq() != before {
+		m.log.Info("node record updated with the relay shards", "enrUri", text, "shards", fmt.Sprint(shards), "seq", rec.Seq())
+	}
+}
+
 // ENR returns the node's current record in its text form, "enr:...", or ""
 // before Start.
 func (m *Manager) ENR() string {
@@ -385,9 +411,11 @@ func (m *Manager) askPeerExchange(ctx context.Context, pi peer.AddrInfo) {
 // DiscoveryStats are the counters of the peer exchange server and client
 // and of discv5, zero for what does not run.
 type DiscoveryStats struct {
-	PxServer peerexchange.ServerStats
-	PxClient peerexchange.ClientStats
-	Discv5   discovery.Discv5Stats
+	// PxServing says whether the node serves peer exchange (PxServer).
+	PxServing bool
+	PxServer  peerexchange.ServerStats
+	PxClient  peerexchange.ClientStats
+	Discv5    discovery.Discv5Stats
 	// Discv5Running says whether discv5 runs.
 	Discv5Running bool
 }
@@ -398,7 +426,7 @@ func (m *Manager) DiscoveryStats() DiscoveryStats {
 	defer m.disc.mu.Unlock()
 	var s DiscoveryStats
 	if m.disc.pxServer != nil {
-		s.PxServer = m.disc.pxServer.Stats()
+		s.PxServer, s.PxServing = m.disc.pxServer.Stats(), true
 	}
 	if m.disc.pxClient != nil {
 		s.PxClient = m.disc.pxClient.Stats()

@@ -12,11 +12,14 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/transport"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	noise "github.com/libp2p/go-libp2p/p2p/security/noise"
 	tls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcpreuse"
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -43,6 +46,8 @@ type HostConfig struct {
 	Listen []ListenAddr
 	// Registerer receives go-libp2p's metrics.
 	Registerer prometheus.Registerer
+	// Wire, when set, counts the transports' dials and the streams' bytes.
+	Wire *Wire
 }
 
 // NewHost makes the node's libp2p host with key as its identity: TCP
@@ -60,7 +65,7 @@ func NewHost(key crypto.PrivKey, cfg HostConfig) (host.Host, error) {
 	}
 	opts := []libp2p.Option{
 		libp2p.Identity(key),
-		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
+		libp2p.Transport(tcpTransport(cfg.Wire)),
 		libp2p.Security(tls.ID, tls.New),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.ConnectionManager(cm),
@@ -77,9 +82,12 @@ func NewHost(key crypto.PrivKey, cfg HostConfig) (host.Host, error) {
 	switch {
 	case cfg.WebSocket && cfg.WSSCert != nil:
 		conf := &cryptotls.Config{Certificates: []cryptotls.Certificate{*cfg.WSSCert}, MinVersion: cryptotls.VersionTLS12}
-		opts = append(opts, libp2p.Transport(websocket.New, websocket.WithTLSConfig(conf)))
+		opts = append(opts, libp2p.Transport(wsTransport(cfg.Wire, websocket.WithTLSConfig(conf))))
 	case cfg.WebSocket:
-		opts = append(opts, libp2p.Transport(websocket.New))
+		opts = append(opts, libp2p.Transport(wsTransport(cfg.Wire)))
+	}
+	if cfg.Wire != nil {
+		opts = append(opts, libp2p.BandwidthReporter(reporter{cfg.Wire}))
 	}
 	if cfg.PortMapping {
 		opts = append(opts, libp2p.NATPortMap())
@@ -98,6 +106,30 @@ func NewHost(key crypto.PrivKey, cfg HostConfig) (host.Host, error) {
 		return nil, errors.Join(err, h.Close())
 	}
 	return h, nil
+}
+
+// tcpTransport is the constructor of the TCP transport, without
+// SO_REUSEPORT, its dials counted into w.
+func tcpTransport(w *Wire) func(transport.Upgrader, network.ResourceManager, *tcpreuse.ConnMgr) (transport.Transport, error) {
+	return func(u transport.Upgrader, rcmgr network.ResourceManager, shared *tcpreuse.ConnMgr) (transport.Transport, error) {
+		t, err := tcp.NewTCPTransport(u, rcmgr, shared, tcp.DisableReuseport())
+		if err != nil {
+			return nil, err
+		}
+		return countDials(t, w), nil
+	}
+}
+
+// wsTransport is the constructor of the WebSocket transport with opts, its
+// dials counted into w.
+func wsTransport(w *Wire, opts ...websocket.Option) func(transport.Upgrader, network.ResourceManager, *tcpreuse.ConnMgr) (transport.Transport, error) {
+	return func(u transport.Upgrader, rcmgr network.ResourceManager, shared *tcpreuse.ConnMgr) (transport.Transport, error) {
+		t, err := websocket.New(u, rcmgr, shared, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return countDials(t, w), nil
+	}
 }
 
 // DropAfter closes h's network, and so every connection and stream, once

@@ -78,6 +78,10 @@ type Stats struct {
 	StoreFull      uint64 // peers not kept: the store was full of connected ones
 	DNSFailures    uint64 // DNS trees that could not be fetched or verified
 	DNSRejected    uint64 // records of DNS trees whose Waku fields did not decode
+	// StorageFailures and StorageLoadFailures count the times peers.json
+	// could not be written and could not be read (nwaku's
+	// waku_peers_errors storage_failure and storage_load_failure).
+	StorageFailures, StorageLoadFailures uint64
 }
 
 // Manager keeps the node connected to its target of relay peers,
@@ -109,6 +113,7 @@ type Manager struct {
 	kick  chan struct{}
 	stats struct {
 		added, dials, dialFailures, removed, metadataPruned, colocation, inboundPruned, storeFull, dnsFailures, dnsRejected atomic.Uint64
+		storageFailures, storageLoadFailures                                                                                atomic.Uint64
 	}
 	// sameIDWarned is set once a peer with the node's own id was warned of.
 	sameIDWarned atomic.Bool
@@ -609,5 +614,6 @@ func (m *Manager) Stats() Stats {
 	s := &m.stats
 	return Stats{Added: s.added.Load(), Dials: s.dials.Load(), DialFailures: s.dialFailures.Load(), Removed: s.removed.Load(),
 		MetadataPruned: s.metadataPruned.Load(), Colocation: s.colocation.Load(), InboundPruned: s.inboundPruned.Load(), StoreFull: s.storeFull.Load(),
-		DNSFailures: s.dnsFailures.Load(), DNSRejected: s.dnsRejected.Load()}
+		DNSFailures: s.dnsFailures.Load(), DNSRejected: s.dnsRejected.Load(),
+		StorageFailures: s.storageFailures.Load(), StorageLoadFailures: s.storageLoadFailures.Load()}
 }

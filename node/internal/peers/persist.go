@@ -79,6 +79,7 @@ func (m *Manager) save() {
 		}
 	}
 	if err != nil {
+		m.stats.storageFailures.Add(1)
 		m.log.Warn("peer persistence: write failed", "path", m.path, "err", err)
 	}
 }
@@ -99,6 +100,7 @@ func (m *Manager) load() []peer.AddrInfo {
 		err = json.Unmarshal(b, &saved)
 	}
 	if err != nil {
+		m.stats.storageLoadFailures.Add(1)
 		m.log.Warn("peer persistence: unreadable, starting without saved peers", "path", m.path, "err", err)
 		return nil
 	}

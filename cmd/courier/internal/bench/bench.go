@@ -102,6 +102,10 @@ type Config struct {
 	// Out receives the start-up lines (SHA-256 speed, append bound) and
 	// notes; Progress the progress bar. Nil means io.Discard.
 	Out, Progress io.Writer
+	// ProgressTerminal says Progress is a terminal: the bar is redrawn in
+	// place. Otherwise it is written as a plain line at most every
+	// ProgressLineInterval, and once more when it ends.
+	ProgressTerminal bool
 }
 
 // maxInflight bounds Config.Inflight: gossipsub's queues in the macro
@@ -157,6 +161,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
+	}
+	if _, wrapped := c.Progress.(*lineProgress); !c.ProgressTerminal && !wrapped {
+		c.Progress = &lineProgress{w: c.Progress, interval: ProgressLineInterval, now: time.Now}
 	}
 }
 
