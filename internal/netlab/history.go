@@ -98,6 +98,22 @@ func (h *History) Deliver(node string, msgs []Message, at time.Time) {
 	}
 }
 
+// Deliveries is the number of (node, message) first deliveries of
+// published messages.
+func (h *History) Deliveries() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, d := range h.delivered {
+		for x := range d {
+			if _, ok := h.published[x]; ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // PublishedHashes returns the hashes published so far, in order.
 func (h *History) PublishedHashes() []message.Hash {
 	h.mu.Lock()
@@ -195,15 +211,17 @@ func (h *History) DeliveryCheck(node string) SetCheck {
 	return CheckSet(node, want, got)
 }
 
-// Latencies returns, over every node's first deliveries of published
-// messages, the time from publish request to the poll that saw it.
+// Latencies returns, sorted, over every node's first delivery of each
+// published message except the publisher's own (which crosses no link),
+// the time from the publish request to the poll that saw it: the
+// end-to-end latency plus up to one poll interval.
 func (h *History) Latencies() []time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []time.Duration
-	for _, d := range h.delivered {
+	for node, d := range h.delivered {
 		for x, dv := range d {
-			if p, ok := h.published[x]; ok {
+			if p, ok := h.published[x]; ok && p.Node != node {
 				out = append(out, dv.At.Sub(p.At))
 			}
 		}

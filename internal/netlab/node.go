@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/message"
 )
@@ -328,4 +332,28 @@ func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn,
 		return nil, fmt.Errorf("netlab: dial %s: only tcp", network)
 	}
 	return dialIn(ctx, h.NS, addr)
+}
+
+// NodeKey returns a new secp256k1 node key as --nodekey takes it (hex)
+// and the peer id it gives, so that nodes can name each other in
+// --staticnode before any of them starts.
+func NodeKey() (key, id string, err error) {
+	priv, _, err := crypto.GenerateSecp256k1Key(rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	raw, err := priv.Raw()
+	if err != nil {
+		return "", "", err
+	}
+	pid, err := peer.IDFromPrivateKey(priv)
+	if err != nil {
+		return "", "", err
+	}
+	return hex.EncodeToString(raw), pid.String(), nil
+}
+
+// Multiaddr is the libp2p address of a node with peer id on h.
+func (h *Host) Multiaddr(id string) string {
+	return fmt.Sprintf("/ip4/%s/tcp/%d/p2p/%s", h.IP, NodeTCPPort, id)
 }
