@@ -315,3 +315,11 @@ func (h *History) Poll(nodes []*Node, every time.Duration) (stop func() (failure
 		return failures
 	}
 }
+
+// FirstDelivery returns node's first delivery of hash.
+func (h *History) FirstDelivery(node string, hash message.Hash) (Delivery, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, ok := h.delivered[node][hash]
+	return d, ok
+}

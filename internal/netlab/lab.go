@@ -102,8 +102,19 @@ type Host struct {
 }
 
 // Available reports whether this process can run a lab: root, ip, tc,
-// iptables-restore, /dev/net/tun and network namespaces.
+// iptables-restore, /dev/net/tun and network namespaces. It probes once
+// per process.
 func Available() error {
+	availOnce.Do(func() { availErr = probe() })
+	return availErr
+}
+
+var (
+	availOnce sync.Once
+	availErr  error
+)
+
+func probe() error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w: needs root (uid %d)", ErrUnavailable, os.Geteuid())
 	}

@@ -357,3 +357,28 @@ func NodeKey() (key, id string, err error) {
 func (h *Host) Multiaddr(id string) string {
 	return fmt.Sprintf("/ip4/%s/tcp/%d/p2p/%s", h.IP, NodeTCPPort, id)
 }
+
+// RelayPeerScore returns the gossipsub score the node gives peer id on
+// shard 0 (GET /admin/v1/peers/relay/on/0); ok is false when the peer is
+// not listed there or has no score.
+func (n *Node) RelayPeerScore(id string) (score float64, ok bool, err error) {
+	body, err := n.do(http.MethodGet, "/admin/v1/peers/relay/on/0", nil, http.StatusOK)
+	if err != nil {
+		return 0, false, err
+	}
+	var shard struct {
+		Peers []struct {
+			Multiaddr string   `json:"multiaddr"`
+			Score     *float64 `json:"score"`
+		} `json:"peers"`
+	}
+	if err := json.Unmarshal(body, &shard); err != nil {
+		return 0, false, fmt.Errorf("%s: relay peers: %w: %s", n.Host.Name, err, body)
+	}
+	for _, p := range shard.Peers {
+		if strings.HasSuffix(p.Multiaddr, "/p2p/"+id) && p.Score != nil {
+			return *p.Score, true, nil
+		}
+	}
+	return 0, false, nil
+}

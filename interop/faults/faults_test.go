@@ -36,6 +36,10 @@ type scenario struct {
 
 var scenarios = []scenario{
 	{"Mesh12", testMesh12},
+	{"Partition", testPartition},
+	{"Kill9", testKills},
+	{"Flood", testFlood},
+	{"FullDisk", testFullDisk},
 }
 
 // TestFaults builds the binary and runs every scenario concurrently:
@@ -154,14 +158,19 @@ func waitMesh(t *testing.T, nodes []*netlab.Node, minMesh int, timeout time.Dura
 // its last explanation after timeout.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
+	if ok, why := eventually(timeout, cond); !ok {
+		t.Fatalf("%s: not within %v: %s", what, timeout, why)
+	}
+}
+
+// eventually polls cond every 200 ms until it holds or timeout passes,
+// and returns its last answer.
+func eventually(timeout time.Duration, cond func() (bool, string)) (bool, string) {
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %s", what, timeout, why)
+		if ok || time.Now().After(deadline) {
+			return ok, why
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
