@@ -274,7 +274,9 @@ func (n *Node) Metrics() (map[string]float64, error) {
 type Health struct {
 	NodeHealth       string `json:"nodeHealth"`
 	ConnectionStatus string `json:"connectionStatus"`
-	ProtocolsHealth  []map[string]string
+	// ProtocolsHealth has one object per protocol, nwaku's shape:
+	// {"Store": "READY"} or {"Relay": "NOT_READY", "desc": "..."}.
+	ProtocolsHealth []map[string]string `json:"protocolsHealth"`
 }
 
 // Health returns the node's /health; a status other than 200 still

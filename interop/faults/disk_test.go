@@ -64,8 +64,8 @@ func testFullDisk(t *testing.T, bin string) {
 	health, herr := s0.Health()
 	storeHealth := "absent"
 	for _, p := range health.ProtocolsHealth {
-		if p["protocol"] == "Store" {
-			storeHealth = fmt.Sprintf("%s %q", p["health"], p["desc"])
+		if st, ok := p["Store"]; ok { // nwaku's shape: {"Store": "READY", "desc": "..."}
+			storeHealth = fmt.Sprintf("%s %q", st, p["desc"])
 		}
 	}
 	logLine := ""

@@ -40,6 +40,7 @@ var scenarios = []scenario{
 	{"Kill9", testKills},
 	{"Flood", testFlood},
 	{"FullDisk", testFullDisk},
+	{"BadClients", testBadClients},
 }
 
 // TestFaults builds the binary and runs every scenario concurrently:
