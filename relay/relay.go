@@ -30,6 +30,7 @@ var (
 // Relay is a node's 11/WAKU2-RELAY service.
 type Relay struct {
 	cfg     Config
+	host    host.Host
 	ps      *pubsub.PubSub
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -61,7 +62,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Relay{cfg: cfg, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic()}
+	r := &Relay{cfg: cfg, host: h, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic()}
 	r.disp = &dispatcher{ctx: ctx, archive: cfg.Archive, archiveDone: cfg.ArchiveDone, queueLen: cfg.HandlerQueueSize, c: &r.c}
 	score, thresholds := nwakuPeerScore()
 	ps, err := pubsub.NewGossipSub(ctx, h,
@@ -77,7 +78,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithFloodPublish(true),
 		pubsub.WithPeerExchange(true),
 		pubsub.WithPeerScore(score, thresholds),
-		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(r.scores.set), cfg.GossipSub.HeartbeatInterval),
+		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(r.inspectScores), cfg.GossipSub.HeartbeatInterval),
 		pubsub.WithRawTracer(tracer{c: &r.c}),
 		pubsub.WithRawTracer(r.mesh),
 		pubsub.WithRawTracer(r.traffic),
@@ -468,10 +469,11 @@ func (r *Relay) AddHandler(name string, fn Handler) (remove func()) {
 // Stats returns a snapshot of the relay's counters.
 func (r *Relay) Stats() Stats {
 	s := Stats{
-		MsgIDHashes: r.c.msgIDHashes.Load(),
-		Delivered:   r.c.delivered.Load(),
-		Drops:       make(map[DropReason]uint64, numDropReasons),
-		Topics:      map[string]TopicStats{},
+		MsgIDHashes:        r.c.msgIDHashes.Load(),
+		Delivered:          r.c.delivered.Load(),
+		BadPeerDisconnects: r.c.badPeers.Load(),
+		Drops:              make(map[DropReason]uint64, numDropReasons),
+		Topics:             map[string]TopicStats{},
 	}
 	for i := range r.c.drops {
 		s.Drops[DropReason(i)] = r.c.drops[i].Load()

@@ -78,6 +78,7 @@ func (d DropReason) String() string {
 type counters struct {
 	msgIDHashes atomic.Uint64
 	delivered   atomic.Uint64
+	badPeers    atomic.Uint64
 	drops       [numDropReasons]atomic.Uint64
 }
 
@@ -115,6 +116,9 @@ type Stats struct {
 	MsgIDHashes uint64
 	// Delivered counts envelopes handed to the dispatcher.
 	Delivered uint64
+	// BadPeerDisconnects counts connections closed because the peer's
+	// gossipsub score fell below the graylist threshold.
+	BadPeerDisconnects uint64
 	// Drops counts lost messages by reason; every reason of DropReasons is
 	// present, zero or not.
 	Drops map[DropReason]uint64
