@@ -189,8 +189,13 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: connection manager: %w", err)
 	}
+	rm, err := n.resourceManager()
+	if err != nil {
+		return nil, err
+	}
 	opts := []libp2p.Option{
 		libp2p.Identity(key),
+		libp2p.ResourceManager(rm),
 		// Without SO_REUSEPORT, so that a second process cannot listen on a
 		// port a node already holds and take half of its inbound dials.
 		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
