@@ -61,7 +61,10 @@ func testBadClients(t *testing.T, bin string) {
 	afterIdle, _ := n.Memory()
 	lorisREST := startLoris(ctx, m.host, rest, slowLoris)
 	lorisMetrics := startLoris(ctx, m.host, metrics, slowLoris)
+	time.Sleep(3 * time.Second)
+	afterLoris, _ := n.Memory()
 	statuses := postBig(t, m.host, rest, bigPosts)
+	afterPosts, _ := n.Memory()
 
 	// Idle and slow connections must be cut; wait for it.
 	cutREST, cutMetrics := waitCut(idleREST, start, cutWithin), waitCut(idleMetrics, metricsStart, cutWithin)
@@ -71,7 +74,8 @@ func testBadClients(t *testing.T, bin string) {
 	probeN, probeFail, probeMax := probes.get()
 	fig := netlab.Figures{Scenario: "BadClients", MemPeak: mem.Peak}
 	fig.Extra = append(fig.Extra,
-		fmt.Sprintf("RSS %.1f MiB before, %.1f MiB with the idle connections open", float64(base.RSS)/(1<<20), float64(afterIdle.RSS)/(1<<20)),
+		fmt.Sprintf("RSS %.1f MiB before, %.1f MiB with the idle connections open, peak %.1f MiB with the slow-loris ones too, %.1f MiB after the big posts",
+			mib(base.RSS), mib(afterIdle.RSS), mib(afterLoris.Peak), mib(afterPosts.Peak)),
 		fmt.Sprintf("idle REST cut %d/%d in %v", cutREST.n, len(idleREST), cutREST.took.Round(100*time.Millisecond)),
 		fmt.Sprintf("idle metrics cut %d/%d in %v", cutMetrics.n, len(idleMetrics), cutMetrics.took.Round(100*time.Millisecond)),
 		fmt.Sprintf("slow-loris REST cut %d/%d (latest after %v), metrics %d/%d (latest after %v)", lr.n, slowLoris, lr.took.Round(100*time.Millisecond), lm.n, slowLoris, lm.took.Round(100*time.Millisecond)),
@@ -97,6 +101,8 @@ func testBadClients(t *testing.T, bin string) {
 		}
 	}
 }
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // raiseNoFile lifts this process's open-file limit (and so the nodes')
 // to at least n.
