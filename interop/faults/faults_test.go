@@ -41,6 +41,7 @@ var scenarios = []scenario{
 	{"Flood", testFlood},
 	{"FullDisk", testFullDisk},
 	{"BadClients", testBadClients},
+	{"PeerMemory", testPeerMemory},
 }
 
 // TestFaults builds the binary and runs every scenario concurrently:

@@ -44,6 +44,15 @@ type flooder struct {
 
 func newFlooder(t *testing.T, on *netlab.Host) *flooder {
 	t.Helper()
+	return &flooder{h: newPeerHost(t, on)}
+}
+
+// newPeerHost is an in-test libp2p host on lab host on, without
+// listening: it dials from on's namespace, answers the Waku metadata
+// protocol for shard 0 of cluster 0 (or the node would disconnect it) and
+// reads and drops the gossipsub stream the node opens.
+func newPeerHost(t *testing.T, on *netlab.Host) host.Host {
+	t.Helper()
 	dial := func(ma.Multiaddr) (tcp.ContextDialer, error) { return on, nil }
 	h, err := libp2p.New(
 		libp2p.NoListenAddrs,
@@ -66,7 +75,7 @@ func newFlooder(t *testing.T, on *netlab.Host) *flooder {
 	for _, p := range meshsub {
 		h.SetStreamHandler(protocolID(p), func(s network.Stream) { io.Copy(io.Discard, s); s.Close() })
 	}
-	return &flooder{h: h}
+	return h
 }
 
 // flood connects to target and sends rate messages per second on the
