@@ -42,6 +42,7 @@ var scenarios = []scenario{
 	{"FullDisk", testFullDisk},
 	{"BadClients", testBadClients},
 	{"PeerMemory", testPeerMemory},
+	{"Pause", testPause},
 }
 
 // TestFaults builds the binary and runs every scenario concurrently:
