@@ -145,19 +145,21 @@ var (
 	// ErrBadEnvelope is returned by Append for a nil envelope or message, or
 	// wire bytes over message.MaxSize.
 	ErrBadEnvelope = errors.New("archive: bad envelope")
-	// ErrConfig is wrapped by every configuration error of Open,
-	// OpenPostgres, OpenURL and ParseRetention.
+	// ErrConfig is wrapped by every configuration error of the drivers'
+	// Open functions (archive/embedded, archive/postgres, archive/dburl)
+	// and of ParseRetention.
 	ErrConfig = errors.New("archive: invalid config")
-	// ErrLocked is returned by Open when another Open holds the directory.
+	// ErrLocked is returned by the embedded archive's Open when another
+	// Open holds the directory.
 	ErrLocked = errors.New("archive: directory in use")
 	// ErrCorrupt marks a segment record that does not match its index row
 	// (length or CRC-32C), or an index that points past a segment's end.
 	ErrCorrupt = errors.New("archive: corrupt segment")
-	// ErrSchema is returned by Open and OpenPostgres when the database's
+	// ErrSchema is returned by the drivers' Open when the database's
 	// schema version is newer than this build's, or older with
 	// Config.NoMigration, or a migration fails.
 	ErrSchema = errors.New("archive: database schema")
-	// ErrNwakuDatabase is returned by Open and OpenPostgres for a database
+	// ErrNwakuDatabase is returned by the drivers' Open for a database
 	// that nwaku wrote. It is detected by its schema and never modified.
 	ErrNwakuDatabase = errors.New("archive: database written by nwaku")
 )
@@ -169,43 +171,31 @@ func (e *queryError) Unwrap() error { return ErrBadQuery }
 
 func badQuery(msg string) error { return &queryError{msg} }
 
-// Defaults of Config.
+// Defaults and bounds of Config.
 const (
-	DefaultQueueBytes    = 64 << 20
-	DefaultFsyncInterval = time.Second
-	DefaultSegmentSize   = 256 << 20
-	DefaultMaxBatch      = 1024
-	// MinSegmentSize is the smallest SegmentSize: one record of the largest
-	// message fits.
-	MinSegmentSize = int64(segHeaderSize + recHeaderSize + message.MaxSize)
-	// MinQueueBytes is the smallest QueueBytes: two of the largest messages.
-	MinQueueBytes = int64(2 * (message.MaxSize + itemOverhead))
+	DefaultQueueBytes = 64 << 20
+	DefaultMaxBatch   = 1024
+	// MinQueueBytes is the smallest QueueBytes: two of the largest messages
+	// with what the queue counts for each (queueItemOverhead).
+	MinQueueBytes = int64(2 * (message.MaxSize + queueItemOverhead))
 )
 
-// Config tunes the embedded archive. The zero value gives the defaults.
+// queueItemOverhead is what one queued envelope counts besides its wire
+// bytes (the drivers' write queue, archive/internal/queue).
+const queueItemOverhead = 256
+
+// Config holds the settings every driver takes; each driver adds its own
+// (archive/embedded.Options, archive/postgres.Options), and
+// archive/dburl.Config holds all three. The zero value gives the defaults.
 type Config struct {
 	// QueueBytes bounds the bytes of queued and uncommitted envelopes (wire
 	// length plus about 256 bytes each); Append blocks while it is full.
 	// 0 means DefaultQueueBytes (64 MiB); less than MinQueueBytes is invalid.
 	QueueBytes int64
-	// FsyncInterval is how often segments and index are fsynced (power-loss
-	// durability). Committed messages survive the kill of the process at
-	// once; a power loss may lose up to this interval. 0 means
-	// DefaultFsyncInterval (1 s); negative is invalid.
-	FsyncInterval time.Duration
-	// SegmentSize is the size in bytes at which the writer starts a new
-	// segment file. 0 means DefaultSegmentSize (256 MiB); less than
-	// MinSegmentSize is invalid.
-	SegmentSize int64
 	// MaxBatch is the most messages committed in one index transaction. The
 	// writer commits whatever is queued, up to MaxBatch, never waiting for
 	// more. 0 means DefaultMaxBatch (1024); negative is invalid.
 	MaxBatch int
-	// IndexPath is the embedded archive's SQLite index file (with SQLite's
-	// -wal and -shm files beside it), for nwaku's
-	// --store-message-db-url=sqlite://PATH. "" means index.db in the
-	// archive's directory. Postgres ignores it.
-	IndexPath string
 	// Now gives the receive time stored for messages without a positive
 	// timestamp, and the time retention measures age from. nil means
 	// time.Now.
@@ -228,10 +218,6 @@ type Config struct {
 	// Vacuum rebuilds the index (SQLite VACUUM; Postgres VACUUM ANALYZE of
 	// the archive's table) at Open (--store-message-db-vacuum).
 	Vacuum bool
-	// MaxConns bounds the Postgres connections
-	// (--store-max-num-db-connections). 0 means DefaultMaxConns (50);
-	// negative is invalid. The embedded archive ignores it.
-	MaxConns int
 	// Logger receives the policy in force at Open and each retention run's
 	// outcome. nil means slog.Default().
 	Logger *slog.Logger
@@ -251,61 +237,6 @@ type Config struct {
 	// waku_archive_query_duration_seconds times driver.getMessages). It
 	// runs on the caller's goroutine. nil means none.
 	OnQuery func(d time.Duration)
-
-	retention Retention // parsed from Retention by validate
-}
-
-func (c *Config) validate() error {
-	switch {
-	case c.QueueBytes < 0 || (c.QueueBytes > 0 && c.QueueBytes < MinQueueBytes):
-		return errorf(ErrConfig, "QueueBytes %d: 0 or at least %d", c.QueueBytes, MinQueueBytes)
-	case c.FsyncInterval < 0:
-		return errorf(ErrConfig, "FsyncInterval %v is negative", c.FsyncInterval)
-	case c.SegmentSize < 0 || (c.SegmentSize > 0 && c.SegmentSize < MinSegmentSize):
-		return errorf(ErrConfig, "SegmentSize %d: 0 or at least %d", c.SegmentSize, MinSegmentSize)
-	case c.SegmentSize > maxSegmentSize:
-		return errorf(ErrConfig, "SegmentSize %d over %d", c.SegmentSize, int64(maxSegmentSize))
-	case c.MaxBatch < 0:
-		return errorf(ErrConfig, "MaxBatch %d is negative", c.MaxBatch)
-	case c.RetentionInterval < 0:
-		return errorf(ErrConfig, "RetentionInterval %v is negative", c.RetentionInterval)
-	case c.MaxConns < 0:
-		return errorf(ErrConfig, "MaxConns %d is negative", c.MaxConns)
-	}
-	r, err := ParseRetention(c.Retention)
-	if err != nil {
-		return err
-	}
-	c.retention = r
-	return nil
-}
-
-// setDefaults fills in the default of every zero field.
-func (c *Config) setDefaults() {
-	if c.QueueBytes == 0 {
-		c.QueueBytes = DefaultQueueBytes
-	}
-	if c.FsyncInterval == 0 {
-		c.FsyncInterval = DefaultFsyncInterval
-	}
-	if c.SegmentSize == 0 {
-		c.SegmentSize = DefaultSegmentSize
-	}
-	if c.MaxBatch == 0 {
-		c.MaxBatch = DefaultMaxBatch
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.RetentionInterval == 0 {
-		c.RetentionInterval = DefaultRetentionInterval
-	}
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
 }
 
 // Stats is a snapshot of an archive's counters since Open.

@@ -19,6 +19,8 @@ import (
 	"testing"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/embedded"
+	"github.com/couriernet/courier/archive/postgres"
 	"github.com/couriernet/courier/internal/pgtest"
 	"github.com/couriernet/courier/message"
 )
@@ -61,13 +63,13 @@ func init() {
 func openTarget(target string) (archive.Archive, error) {
 	kind, where, _ := strings.Cut(target, ":")
 	if kind == "postgres" {
-		a, err := archive.OpenPostgres(context.Background(), where, archive.Config{})
+		a, err := postgres.Open(context.Background(), where, archive.Config{}, postgres.Options{})
 		if err != nil {
 			return nil, err
 		}
 		return a, nil
 	}
-	a, err := archive.Open(where, archive.Config{})
+	a, err := embedded.Open(where, archive.Config{}, embedded.Options{})
 	if err != nil {
 		return nil, err
 	}

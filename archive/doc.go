@@ -1,89 +1,23 @@
-// Package archive stores Waku messages keyed by their deterministic hash and
-// answers 13/WAKU2-STORE v3 queries. Archive is the interface the relay
-// dispatcher and the store protocol use; Embedded, returned by Open, is the
-// default implementation: an SQLite index plus segment files in one
-// directory. Postgres, returned by OpenPostgres (or OpenURL with a
-// postgres:// URL), keeps the same messages in a PostgreSQL table and
-// answers the same queries in the same order; one conformance suite runs
-// against both.
+// Package archive is the contract of the message archive: Archive, the
+// interface the relay dispatcher and the store protocol use to store Waku
+// messages keyed by their deterministic hash and to answer 13/WAKU2-STORE
+// v3 queries; the rules every driver answers queries by (Query); the
+// sentinel errors; the settings every driver takes (Config); and nwaku's
+// retention grammar (ParseRetention). It links no database driver, so a
+// package that only stores and queries through Archive (store, storesync)
+// builds without cgo or pgx.
 //
-// # Design: an index of small rows, payloads appended once
+// # Drivers
 //
-// A message is written once, as the bytes it arrived in (Envelope.Wire, no
-// re-encode), to the end of a segment file: an 8-byte record header
-// (length, CRC-32C) and the wire bytes. An SQLite table holds one small row
-// per message: hash, timestamp, pubsub topic, content topic and the
-// record's segment and offset, with a unique index on the hash and indexes
-// on (timestamp, hash), (pubsub topic, timestamp, hash) and (pubsub topic,
-// content topic, timestamp, hash) for the store v3 orders. Reads pread the
-// record into a fresh buffer and check it; they never decode it.
+//	archive/embedded   the default: an SQLite index of small rows plus segment files in one directory
+//	archive/postgres   the same messages in a PostgreSQL table, the same queries in the same order
+//	archive/dburl      either one by nwaku's --store-message-db-url (sqlite://PATH, postgres://...)
 //
-// Why: as a B-tree value (SQLite blobs, 16 KiB pages) a 65 kB payload is
-// written twice, to the WAL and then at the checkpoint, and capped near
-// 3,400 msg/s here; an LSM writes it twice too (docs/archive.md has the
-// measurements). Appending each payload once keeps the archive at
-// the disk's own speed, as NATS JetStream's file store and Kafka's segments
-// do. The index cost 0.3 to 1.1 KiB of writes per message (WAL plus
-// checkpoint, runs of 40,000 messages), under 2 % of the payload bytes. Its
-// pages are 1 KiB because every insert into the hash index dirties a page
-// at a random place; with 4 KiB pages the same run wrote 1.3 KiB per
-// message. In a large archive that is up to one page per message.
-//
-// # Figures
-//
-// Measured on the project machine (2 cores, ext4 on virtio, 24 GB, other
-// work running, 2026-11-30) with
-//
-//	go test -run '^$' -bench WritePath -benchtime 10000x -count 5 ./archive/
-//
-// (the figures below were taken with the same method when it was a test),
-// which runs, in alternating rounds in one process, 10,000 messages of the
-// seed mix (25/50/25 % of 10,000/50,000/150,000-byte payloads, mean 65 kB)
-// through each of: the append bound (the same bytes appended to one file in
-// a directory on the same disk, an fsync every 64 messages), the archive
-// alone, and decode+hash+archive; a run ends after the archive's Close
-// (the last fsync). Medians of 5 rounds:
-//
-//	append bound (fsync every 64)   4,348 msg/s  1.00
-//	archive alone                   4,787 msg/s  1.10 of the bound
-//	decode+hash+archive             4,614 msg/s  1.06 of the bound
-//
-// Messages were acknowledged (committed, surviving kill -9) at a median
-// 8,475 msg/s (archive alone, 6,200 to 12,200 over the rounds); over a whole
-// run both the archive and the bound are held to the disk's write speed,
-// about 300 MB/s while the measurement ran (10,500 msg/s, 680 MB/s, on the
-// idle machine of the ARCHITECTURE table). The archive's writer spends
-// about 25 µs of CPU per message in pwritev and 10 µs in SQLite; the
-// CRC-32C, 16 to 20 µs, runs in Append on the caller's goroutine (go test
-// -bench Append -cpuprofile). Go
-// benchmarks: go test -run '^$' -bench Append -benchtime 10000x ./archive/.
-//
-// # Write path and durability
-//
-// Append puts the envelope in a queue bounded in bytes (Config.QueueBytes)
-// and returns; when the queue is full it waits (push back, never a drop).
-// One writer goroutine takes whatever is queued, up to Config.MaxBatch,
-// never waiting for more (group commit), and in one index transaction
-// inserts the rows (INSERT OR IGNORE: a duplicate hash stores nothing),
-// writes the new records to the segment with one pwritev(2), then commits.
-// Only then are the done callbacks called. So every message the index
-// says is committed has its bytes in the kernel: it survives kill -9 of
-// the process, as nwaku's SQLite default (WAL, synchronous=NORMAL) does.
-//
-// A syncer goroutine makes it survive power loss every
-// Config.FsyncInterval (1 s): it fsyncs the segments, the directory and the
-// index's WAL, then records the last row so covered in the file "synced".
-// After enough new rows it asks the writer to checkpoint the WAL between
-// batches: a checkpoint run beside a busy writer never catches up, and
-// the WAL would grow without bound; right after the fsync round, the
-// checkpoint's own fsyncs do not wait for segment data.
-//
-// Open recovers: rows after the "synced" mark whose records do not read
-// back whole (length, CRC-32C) are deleted (after a power loss the WAL may
-// reach the disk before the segment data), bytes past the last row are cut
-// off and segment files past it removed. TestCrashKill9 kills a writing
-// child process with SIGKILL and checks that every acknowledged message
-// reads back byte-identical.
+// One conformance suite, this package's tests, runs against both. What
+// they share is in archive/internal: the write queue bounded in bytes and
+// the done callbacks (queue), the query planner (plan), and the settings
+// with their defaults, the counters behind Stats, the retention loop and
+// the schema version check (driver).
 //
 // # Ordering and queries
 //
@@ -95,55 +29,12 @@
 // the time range includes both ends, as in nwaku (see Query). A query on a
 // pubsub topic and up to MaxContentTopics content topics reads one ordered
 // index range per topic, each at most one page long, and merges them, so
-// its cost does not grow with the archive.
-//
-// # Files
-//
-//	index.db, index.db-wal, index.db-shm   the SQLite index
-//	0000000001.seg ...                     segments, Config.SegmentSize each (256 MiB)
-//	synced                                 the last row covered by an fsync round
-//
-// Config.IndexPath puts the index elsewhere (nwaku's sqlite://PATH); the
-// segments, the synced mark and the lock stay in the directory.
-//
-// # Code
-//
-//	archive.go    the Archive interface, Query, Config, Stats, sentinel errors
-//	queue.go      the write queue bounded in bytes, and the done callbacks (both drivers)
-//	counters.go   the counters behind Stats (both drivers)
-//	retention.go  retention policies (both drivers)
-//	embedded_retention.go, embedded_schema.go   the embedded side of both
-//	url.go        opening an archive by database URL
-//	postgres*.go  the Postgres driver
-//
-// The embedded archive:
-//
-//	embedded.go   the Embedded type, its goroutines and lock order; Open, Close, Stats
-//	writer.go     Append and the writer goroutine: batches, segment writes, index commits
-//	sync.go       the syncer goroutine: fsync rounds and the "synced" watermark
-//	recover.go    Open's crash recovery
-//	index.go      the SQLite schema and connections, WAL fsync and checkpoint
-//	segment.go    the segment and record format
-//	query.go      store v3 queries
-//
-// # Postgres beside the embedded archive
-//
-// Measured on the project machine (2 cores shared with other work, load
-// average 12 to 15, 2026-11-30), PostgreSQL 15 from internal/pgtest on the
-// same disk with its default durability:
-//
-//	go test -run '^$' -bench Drivers -benchtime 10000x ./archive/
-//
-//	seed mix (mean 65 kB)        embedded      Postgres
-//	inserts acknowledged         4,672 msg/s   883 msg/s
-//	query p50 / p99              0.54 / 14 ms  2.4 / 15 ms
-//
-// (queries: a page of 20 with data, one content topic, a time range). Each
-// 65 kB value goes through Postgres's TOAST in 2 kB chunks and is written
-// to its WAL and then its heap; the embedded archive appends it once. With
-// 1,000-byte messages (courier bench --scenario store) the gap is smaller:
-// 29,800 against 7,100 msg/s, query p50/p99 through the store protocol
-// 0.33/3.3 ms against 0.45/5.7 ms.
+// its cost does not grow with the archive. Every query form reads the wire
+// bytes of at most one page plus one message (the one that tells whether
+// there is a next page), hash lookups included: both drivers match a hash
+// lookup's up to MaxQueryHashes hashes on their small index columns first
+// and read bodies only for the page (on Postgres, 1,000 hashes of 150 kB
+// messages read 3.2 MB from the server for a page of 20, not 150 MB).
 //
 // # Schema versions
 //

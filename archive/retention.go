@@ -1,7 +1,6 @@
 package archive
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"regexp"
@@ -41,10 +40,14 @@ var retentionSyntax = regexp.MustCompile(`^\w+:\d*\.?\d+((g|m)b)?$`)
 // ParseRetention parses a retention policy in nwaku's grammar: "" or
 // "none" (keep everything), or policies joined by ";", each one of
 // "time:<seconds>", "capacity:<messages>" or "size:<n>GB|MB" (1024-based,
-// decimals allowed, e.g. "size:1.5gb"); case does not matter. Errors wrap
+// decimals allowed, e.g. "size:1.5gb"); case does not matter. All the
+// policies given apply; a kind given twice ("capacity:10;capacity:20") is
+// an error, as in nwaku (waku/factory/conf_builder/
+// store_service_conf_builder.nim validateRetentionPolicies). Errors wrap
 // ErrConfig.
 func ParseRetention(s string) (Retention, error) {
 	var r Retention
+	seen := map[string]bool{}
 	for part := range strings.SplitSeq(strings.ToLower(strings.TrimSpace(s)), ";") {
 		part = strings.TrimSpace(part)
 		if part == "" || part == "none" {
@@ -54,6 +57,10 @@ func ParseRetention(s string) (Retention, error) {
 			return Retention{}, errorf(ErrConfig, "retention policy %q: want time:<seconds>, capacity:<count> or size:<n>gb|mb", part)
 		}
 		kind, arg, _ := strings.Cut(part, ":")
+		if seen[kind] {
+			return Retention{}, errorf(ErrConfig, "retention policy %q: a %s policy is given twice", s, kind)
+		}
+		seen[kind] = true
 		var err error
 		switch kind {
 		case "time":
@@ -122,65 +129,6 @@ func (r Retention) String() string {
 	return strings.Join(parts, ";")
 }
 
-// capacityKeep is how many messages a run under capacity c keeps, and
-// capacityTrigger the count from which it deletes (nwaku: capacity plus
-// half the 30 % overflow window, and capacity times 1.3).
-func capacityKeep(c int64) int64    { return c + c*3/20 }
-func capacityTrigger(c int64) int64 { return c + c*3/10 }
-
-// retainer is a driver's side of retention: one run deletes what r says
-// has expired at now and returns how many messages it deleted.
-type retainer interface {
-	retain(ctx context.Context, r Retention, now time.Time) (int64, error)
-}
-
-// retentionLoop applies a policy at start and then every interval.
-type retentionLoop struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// startRetention logs the policy in force and, unless it keeps everything,
-// starts its loop. stop on the result is safe either way.
-func startRetention(cfg Config, d retainer, st *counters) *retentionLoop {
-	r := cfg.retention
-	if r == (Retention{}) {
-		cfg.Logger.Info("archive: retention policy", "policy", "none")
-		return nil
-	}
-	cfg.Logger.Info("archive: retention policy", "policy", r.String(), "interval", cfg.RetentionInterval)
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &retentionLoop{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		t := time.NewTicker(cfg.RetentionInterval)
-		defer t.Stop()
-		for {
-			start := time.Now()
-			n, err := d.retain(ctx, r, cfg.Now())
-			st.retentionRuns.Add(1)
-			st.deleted.Add(uint64(n))
-			if err != nil && ctx.Err() == nil {
-				st.retentionErrors.Add(1)
-				cfg.Logger.Error("archive: retention", "policy", r.String(), "deleted", n, "err", err)
-			} else if n > 0 {
-				cfg.Logger.Info("archive: retention", "policy", r.String(), "deleted", n, "took", time.Since(start).Round(time.Millisecond))
-			}
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return l
-}
-
-// stop ends the loop, cancelling a run in progress, and waits for it.
-func (l *retentionLoop) stop() {
-	if l == nil {
-		return
-	}
-	l.cancel()
-	<-l.done
+func errorf(sentinel error, format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)
 }

@@ -2,15 +2,14 @@ package archive_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/embedded"
 )
 
 // TestParseRetention covers nwaku's grammar
@@ -44,12 +43,14 @@ func TestParseRetention(t *testing.T) {
 		"time", "time:", "time:-1", "time:0", "time:1.5", "time:1h", "capacity:0", "capacity:x",
 		"size:10", "size:10kb", "size:0gb", "size:gb", "size:1tb", "days:2", "time:1,capacity:2",
 		"time:99999999999999999999",
+		// A kind given twice is refused, as nwaku's validateRetentionPolicies.
+		"capacity:10;capacity:20", "time:60;size:1gb;TIME:120",
 	} {
 		if r, err := archive.ParseRetention(in); !errors.Is(err, archive.ErrConfig) {
 			t.Errorf("ParseRetention(%q) = %+v, %v; want ErrConfig", in, r, err)
 		}
 	}
-	if a, err := archive.Open(t.TempDir(), archive.Config{Retention: "size:1kb"}); !errors.Is(err, archive.ErrConfig) || a != nil {
+	if a, err := embedded.Open(t.TempDir(), archive.Config{Retention: "size:1kb"}, embedded.Options{}); !errors.Is(err, archive.ErrConfig) || a != nil {
 		t.Errorf("Open with a bad policy: %v, want ErrConfig", err)
 	}
 }
@@ -78,8 +79,8 @@ func TestRetention(t *testing.T) {
 	} {
 		t.Run(tt.policy+"/"+strconv.Itoa(len(tt.ages)), func(t *testing.T) {
 			forDrivers(t, func(t *testing.T, d driver) {
-				cfg := archive.Config{SegmentSize: archive.MinSegmentSize}
-				a, reopen := d.open(t, cfg)
+				var cfg archive.Config
+				a, reopen := d.open(t, cfg, embedded.Options{SegmentSize: embedded.MinSegmentSize})
 				var want []int64
 				for i, age := range tt.ages {
 					payload[0] = byte(i)
@@ -120,76 +121,6 @@ func TestRetention(t *testing.T) {
 	}
 }
 
-// TestRetentionRemovesSegments: the embedded archive deletes expired
-// segments whole, files included, keeps a segment while one message in it
-// is unexpired, and removes a segment file no row points into.
-// (database/sql's "sqlite3" driver is the one the archive registers.)
-func TestRetentionRemovesSegments(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	dir := t.TempDir()
-	cfg := archive.Config{SegmentSize: 3 * archive.MinSegmentSize / 2}
-	a := openT(t, dir, cfg)
-	payload := make([]byte, 100_000) // two messages per segment
-	ages := []time.Duration{10 * time.Minute, 5 * time.Minute, 3 * time.Hour, 4 * time.Hour, 2 * time.Hour, time.Minute, 0}
-	for i, age := range ages {
-		payload[0] = byte(i)
-		appendWait(t, a, newEnv(t, "p", "/a/1/b/c", now.Add(-age).UnixNano(), payload))
-	}
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
-	segs := func() []string {
-		s, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
-		for i := range s {
-			s[i] = filepath.Base(s[i])
-		}
-		return s
-	}
-	if got := segs(); len(got) != 4 {
-		t.Fatalf("segments %v, want 4", got)
-	}
-	// Segment 1's rows gone, its file left: what a crash between deleting
-	// a segment's rows and removing its file leaves behind.
-	db, err := sql.Open("sqlite3", filepath.Join(dir, "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("DELETE FROM messages WHERE seg = 1"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	cfg.Retention, cfg.Now = "time:3600", func() time.Time { return now }
-	a = openT(t, dir, cfg)
-	defer a.Close()
-	deadline := time.Now().Add(time.Minute)
-	for a.Stats().RetentionRuns == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("retention did not run")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	// Segment 1 has no rows, segment 2 (3 h, 4 h) expired, segment 3
-	// (2 h, 1 min) keeps a live message, so its file stays while the 2 h
-	// message's row goes; segment 4 is appended to.
-	if got := segs(); !slices.Equal(got, []string{"0000000003.seg", "0000000004.seg"}) {
-		t.Fatalf("segments after retention %v", got)
-	}
-	if st := a.Stats(); st.Deleted != 3 || st.Messages != 2 {
-		t.Fatalf("stats %+v; want 3 deleted, 2 left", st)
-	}
-	res, err := a.Query(context.Background(), archive.Query{Forward: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ages2 []time.Duration
-	for _, m := range res.Messages {
-		ages2 = append(ages2, now.Sub(time.Unix(0, m.Timestamp)))
-	}
-	if !slices.Equal(ages2, []time.Duration{time.Minute, 0}) {
-		t.Fatalf("messages left are %v old, want 1m0s and 0s", ages2)
-	}
-}
-
 // FuzzParseRetention: any input parses or fails with ErrConfig, never
 // panics, and a parsed policy renders to text that parses back to it.
 func FuzzParseRetention(f *testing.F) {
@@ -222,7 +153,7 @@ func FuzzParseRetention(f *testing.F) {
 func TestRetentionManyRows(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	forDrivers(t, func(t *testing.T, d driver) {
-		a, reopen := d.open(t, archive.Config{SegmentSize: archive.MinSegmentSize})
+		a, reopen := d.open(t, archive.Config{}, embedded.Options{SegmentSize: embedded.MinSegmentSize})
 		const old, young = 4200, 1500
 		for i := range old + young {
 			ts := now.Add(-2*time.Hour).UnixNano() + int64(i)
@@ -241,7 +172,7 @@ func TestRetentionManyRows(t *testing.T) {
 			policy string
 			left   uint64
 		}{{"time:3600", young}, {"capacity:1000", 1150}} {
-			cfg := archive.Config{SegmentSize: archive.MinSegmentSize, Retention: tt.policy, Now: func() time.Time { return now }}
+			cfg := archive.Config{Retention: tt.policy, Now: func() time.Time { return now }}
 			a = reopen(cfg)
 			deadline := time.Now().Add(2 * time.Minute)
 			for a.Stats().RetentionRuns == 0 {
@@ -259,57 +190,4 @@ func TestRetentionManyRows(t *testing.T) {
 			a.Close()
 		}
 	})
-}
-
-// TestRetentionWithinSegment: a small embedded archive, all of it in the
-// segment being appended to, still loses its expired messages, as nwaku's
-// archive does whatever its size. The newest message stays even when it
-// has expired too (row ids never start over) and goes once a newer one
-// arrives.
-func TestRetentionWithinSegment(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	for _, tt := range []struct {
-		policy string
-		ages   []time.Duration
-		left   []time.Duration
-	}{
-		{"time:60", []time.Duration{time.Hour, 30 * time.Minute, 2 * time.Minute, 30 * time.Second, 0}, []time.Duration{30 * time.Second, 0}},
-		{"time:60", []time.Duration{3 * time.Hour, 2 * time.Hour, time.Hour}, []time.Duration{time.Hour}},
-		// capacity 10: runs from 13 messages and keeps 11.
-		{"capacity:10", []time.Duration{14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, []time.Duration{11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}},
-	} {
-		t.Run(tt.policy, func(t *testing.T) {
-			dir := t.TempDir()
-			a := openT(t, dir, archive.Config{})
-			for i, age := range tt.ages {
-				appendWait(t, a, newEnv(t, "p", "/a/1/b/c", now.Add(-age).UnixNano(), []byte{byte(i)}))
-			}
-			if err := a.Close(); err != nil {
-				t.Fatal(err)
-			}
-			a = openT(t, dir, archive.Config{Retention: tt.policy, Now: func() time.Time { return now }})
-			defer a.Close()
-			deadline := time.Now().Add(time.Minute)
-			for a.Stats().RetentionRuns == 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("retention did not run")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			res, err := a.Query(context.Background(), archive.Query{Forward: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var left []time.Duration
-			for _, m := range res.Messages {
-				left = append(left, now.Sub(time.Unix(0, m.Timestamp)))
-			}
-			if !slices.Equal(left, tt.left) {
-				t.Fatalf("left %v, want %v", left, tt.left)
-			}
-			if st := a.Stats(); st.Deleted != uint64(len(tt.ages)-len(tt.left)) || st.Messages != uint64(len(tt.left)) {
-				t.Fatalf("stats %+v", st)
-			}
-		})
-	}
 }

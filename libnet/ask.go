@@ -111,7 +111,7 @@ func (e *Endpoint) remaining(ctx context.Context) time.Duration {
 }
 
 func (e *Endpoint) ask(ctx context.Context, peer string, lane Lane, id [16]byte, f *frame) (Reply, error) {
-	if lane != LaneRaw && e.ln == nil {
+	if lane != LaneRaw && !e.listening() {
 		return Reply{}, ErrNoListener
 	}
 	key := pendingKey{id: id}
@@ -208,4 +208,61 @@ func exactCopy(b []byte) []byte {
 	c := make([]byte, len(b))
 	copy(c, b)
 	return c
+}
+
+// AskAsync is Ask without the wait: m is queued to peer as an ask and
+// done is called once, from another goroutine, with the reply or the
+// error. The deadline (timeout, or Config.AskTimeout when it is 0 or
+// less) is kept by the endpoint, so the caller arms no timer of its own.
+// Asks to one peer are written in call order. m.Payload is read, not
+// copied, until done has been called. Errors are Ask's.
+func (e *Endpoint) AskAsync(peer string, m Msg, timeout time.Duration, done func(Reply, error)) {
+	if timeout <= 0 {
+		timeout = e.cfg.AskTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	e.c.armedTimers.Add(1)
+	finish := func(r Reply, err error) {
+		cancel()
+		e.c.armedTimers.Add(-1)
+		done(r, err)
+	}
+	md := e.modeFor(peer)
+	if md.lane != LaneRaw && !e.listening() {
+		finish(Reply{}, ErrNoListener)
+		return
+	}
+	id := e.newID()
+	key := pendingKey{id: id}
+	if md.lane == LaneRaw {
+		key.peer = peer
+	}
+	c := &call{ch: make(chan result, 1)}
+	if err := e.addPending(key, c); err != nil {
+		finish(Reply{}, err)
+		return
+	}
+	start := time.Now()
+	lf := &lazyFrame{build: func() (frame, error) { return e.encode(md, DirAsk, id, &m, timeout) }}
+	e.postLazy(peer, lf, func(err error) {
+		if err != nil {
+			select {
+			case c.ch <- result{err: askErr(err)}:
+			default:
+			}
+		}
+	})
+	go func() {
+		var r result
+		select {
+		case r = <-c.ch:
+			if r.err == nil {
+				e.c.askLat.record(time.Since(start))
+			}
+		case <-ctx.Done():
+			r.err = askErr(ctx.Err())
+		}
+		e.removePending(key)
+		finish(r.reply, r.err)
+	}()
 }

@@ -106,6 +106,11 @@ type Config struct {
 	// blocks the sender until its context ends. Zero means 256.
 	MaxPeers int
 	QueueLen int
+	// AsyncQueueLen bounds what the asynchronous calls (SendFrame,
+	// TellAsync and the rest), which never block, may queue to one peer
+	// beyond QueueLen; one more is refused with ErrQueueFull. Zero means
+	// 65536.
+	AsyncQueueLen int
 	// MaxInboundConns bounds the accepted connections open at once; a
 	// connection accepted beyond it is closed at once and counted in
 	// Stats.RefusedConns. Zero means 1024.
@@ -116,8 +121,16 @@ type Config struct {
 	DedupSize int
 
 	// Handler receives tells and asks on routes without their own handler;
-	// nil drops them (counted as DropNoHandler).
-	Handler Handler
+	// nil drops them (counted as DropNoHandler). HandlerDedup deduplicates
+	// what reaches it as RouteOptions.Dedup does for a route.
+	Handler      Handler
+	HandlerDedup bool
+	// FrameHandler, if set, receives every legacy frame (plain lane and
+	// header version 1) unparsed, for a host that owns lib-net's envelope
+	// (see Frame); Handler and the routes then get raw-lane messages only.
+	// With it, every frame whose first byte is not 0x01 is the plain lane,
+	// as lib-net's listener reads it.
+	FrameHandler FrameHandler
 	// OnError, if set, is called with every rejected frame (*FrameError),
 	// failed reply and failed accept (*AcceptError). It must not block.
 	OnError func(err error)
@@ -158,6 +171,7 @@ func (c *Config) setDefaults() {
 	def(&c.LegacySend.SenderID, 64)
 	def(&c.MaxPeers, 1024)
 	def(&c.QueueLen, 256)
+	def(&c.AsyncQueueLen, 65536)
 	def(&c.MaxInboundConns, 1024)
 	def(&c.DedupSize, 16384)
 	defd(&c.AskTimeout, 5*time.Second)
@@ -190,8 +204,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: limits header %d payload %d", ErrBadConfig, c.HeaderLimit, c.PayloadLimit)
 	case c.LegacySend.Frame < 1 || c.LegacySend.Header < wire.V1MinLen || c.LegacySend.SenderID < 0:
 		return fmt.Errorf("%w: LegacySend %+v", ErrBadConfig, c.LegacySend)
-	case c.MaxPeers < 1 || c.QueueLen < 1 || c.DedupSize < 1 || c.MaxInboundConns < 1:
-		return fmt.Errorf("%w: MaxPeers, QueueLen, DedupSize and MaxInboundConns must be positive", ErrBadConfig)
+	case c.MaxPeers < 1 || c.QueueLen < 1 || c.AsyncQueueLen < 1 || c.DedupSize < 1 || c.MaxInboundConns < 1:
+		return fmt.Errorf("%w: MaxPeers, QueueLen, AsyncQueueLen, DedupSize and MaxInboundConns must be positive", ErrBadConfig)
 	}
 	legacy := c.Lane == LaneLegacy
 	for p, l := range c.PeerLanes {

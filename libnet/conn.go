@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,9 +26,10 @@ type conn struct {
 	remote string
 	peer   *peer // nil for an inbound connection
 
-	wmu        sync.Mutex  // serialises reply writes on inbound connections
-	lastSender string      // interned sender id
-	dead       atomic.Bool // the read loop has ended
+	remoteAP   netip.AddrPort // remote, parsed (IPv4 unmapped)
+	wmu        sync.Mutex     // serialises reply writes on inbound connections
+	lastSender string         // interned sender id
+	dead       atomic.Bool    // the read loop has ended
 }
 
 // Backoff between failed accepts: doubled from acceptBackoffMin on each
@@ -42,11 +44,11 @@ const (
 // aborted before it was accepted) is counted in Stats.AcceptErrors,
 // reported to OnError as an *AcceptError and retried after a backoff, so
 // the endpoint does not go deaf while the listener is open.
-func (e *Endpoint) acceptLoop() {
+func (e *Endpoint) acceptLoop(ln net.Listener) {
 	defer e.wg.Done()
 	var backoff time.Duration
 	for {
-		nc, err := e.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -96,6 +98,10 @@ func (e *Endpoint) startConn(nc net.Conn, p *peer) *conn {
 
 func (e *Endpoint) startConnLocked(nc net.Conn, p *peer) *conn {
 	c := &conn{ep: e, nc: nc, remote: nc.RemoteAddr().String(), peer: p}
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		c.remoteAP = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
 	if p == nil {
 		e.c.inbound.Add(1)
 	}
@@ -202,6 +208,16 @@ func (c *conn) handle(b []byte, wireLen int) {
 		c.reject(ErrEmptyFrame)
 		return
 	}
+	start := time.Now()
+	if c.ep.cfg.FrameHandler != nil && b[0] != wire.Marker { // lib-net: anything but 0x01 is the plain lane
+		c.ep.c.recv.add(LaneJSON, wireLen)
+		if c.ep.cfg.RequireSigned {
+			c.ep.drop(DropUnsigned, &FrameError{Remote: c.remote, Err: ErrUnsigned})
+			return
+		}
+		c.handleFrame(&Frame{Data: b}, start)
+		return
+	}
 	switch b[0] {
 	case wire.JSONMarker:
 		c.ep.c.recv.add(LaneJSON, wireLen)
@@ -228,7 +244,7 @@ func (c *conn) handle(b []byte, wireLen int) {
 	}
 	if f.Version == wire.VersionV1 {
 		c.ep.c.recv.add(LaneLegacy, wireLen)
-		c.handleV1(h, &f)
+		c.handleV1(h, &f, start)
 		return
 	}
 	c.ep.c.recv.add(LaneRaw, wireLen)
@@ -255,7 +271,7 @@ func (c *conn) verify(f *wire.Frame, h *Header) (DropReason, error) {
 	return 0, nil
 }
 
-func (c *conn) handleV1(h *Header, f *wire.Frame) {
+func (c *conn) handleV1(h *Header, f *wire.Frame, start time.Time) {
 	hv, err := wire.ParseV1(f.Header)
 	if err == nil && int(hv.MessageLength) != len(f.Data) {
 		err = ErrLengthMismatch // lib-net HeaderV1::validate
@@ -273,6 +289,12 @@ func (c *conn) handleV1(h *Header, f *wire.Frame) {
 	data, err := c.ep.codecs.decompress(comp, f.Data, 4*len(f.Data))
 	if err != nil {
 		c.reject(err)
+		return
+	}
+	if c.ep.cfg.FrameHandler != nil {
+		c.handleFrame(&Frame{Version: wire.VersionV1, Data: data, Owner: f.Owner, Sig: f.Sig,
+			Header: LegacyHeader{UUID: hv.UUID, MessageLength: hv.MessageLength, SenderID: h.SenderID,
+				TrackerID: h.TrackerID, VerificationData: string(hv.VerificationData), Compression: h.Compression}}, start)
 		return
 	}
 	c.handleAug(h, data, comp == CompressNone)
@@ -391,7 +413,7 @@ func (c *conn) dispatch(h *Header, payload []byte, aliased bool, ri *respInfo) {
 	}
 	e.c.outRecvs.Add(1)
 	r.h(h, payload, respond)
-	e.c.outRecvs.Add(-1)
+	e.c.recvRing.Put(e.c.outRecvs.Add(-1))
 }
 
 func respondNotAsk([]byte) error { return ErrNotAsk }

@@ -68,6 +68,18 @@
 // once. A message over the sender's own Config.PayloadLimit is refused
 // with ErrTooLarge before anything is written.
 //
+// # Hosts that own the envelope
+//
+// lib-net's JavaScript wrapper builds augData and matches replies to asks
+// itself; a host like it (the Node.js core in libnet/napi) sets
+// Config.FrameHandler to receive legacy frames unparsed (Frame: data,
+// header version, header and signature, as lib-net's listener hands them
+// to JavaScript) and sends with SendFrame and MultiSendFrame (framed and
+// signed once, one result per peer), Evict and NetStats (lib-net's stats()
+// shape). Those calls, and TellAsync, MultiTellAsync and AskAsync for the
+// raw lane, never block: each queues to the peer in call order and
+// answers through a callback, bounded by Config.AsyncQueueLen.
+//
 // # Ownership and lifecycle
 //
 // A Msg's payload is only read, and not kept after Tell, Ask, MultiTell or

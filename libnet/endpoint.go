@@ -114,16 +114,25 @@ func (e *Endpoint) listen(addr string) error {
 	e.ln, e.listenHost = ln, host
 	e.listenPort, _ = strconv.Atoi(port)
 	e.wg.Add(1)
-	go e.acceptLoop()
+	go e.acceptLoop(ln)
 	return nil
 }
 
 // Addr returns the listen address ("ip:port"), or "" for a send-only endpoint.
 func (e *Endpoint) Addr() string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	if e.ln == nil {
 		return ""
 	}
 	return e.ln.Addr().String()
+}
+
+// listening reports whether the endpoint has a listener.
+func (e *Endpoint) listening() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.ln != nil
 }
 
 // Handle registers h for route, replacing any previous handler.
@@ -208,7 +217,7 @@ func (e *Endpoint) route(name string) *route {
 	r := e.routes[name]
 	e.mu.RUnlock()
 	if r == nil && e.cfg.Handler != nil {
-		return &route{name: name, h: e.cfg.Handler}
+		return &route{name: name, h: e.cfg.Handler, dedup: e.cfg.HandlerDedup}
 	}
 	return r
 }
@@ -229,10 +238,12 @@ func (e *Endpoint) Close() error {
 	for c := range e.inbound {
 		_ = c.nc.Close()
 	}
+	ln := e.ln
+	e.ln = nil
 	e.mu.Unlock()
 	var err error
-	if e.ln != nil {
-		err = e.ln.Close()
+	if ln != nil {
+		err = ln.Close()
 	}
 	e.failPending(ErrClosed)
 	e.wg.Wait()

@@ -55,6 +55,20 @@ var (
 	// all arrive within Config.FrameTimeout of its first byte; it reaches
 	// OnError wrapped in a *FrameError.
 	ErrFrameTimeout = errors.New("libnet: frame not received in time")
+	// ErrDial is joined to the error of a send whose connection could not
+	// be made (errors.Is(err, ErrDial) holds, and so does errors.Is for the
+	// dial's own error, such as syscall.ECONNREFUSED); a send that failed
+	// on an open connection does not match it.
+	ErrDial = errors.New("libnet: dial failed")
+	// ErrQueueFull refuses an asynchronous send (SendFrame, TellAsync and
+	// the rest) to a peer whose queue holds Config.QueueLen messages;
+	// nothing is written. The wrapping error names the peer and the limit.
+	ErrQueueFull = errors.New("libnet: send queue full")
+	// ErrNoLegacyHeader refuses an OutFrame with a header version other
+	// than 0 (no header) or 1: lib-net's header factory knows no other
+	// (header_factory.rs header_from_json_string), and lib-net's JavaScript
+	// sees it as "Failed to parse header".
+	ErrNoLegacyHeader = errors.New("libnet: failed to parse header")
 )
 
 // SignatureError reports a signed frame whose signature does not verify

@@ -3,6 +3,7 @@ package libnet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -24,9 +25,35 @@ const (
 
 type sendReq struct {
 	f     *frame
+	lazy  *lazyFrame // set instead of f by the asynchronous calls
 	state atomic.Int32
-	done  chan error // capacity 1, answered once by the writer
+	done  chan error  // capacity 1, answered once by the writer (synchronous calls)
+	cb    func(error) // called once by the writer instead of done (asynchronous calls)
 	start time.Time
+}
+
+// finish answers r once.
+func (r *sendReq) finish(err error) {
+	if r.cb != nil {
+		r.cb(err)
+		return
+	}
+	r.done <- err
+}
+
+// lazyFrame is a frame built once, by the first writer that takes it, so
+// that an asynchronous caller (a JavaScript thread) neither signs nor
+// compresses, and every recipient of a multi-send shares one encoding.
+type lazyFrame struct {
+	once  sync.Once
+	build func() (frame, error)
+	f     frame
+	err   error
+}
+
+func (l *lazyFrame) get() (*frame, error) {
+	l.once.Do(func() { l.f, l.err = l.build(); l.build = nil })
+	return &l.f, l.err
 }
 
 // peer is one pooled outbound connection with its bounded send queue and
@@ -40,6 +67,11 @@ type peer struct {
 	stopped  chan struct{} // closed when the writer has exited
 	stopOnce sync.Once
 	lastUsed atomic.Int64 // Unix ns
+
+	pmu      sync.Mutex // guards closing and over
+	closing  bool       // the writer drains for the last time; post refuses
+	over     []*sendReq // asynchronous requests queued behind a full q, oldest first
+	overHead int        // over[overHead:] is still queued
 
 	conn *conn // owned by the writer goroutine
 	bufs net.Buffers
@@ -90,6 +122,51 @@ func (p *peer) cancel(r *sendReq, err error) error {
 	return <-r.done
 }
 
+// post queues r without waiting: errPeerStopped if the writer has begun
+// its last drain, ErrQueueFull (wrapped) if the queue is full. A request
+// post accepted is answered by the writer.
+func (p *peer) post(r *sendReq) error {
+	p.lastUsed.Store(r.start.UnixNano())
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	if p.closing {
+		return errPeerStopped
+	}
+	if p.overHead == len(p.over) { // nothing waits behind q: q keeps the order
+		select {
+		case p.q <- r:
+			p.ep.c.outSends.Add(1)
+			return nil
+		default:
+		}
+	}
+	if len(p.over)-p.overHead >= p.ep.cfg.AsyncQueueLen {
+		return fmt.Errorf("%w: %d messages queued to %s", ErrQueueFull, cap(p.q)+p.ep.cfg.AsyncQueueLen, p.addr)
+	}
+	p.over = append(p.over, r)
+	p.ep.c.outSends.Add(1)
+	return nil
+}
+
+// takeOver moves up to room requests from over into batch.
+func (p *peer) takeOver(batch []*sendReq, room int) []*sendReq {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	k := min(room, len(p.over)-p.overHead)
+	batch = append(batch, p.over[p.overHead:p.overHead+k]...)
+	clear(p.over[p.overHead : p.overHead+k])
+	p.overHead += k
+	if p.overHead == len(p.over) {
+		if cap(p.over) > 4*maxBatch {
+			p.over = nil
+		} else {
+			p.over = p.over[:0]
+		}
+		p.overHead = 0
+	}
+	return batch
+}
+
 // run is the writer goroutine: it takes batches from the queue, writes
 // them with one writev, and on stop writes what is still queued.
 func (p *peer) run() {
@@ -99,10 +176,17 @@ func (p *peer) run() {
 	defer p.dropConn()
 	batch := make([]*sendReq, 0, maxBatch)
 	for {
+		if b := p.fill(batch[:0]); len(b) > 0 {
+			p.write(b)
+			continue
+		}
 		select {
 		case r := <-p.q:
 			p.write(p.fill(append(batch[:0], r)))
 		case <-p.quit:
+			p.pmu.Lock()
+			p.closing = true
+			p.pmu.Unlock()
 			for b := p.fill(batch[:0]); len(b) > 0; b = p.fill(batch[:0]) {
 				p.write(b)
 			}
@@ -111,14 +195,15 @@ func (p *peer) run() {
 	}
 }
 
-// fill adds queued requests to batch without blocking.
+// fill adds queued requests to batch without blocking: from q, then from
+// over (whose requests are all younger than those in q).
 func (p *peer) fill(batch []*sendReq) []*sendReq {
 	for len(batch) < maxBatch {
 		select {
 		case r := <-p.q:
 			batch = append(batch, r)
 		default:
-			return batch
+			return p.takeOver(batch, maxBatch-len(batch))
 		}
 	}
 	return batch
@@ -128,21 +213,33 @@ func (p *peer) fill(batch []*sendReq) []*sendReq {
 // a write error (as lib-net's Connection::send does), and answers each.
 func (p *peer) write(batch []*sendReq) {
 	live := batch[:0]
+	c := p.ep.c
 	for _, r := range batch {
-		if r.state.CompareAndSwap(reqQueued, reqTaken) {
-			live = append(live, r)
+		if !r.state.CompareAndSwap(reqQueued, reqTaken) {
+			continue
 		}
+		if r.lazy != nil {
+			f, err := r.lazy.get()
+			if err != nil {
+				c.sendErrors.Add(1)
+				c.outSends.Add(-1)
+				c.sampleSends()
+				r.finish(err)
+				continue
+			}
+			r.f = f
+		}
+		live = append(live, r)
 	}
 	if len(live) == 0 {
 		return
 	}
 	err := p.writeOnce(live)
-	if err != nil && !errors.Is(err, errDial) {
+	if err != nil && !errors.Is(err, ErrDial) {
 		p.dropConn()
 		err = p.writeOnce(live)
 	}
 	now := time.Now()
-	c := p.ep.c
 	for _, r := range live {
 		if err != nil {
 			c.sendErrors.Add(1)
@@ -151,11 +248,10 @@ func (p *peer) write(batch []*sendReq) {
 			c.writeLat.record(now.Sub(r.start))
 		}
 		c.outSends.Add(-1)
-		r.done <- err
+		c.sampleSends()
+		r.finish(err)
 	}
 }
-
-var errDial = errors.New("libnet: dial")
 
 func (p *peer) writeOnce(live []*sendReq) error {
 	if p.conn != nil && p.conn.dead.Load() { // the remote closed it
@@ -164,7 +260,7 @@ func (p *peer) writeOnce(live []*sendReq) error {
 	if p.conn == nil {
 		nc, err := net.DialTimeout("tcp", p.addr, p.ep.cfg.DialTimeout)
 		if err != nil {
-			return errors.Join(errDial, err)
+			return errors.Join(ErrDial, err)
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)

@@ -118,7 +118,85 @@ func (h *histogram) summary() Latency {
 		P99: us(h.h.ValueAtQuantile(99)), Max: us(h.h.Max())}
 }
 
+// RingSize is the number of samples a Ring keeps (lib-net stats.rs
+// RING_BUFFER_SIZE).
+const RingSize = 100
+
+// Ring keeps the last RingSize samples and the long-term extremes, as
+// lib-net's stats ring buffer does (ring_buffer.rs). It is safe for
+// concurrent use; the zero value is empty and ready.
+type Ring struct {
+	mu       sync.Mutex
+	buf      [RingSize]int64
+	n, next  int
+	ltMax    int64
+	ltMin    int64
+	anything bool
+}
+
+// Put records v.
+func (r *Ring) Put(v int64) {
+	r.mu.Lock()
+	r.buf[r.next] = v
+	r.next = (r.next + 1) % RingSize
+	r.n = min(r.n+1, RingSize)
+	if !r.anything || v > r.ltMax {
+		r.ltMax = v
+	}
+	if !r.anything || v < r.ltMin {
+		r.ltMin = v
+	}
+	r.anything = true
+	r.mu.Unlock()
+}
+
+// Summary returns lib-net's summary of the ring: extremes over all time,
+// min, max and total of the samples kept, their count and average (total /
+// count, 0 when empty). All zero before the first sample.
+func (r *Ring) Summary() RingSummary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := RingSummary{LongTermMax: r.ltMax, LongTermMin: r.ltMin, Count: r.n}
+	for i, v := range r.buf[:r.n] {
+		if i == 0 || v < s.Min {
+			s.Min = v
+		}
+		if i == 0 || v > s.Max {
+			s.Max = v
+		}
+		s.Total += v
+	}
+	if r.n > 0 {
+		s.Average = float64(s.Total) / float64(r.n)
+	}
+	return s
+}
+
+// RingSummary is one entry of lib-net's stats() object; the JSON names are
+// lib-net's (lib.rs to_stats_object).
+type RingSummary struct {
+	LongTermMax int64   `json:"long_term_max"`
+	LongTermMin int64   `json:"long_term_min"`
+	Min         int64   `json:"min"`
+	Max         int64   `json:"max"`
+	Total       int64   `json:"total"`
+	Count       int     `json:"count"`
+	Average     float64 `json:"average"`
+}
+
+// NetStats is lib-net's stats() shape (stats.rs): OutstandingSends is
+// sampled each time a send completes (the count still outstanding after
+// it), OutstandingReceives each time a received message's handler returns
+// (handlers still running), ReceiveElapsed is the delay in milliseconds
+// from a frame's parse to its handler's start.
+type NetStats struct {
+	OutstandingSends    RingSummary `json:"outstanding_sends"`
+	OutstandingReceives RingSummary `json:"outstanding_receives"`
+	ReceiveElapsed      RingSummary `json:"receive_elapsed"`
+}
+
 type counters struct {
+	sendRing, recvRing, elapsedRing                              Ring
 	outSends, outRecvs, armedTimers, peers, inbound, readBuffers atomic.Int64
 	sent, recv                                                   direction
 	drops                                                        [dropReasons]atomic.Uint64
@@ -126,6 +204,8 @@ type counters struct {
 	acceptErrors                                                 atomic.Uint64
 	askLat, writeLat                                             *histogram
 }
+
+func (c *counters) sampleSends() { c.sendRing.Put(c.outSends.Load()) }
 
 func newCounters() *counters {
 	return &counters{askLat: newHistogram(), writeLat: newHistogram()}

@@ -43,29 +43,94 @@ type RPC struct {
 // Append appends the encoding of r to dst, as nwaku and go-waku write it:
 // field 1 when HasClusterID (zero included: a cluster id of 0 is set
 // explicitly), then every shard unpacked in the deprecated field 2, then all
-// shards packed in field 3 (omitted when there are none).
+// shards packed in field 3 (omitted when there are none). When that is over
+// MaxRPCSize bytes, the deprecated field 2 is left out: nwaku, go-waku and
+// Decode read field 3 first, and a peer drops an RPC over MaxRPCSize. An
+// RPC whose field 3 alone is over MaxRPCSize is still encoded whole; see
+// CheckShards.
 func (r *RPC) Append(dst []byte) []byte {
 	if r.HasClusterID {
 		dst = protowire.AppendTag(dst, fieldClusterID, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, uint64(r.ClusterID))
 	}
-	for _, s := range r.Shards {
-		dst = protowire.AppendTag(dst, fieldShardsDeprecated, protowire.VarintType)
-		dst = protowire.AppendVarint(dst, uint64(s))
-	}
 	if len(r.Shards) == 0 {
 		return dst
 	}
-	n := 0
-	for _, s := range r.Shards {
-		n += protowire.SizeVarint(uint64(s))
+	if r.headerSize()+r.deprecatedSize()+r.packedSize() <= MaxRPCSize {
+		for _, s := range r.Shards {
+			dst = protowire.AppendTag(dst, fieldShardsDeprecated, protowire.VarintType)
+			dst = protowire.AppendVarint(dst, uint64(s))
+		}
 	}
 	dst = protowire.AppendTag(dst, fieldShards, protowire.BytesType)
-	dst = protowire.AppendVarint(dst, uint64(n))
+	dst = protowire.AppendVarint(dst, uint64(r.shardBytes()))
 	for _, s := range r.Shards {
 		dst = protowire.AppendVarint(dst, uint64(s))
 	}
 	return dst
+}
+
+// Size returns the length in bytes of the encoding Append produces.
+func (r *RPC) Size() int {
+	n := r.headerSize() + r.packedSize()
+	if len(r.Shards) > 0 && n+r.deprecatedSize() <= MaxRPCSize {
+		n += r.deprecatedSize()
+	}
+	return n
+}
+
+// headerSize is the length of field 1.
+func (r *RPC) headerSize() int {
+	if !r.HasClusterID {
+		return 0
+	}
+	return protowire.SizeTag(fieldClusterID) + protowire.SizeVarint(uint64(r.ClusterID))
+}
+
+// shardBytes is the length of the shard ids as varints.
+func (r *RPC) shardBytes() int {
+	n := 0
+	for _, s := range r.Shards {
+		n += protowire.SizeVarint(uint64(s))
+	}
+	return n
+}
+
+// packedSize is the length of field 3, 0 without shards.
+func (r *RPC) packedSize() int {
+	if len(r.Shards) == 0 {
+		return 0
+	}
+	return protowire.SizeTag(fieldShards) + protowire.SizeBytes(r.shardBytes())
+}
+
+// deprecatedSize is the length of the unpacked field 2.
+func (r *RPC) deprecatedSize() int {
+	return len(r.Shards)*protowire.SizeTag(fieldShardsDeprecated) + r.shardBytes()
+}
+
+// MinShardsFit is the number of shards that always fit in one RPC, whatever
+// the cluster id and shard ids (0..1023): each id takes at most 2 bytes in
+// field 3, after at most 4 bytes of field 1 and 3 of field 3's tag and
+// length. More fit when ids below 128 (1 byte each) are among them: at most
+// 573, for shards 0..572 of cluster 0. All 1024 never fit.
+const MinShardsFit = (MaxRPCSize - 4 - 3) / 2
+
+// CheckShards returns nil when the metadata RPC of a node of clusterID
+// relaying shards fits in MaxRPCSize bytes, which every peer reads at most
+// (nwaku's RpcResponseMaxBytes, waku_metadata/protocol.nim); else an error
+// wrapping ErrTooLarge that says how large it would be. shards is only
+// read.
+func CheckShards(clusterID uint16, shards []uint16) error {
+	r := RPC{ClusterID: uint32(clusterID), HasClusterID: true, Shards: make([]uint32, len(shards))}
+	for i, s := range shards {
+		r.Shards[i] = uint32(s)
+	}
+	if n := r.Size(); n > MaxRPCSize {
+		return fmt.Errorf("%w: %d shards take %d bytes even packed (field 3 alone), and peers read at most %d (nwaku's RpcResponseMaxBytes); relay at most %d shards, or fewer above shard 127",
+			ErrTooLarge, len(shards), n, MaxRPCSize, MinShardsFit)
+	}
+	return nil
 }
 
 // Decode parses one encoded RPC of at most MaxRPCSize bytes. It does not

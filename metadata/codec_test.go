@@ -187,3 +187,92 @@ func TestDecodeShardsCapped(t *testing.T) {
 		}
 	}
 }
+
+// shardRange returns the shard ids from..to-1.
+func shardRange(from, to uint32) []uint32 {
+	var out []uint32
+	for s := from; s < to; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestAppendDropsDeprecatedField: when the deprecated unpacked field 2 and
+// field 3 together are over MaxRPCSize, only field 3 is written, so that a
+// node relaying 300 shards stays readable; below that, both are written.
+func TestAppendDropsDeprecatedField(t *testing.T) {
+	// Shards 0..299 of cluster 0: field 1 is 2 bytes; field 3 is 1 + 2 +
+	// (128*1 + 172*2 = 472) = 475 bytes; field 2 would add 128*2 + 172*3 =
+	// 772 bytes, 1249 in all.
+	r := RPC{ClusterID: 0, HasClusterID: true, Shards: shardRange(0, 300)}
+	got := r.Append(nil)
+	if len(got) != 477 || r.Size() != 477 {
+		t.Fatalf("300 shards: Append gives %d bytes, Size %d; want 477 (field 3 alone)", len(got), r.Size())
+	}
+	if want := []byte{0x08, 0x00, 0x1a, 0xd8, 0x03, 0x00, 0x01}; !bytes.HasPrefix(got, want) {
+		t.Fatalf("300 shards: encoding starts % x, want % x", got[:len(want)], want)
+	}
+	back, err := Decode(got)
+	if err != nil || !equalShards(back.Shards, r.Shards) || !back.HasClusterID {
+		t.Fatalf("300 shards: Decode = %d shards, %v", len(back.Shards), err)
+	}
+
+	// The largest run of low shards for which both fields fit: shards below
+	// 128 take 1 + 1 bytes in field 2 and 1 in field 3, so 0..n-1 take
+	// 2 + n*2 + 1 + (n < 128 ? 1 : 2) + n bytes.
+	for n := uint32(1); n < 400; n++ {
+		r := RPC{ClusterID: 0, HasClusterID: true, Shards: shardRange(0, n)}
+		enc := r.Append(nil)
+		if len(enc) != r.Size() {
+			t.Fatalf("%d shards: Append %d bytes, Size %d", n, len(enc), r.Size())
+		}
+		both := bytes.Contains(enc[:3], []byte{0x10}) // field 2's tag right after field 1
+		full := 2 + r.deprecatedSize() + r.packedSize()
+		if both != (full <= MaxRPCSize) {
+			t.Fatalf("%d shards: field 2 written %v, both fields take %d bytes", n, both, full)
+		}
+		if back, err := Decode(enc); err != nil || !equalShards(back.Shards, r.Shards) {
+			t.Fatalf("%d shards: round trip %d shards, %v", n, len(back.Shards), err)
+		}
+	}
+}
+
+// TestCheckShards checks the bound: MinShardsFit shards of 2 bytes each fit
+// with the widest cluster id, one more does not; 573 low shards of cluster 0
+// fit, 574 do not; 1024 never do.
+func TestCheckShards(t *testing.T) {
+	ids := func(from, to int) []uint16 {
+		var out []uint16
+		for s := from; s < to; s++ {
+			out = append(out, uint16(s))
+		}
+		return out
+	}
+	cases := []struct {
+		name    string
+		cluster uint16
+		shards  []uint16
+		fits    bool
+	}{
+		{"none", 0, nil, true},
+		{"508 high shards, cluster 65535", 65535, ids(128, 128+MinShardsFit), true},
+		{"509 high shards, cluster 65535", 65535, ids(128, 128+MinShardsFit+1), false},
+		{"shards 0..572, cluster 0", 0, ids(0, 573), true},
+		{"shards 0..573, cluster 0", 0, ids(0, 574), false},
+		{"shards 0..299, cluster 16", 16, ids(0, 300), true},
+		{"all 1024", 0, ids(0, 1024), false},
+	}
+	for _, c := range cases {
+		err := CheckShards(c.cluster, c.shards)
+		if c.fits != (err == nil) || err != nil && !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%s: CheckShards = %v, want fits %v", c.name, err, c.fits)
+		}
+		r := RPC{ClusterID: uint32(c.cluster), HasClusterID: true}
+		for _, s := range c.shards {
+			r.Shards = append(r.Shards, uint32(s))
+		}
+		if _, derr := Decode(r.Append(nil)); c.fits != (derr == nil) {
+			t.Errorf("%s: Decode of the encoding: %v, want fits %v", c.name, derr, c.fits)
+		}
+	}
+}

@@ -16,9 +16,13 @@
 //
 // Each request and response is one protobuf framed by an unsigned-varint
 // length prefix (nwaku writeLp/readLp, go-waku pbio), at most MaxRPCSize
-// bytes. The codec writes shards packed in field 3 and unpacked in the
-// deprecated field 2, and reads field 3, then packed 2, then unpacked 2
-// (nwaku waku_metadata/rpc.nim).
+// bytes, in both directions: nwaku reads at most 1024 too (RpcResponseMaxBytes).
+// The codec writes shards packed in field 3 and unpacked in the deprecated
+// field 2, as nwaku does, and field 3 alone when both would be over
+// MaxRPCSize; it reads field 3, then packed 2, then unpacked 2 (nwaku
+// waku_metadata/rpc.nim). Field 3 alone holds MinShardsFit (508) shards
+// whatever their ids, up to 573 with low ids; a node must not relay a shard
+// set that does not fit (CheckShards), for no peer could read its metadata.
 package metadata
 
 import (
@@ -65,7 +69,9 @@ type Config struct {
 	// Shards returns the local shard ids (0..1023) at the time of each
 	// request or response, so that it follows subscriptions. It is called
 	// from several goroutines and must be safe for that. nil means no shards.
-	// The returned slice is only read.
+	// The returned slice is only read. A set that CheckShards refuses is
+	// sent anyway, and peers drop the connection; the caller keeps it
+	// within the bound.
 	Shards func() []uint16
 	// Timeout bounds one exchange (stream open, write, read), both when
 	// checking a peer and when answering one. Default 5 s.

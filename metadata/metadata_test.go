@@ -112,6 +112,31 @@ func TestSameClusterStaysConnected(t *testing.T) {
 	}
 }
 
+// TestManyShardsStayConnected: two nodes relaying 300 shards each (1249
+// bytes with both shard fields) check each other and stay connected.
+func TestManyShardsStayConnected(t *testing.T) {
+	var shards []uint16
+	for s := range uint16(300) {
+		shards = append(shards, s)
+	}
+	a, b := newHost(t), newHost(t)
+	sa, ra := newService(t, a, 0, shards...)
+	_, rb := newService(t, b, 0, shards...)
+	connect(t, a, b)
+	if err := waitFor(t, ra, b.ID()); err != nil {
+		t.Fatalf("a checking b: %v", err)
+	}
+	if err := waitFor(t, rb, a.ID()); err != nil {
+		t.Fatalf("b checking a: %v", err)
+	}
+	if a.Network().Connectedness(b.ID()) != network.Connected {
+		t.Fatal("a and b were disconnected")
+	}
+	if got, ok := sa.Peer(b.ID()); !ok || !reflect.DeepEqual(got.Shards, shards) {
+		t.Fatalf("a's view of b: %d shards, %v; want 300", len(got.Shards), ok)
+	}
+}
+
 func TestOtherClusterDisconnected(t *testing.T) {
 	a := newHost(t)
 	sa, ra := newService(t, a, 1, 0)

@@ -12,6 +12,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/dburl"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/shard"
@@ -171,9 +172,10 @@ type Config struct {
 	// as nwaku (--metrics-logging, waku/node/waku_metrics.nim).
 	// DefaultConfig: true, nwaku's default.
 	MetricsLogging bool
-	// ArchiveConfig tunes the embedded archive; zero means its defaults.
-	// Its OnInsert and OnQuery are replaced by the node's metrics'.
-	ArchiveConfig archive.Config
+	// ArchiveConfig tunes the archive (the settings of both drivers, see
+	// archive/dburl.Config); zero means their defaults. Its OnInsert and
+	// OnQuery are replaced by the node's metrics'.
+	ArchiveConfig dburl.Config
 	// RelayHandlerQueue is the queue length of each relay handler in
 	// envelopes. Zero means the relay's default (1024).
 	RelayHandlerQueue int
@@ -295,6 +297,9 @@ func (c *Config) validate() error {
 	}
 	if _, err := c.locateArchive(); err != nil {
 		return err
+	}
+	if _, err := archive.ParseRetention(c.ArchiveConfig.Retention); c.Store && err != nil {
+		return fmt.Errorf("%w: --store-message-retention-policy=%s: %w", ErrConfig, c.ArchiveConfig.Retention, err)
 	}
 	if _, err := ratelimit.Parse(c.RateLimit); err != nil {
 		return fmt.Errorf("%w: --rate-limit: %w", ErrConfig, err)

@@ -20,6 +20,8 @@ import (
 	"testing"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/dburl"
+	"github.com/couriernet/courier/archive/embedded"
 	"github.com/couriernet/courier/internal/pgtest"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/shard"
@@ -176,9 +178,9 @@ func checkArchive(t *testing.T, dir, db string, round int, acked map[int]message
 	var a archive.Archive
 	var err error
 	if db != "" {
-		a, err = archive.OpenURL(context.Background(), db, archive.Config{Logger: crashQuiet})
+		a, err = dburl.Open(context.Background(), db, dburl.Config{Config: archive.Config{Logger: crashQuiet}})
 	} else {
-		a, err = archive.Open(filepath.Join(dir, "archive"), archive.Config{Logger: crashQuiet})
+		a, err = embedded.Open(filepath.Join(dir, "archive"), archive.Config{Logger: crashQuiet}, embedded.Options{})
 	}
 	if err != nil {
 		t.Fatalf("round %d: reopen: %v", round, err)

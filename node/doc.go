@@ -5,9 +5,11 @@
 //
 // # Life cycle
 //
-// New validates the Config, loads or creates the node key (a secp256k1 key
-// given in hex, or kept in DataDir/nodekey), opens the archive and starts
-// the host listening. Start subscribes the relay to the configured pubsub
+// New validates the Config (the relayed shards too, see Bounds), loads or
+// creates the node key (a secp256k1 key given in hex, or kept in
+// DataDir/nodekey; a static node with the node's own peer id is refused,
+// and a discovered peer presenting it is warned of: another node runs with
+// the same key), opens the archive and starts the host listening. Start subscribes the relay to the configured pubsub
 // topics, starts the HTTP servers and keeps the static nodes connected,
 // re-dialling with a doubling backoff. Stop shuts down in the order that
 // loses nothing: HTTP servers finish their requests, the relay drains its
@@ -22,4 +24,23 @@
 // counted). Config.OnArchived reports each commit. The metrics collector
 // reads the counters at scrape time, so the message path pays only for its
 // atomic counters.
+//
+// # Bounds
+//
+// Store resume (Config.StoreResume) asks one connected store peer for the
+// messages since the newest one archived, at most 6 hours back, 100 per
+// page, and stops after 1,000 pages (so 100,000 messages), 10 minutes in
+// all, or 30 s without an answer to one page. It stops too, keeping the
+// pages before, at the first page that breaks the query: more than 100
+// messages, a message without data, with another hash than the peer gave
+// or with a timestamp outside the requested window, or a cursor that is
+// not the hash of the page's last message, repeats an earlier one or steps
+// back in time.
+//
+// The shards a node relays travel in every metadata request and response,
+// which peers read up to 1,024 bytes (metadata.MaxRPCSize): at most 508
+// shards whatever their ids, up to 573 with low ids. New refuses a
+// configuration that relays more (ErrTooManyShards with ErrConfig), and
+// the REST API's relay subscriptions and filter subscribers' shards are
+// refused when they would go over it, so the node always stays readable.
 package node

@@ -124,6 +124,11 @@ func (b restBackend) RelaySubscribe(topics []string) error {
 	if b.n.relay == nil {
 		return ErrNotRelaying
 	}
+	b.n.shardMu.Lock()
+	defer b.n.shardMu.Unlock()
+	if err := b.n.checkMoreShards(topics); err != nil {
+		return err
+	}
 	for _, t := range topics {
 		if err := b.n.relay.Subscribe(t, relay.OwnerREST); err != nil {
 			return err

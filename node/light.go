@@ -104,7 +104,8 @@ func (n *Node) buildLight() error {
 // node was not configured with still gets messages; the topic is left
 // when its last subscriber goes (and no other owner needs it). Only the
 // static-shard topics of the node's cluster are followed: a subscriber
-// cannot make the node join arbitrary gossipsub topics.
+// cannot make the node join arbitrary gossipsub topics, nor more shards
+// than its metadata carries (ErrTooManyShards, logged).
 func (n *Node) filterTopic(pubsubTopic string, subscribed bool) {
 	if n.relay == nil {
 		return
@@ -114,7 +115,11 @@ func (n *Node) filterTopic(pubsubTopic string, subscribed bool) {
 		return
 	}
 	if subscribed {
-		err = n.relay.Subscribe(pubsubTopic, relay.OwnerFilter)
+		n.shardMu.Lock()
+		if err = n.checkMoreShards([]string{pubsubTopic}); err == nil {
+			err = n.relay.Subscribe(pubsubTopic, relay.OwnerFilter)
+		}
+		n.shardMu.Unlock()
 	} else {
 		err = n.relay.Unsubscribe(pubsubTopic, relay.OwnerFilter)
 	}

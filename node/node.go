@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
@@ -63,6 +64,15 @@ type Node struct {
 	metadata    *metadata.Service
 	ping        *ping.PingService
 	auto        *shard.Autosharding // nil under static sharding
+	// topics are the pubsub topics relayed from the start (startTopics).
+	topics []string
+	// shardMu is held from the shard-count check of a relay subscription
+	// (checkMoreShards) until the subscription is made.
+	shardMu sync.Mutex
+	// resumeLimits bound store resume: defaultResumeLimits.
+	resumeLimits resumeLimits
+	// sameIDWarned is set once a peer with the node's own id was warned of.
+	sameIDWarned atomic.Bool
 
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
@@ -106,7 +116,7 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, state: "INITIALIZING"}
+	n := &Node{cfg: cfg, state: "INITIALIZING", resumeLimits: defaultResumeLimits}
 	n.newRegistry()
 	if cfg.NumShardsInNetwork > 0 {
 		auto, err := shard.NewAutosharding(cfg.ClusterID, cfg.NumShardsInNetwork)
@@ -119,6 +129,18 @@ func New(cfg Config) (*Node, error) {
 		if _, err := shard.ParseContentTopic(ct); err != nil {
 			return nil, fmt.Errorf("%w: --content-topic %s: %w", ErrConfig, ct, err)
 		}
+	}
+	topics, err := n.startTopics()
+	if err != nil {
+		return nil, err
+	}
+	n.topics = topics
+	shards := cfg.Shards
+	if cfg.Relay {
+		shards = n.clusterShards(topics)
+	}
+	if err := n.checkShards(shards); err != nil {
+		return nil, fmt.Errorf("%w: %w (--shard, --pubsub-topic and --content-topic)", ErrConfig, err)
 	}
 	if err := n.build(); err != nil {
 		n.closeParts()
@@ -143,6 +165,13 @@ func (n *Node) build() error {
 	}
 	key, err := loadKey(n.cfg.NodeKey, n.cfg.DataDir)
 	if err != nil {
+		return err
+	}
+	self, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("node: node key: %w", err)
+	}
+	if err := n.refuseOwnStatic(self); err != nil {
 		return err
 	}
 	n.key = key
@@ -339,14 +368,7 @@ func (n *Node) shards() []uint16 {
 	if n.relay == nil {
 		return n.cfg.Shards
 	}
-	var out []uint16
-	for _, t := range n.relay.Topics() {
-		if rs, err := shard.ParsePubsubTopic(t); err == nil && rs.ClusterID == n.cfg.ClusterID {
-			out = append(out, rs.ShardID)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return n.clusterShards(n.relay.Topics())
 }
 
 // Start subscribes the relay to the node's pubsub topics and starts
@@ -369,11 +391,7 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	if n.relay != nil {
-		topics, err := n.startTopics()
-		if err != nil {
-			return err
-		}
-		for _, t := range topics {
+		for _, t := range n.topics {
 			if err := n.relay.Subscribe(t, relay.OwnerConfig); err != nil {
 				return err
 			}

@@ -129,7 +129,11 @@ func newPeerManager(n *Node) *peerManager {
 // add records a peer learned from origin and wakes the dialler. A peer
 // already known keeps its origin unless the new one is Static.
 func (pm *peerManager) add(p discovery.Peer, origin rest.Origin) {
-	if p.ID == pm.h.ID() || len(p.Addrs) == 0 {
+	if p.ID == pm.h.ID() {
+		pm.n.sameID(p.Addrs, string(origin))
+		return
+	}
+	if len(p.Addrs) == 0 {
 		return
 	}
 	pm.mu.Lock()

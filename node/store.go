@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	ma "github.com/multiformats/go-multiaddr"
 
-	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/dburl"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/store"
@@ -22,37 +21,23 @@ import (
 // DataDir is set.
 const DefaultDBURL = "sqlite://store.sqlite3"
 
-// segmentsSuffix names the directory of an sqlite://PATH archive's
-// segments: PATH + segmentsSuffix, beside the index.
-const segmentsSuffix = ".segments"
-
-// archiveLocation is where the embedded archive of a database URL lives.
-type archiveLocation struct {
-	dir, index string // index "" means dir/index.db
-	postgres   bool
-}
-
-// locateArchive resolves DBURL as nwaku's archive driver builder does
-// (waku_archive/driver/builder.nim, common/databases/dburl.nim): the text
-// after "sqlite://" is the SQLite file's path, relative to the working
-// directory when it is not absolute. courier keeps its payload segments in
-// PATH.segments beside it. "" means DataDir/archive, or DefaultDBURL
-// without a DataDir; "embedded" means DataDir/archive.
-func (c *Config) locateArchive() (archiveLocation, error) {
+// locateArchive resolves DBURL: "" means DataDir/archive, or DefaultDBURL
+// without a DataDir; "embedded" means DataDir/archive; any other value is
+// a database URL that archive/dburl resolves as nwaku's archive driver
+// builder does (sqlite://PATH, postgres://...).
+func (c *Config) locateArchive() (dburl.Location, error) {
 	u := c.DBURL
 	switch {
 	case u == "" && c.DataDir == "":
 		u = DefaultDBURL
 	case u == "" || u == "embedded":
-		return archiveLocation{dir: filepath.Join(c.DataDir, "archive")}, nil
-	case archive.IsPostgresURL(u):
-		return archiveLocation{postgres: true}, nil
+		return dburl.Location{Dir: filepath.Join(c.DataDir, "archive")}, nil
 	}
-	path, ok := strings.CutPrefix(u, "sqlite://")
-	if !ok || path == "" {
-		return archiveLocation{}, fmt.Errorf("%w: store-message-db-url %q: want sqlite://PATH or postgres://user:password@host:port/db", ErrConfig, u)
+	loc, err := dburl.Parse(u)
+	if err != nil {
+		return dburl.Location{}, fmt.Errorf("%w: store-message-db-url %q: want sqlite://PATH or postgres://user:password@host:port/db", ErrConfig, u)
 	}
-	return archiveLocation{dir: path + segmentsSuffix, index: path}, nil
+	return loc, nil
 }
 
 // openArchive opens the archive Config.DBURL names.
@@ -62,12 +47,12 @@ func (n *Node) openArchive() error {
 		return err
 	}
 	cfg := n.cfg.ArchiveConfig
-	n.nwaku.observeArchive(&cfg)
+	n.nwaku.observeArchive(&cfg.Config)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
-	if loc.postgres {
-		a, err := archive.OpenURL(context.Background(), n.cfg.DBURL, cfg)
+	if loc.Postgres != "" {
+		a, err := loc.Open(context.Background(), cfg)
 		if err != nil {
 			return fmt.Errorf("node: open archive: %w", err)
 		}
@@ -75,17 +60,16 @@ func (n *Node) openArchive() error {
 		n.cfg.Logger.Info("archive in Postgres", "retention", cfg.Retention)
 		return nil
 	}
-	cfg.IndexPath = loc.index
-	a, err := archive.Open(loc.dir, cfg)
+	a, err := loc.Open(context.Background(), cfg)
 	if err != nil {
-		return fmt.Errorf("node: open archive in %s: %w", loc.dir, err)
+		return fmt.Errorf("node: open archive in %s: %w", loc.Dir, err)
 	}
 	n.archive = a
-	index := loc.index
+	index := loc.Index
 	if index == "" {
-		index = filepath.Join(loc.dir, "index.db")
+		index = filepath.Join(loc.Dir, "index.db")
 	}
-	n.cfg.Logger.Info("embedded archive", "index", index, "segments", loc.dir, "retention", cfg.Retention)
+	n.cfg.Logger.Info("embedded archive", "index", index, "segments", loc.Dir, "retention", cfg.Retention)
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/dburl"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/shard"
@@ -25,18 +26,18 @@ import (
 func TestLocateArchive(t *testing.T) {
 	for _, tt := range []struct {
 		url, dataDir string
-		want         archiveLocation
+		want         dburl.Location
 		err          bool
 	}{
-		{"", "", archiveLocation{dir: "store.sqlite3.segments", index: "store.sqlite3"}, false},
-		{"", "/d", archiveLocation{dir: "/d/archive"}, false},
-		{"embedded", "/d", archiveLocation{dir: "/d/archive"}, false},
-		{"sqlite://store.sqlite3", "/d", archiveLocation{dir: "store.sqlite3.segments", index: "store.sqlite3"}, false},
-		{"sqlite:///var/waku/db.sqlite3", "", archiveLocation{dir: "/var/waku/db.sqlite3.segments", index: "/var/waku/db.sqlite3"}, false},
-		{"postgres://u:p@127.0.0.1:5432/waku", "", archiveLocation{postgres: true}, false},
-		{"postgresql://u:p@127.0.0.1:5432/waku", "", archiveLocation{postgres: true}, false},
-		{"sqlite://", "", archiveLocation{}, true},
-		{"mysql://u:p@h:1/db", "", archiveLocation{}, true},
+		{"", "", dburl.Location{Dir: "store.sqlite3.segments", Index: "store.sqlite3"}, false},
+		{"", "/d", dburl.Location{Dir: "/d/archive"}, false},
+		{"embedded", "/d", dburl.Location{Dir: "/d/archive"}, false},
+		{"sqlite://store.sqlite3", "/d", dburl.Location{Dir: "store.sqlite3.segments", Index: "store.sqlite3"}, false},
+		{"sqlite:///var/waku/db.sqlite3", "", dburl.Location{Dir: "/var/waku/db.sqlite3.segments", Index: "/var/waku/db.sqlite3"}, false},
+		{"postgres://u:p@127.0.0.1:5432/waku", "", dburl.Location{Postgres: "postgres://u:p@127.0.0.1:5432/waku"}, false},
+		{"postgresql://u:p@127.0.0.1:5432/waku", "", dburl.Location{Postgres: "postgresql://u:p@127.0.0.1:5432/waku"}, false},
+		{"sqlite://", "", dburl.Location{}, true},
+		{"mysql://u:p@h:1/db", "", dburl.Location{}, true},
 	} {
 		c := Config{DBURL: tt.url, DataDir: tt.dataDir}
 		got, err := c.locateArchive()
@@ -240,7 +241,7 @@ func TestStoreRefusesNwakuDatabase(t *testing.T) {
 	if err != nil || string(after) != string(before) {
 		t.Fatalf("nwaku's file changed (%v)", err)
 	}
-	if _, err := os.Stat(path + segmentsSuffix); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(path + dburl.SegmentsSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("segments directory created beside nwaku's file: %v", err)
 	}
 }

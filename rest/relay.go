@@ -235,9 +235,15 @@ func contentTypeOK(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // readBody reads the whole request body within Config.MaxBodyBytes. On
-// failure it has answered: 413 over the limit, 400 when empty or unreadable.
+// failure it has answered: 413 over the limit (at once, reading nothing,
+// when the Content-Length is over it), 400 when empty or unreadable.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if !contentTypeOK(w, r) {
+		return nil, false
+	}
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		w.Header().Set("Connection", "close") // the body is left unread
+		writeText(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body too large: over %d bytes", s.cfg.MaxBodyBytes))
 		return nil, false
 	}
 	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), r.ContentLength, s.cfg.MaxBodyBytes)
@@ -465,12 +471,14 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Write(body)
 }
 
-// readAll reads rd to the end into one buffer sized from the request's
-// Content-Length (when it is known and within limit), so a large body is
-// not copied through growing buffers.
+// readAll reads rd (a MaxBytesReader of limit) to the end into one buffer
+// sized from the request's Content-Length (when it is known and within
+// limit), so a large body is not copied through growing buffers. A body
+// of unknown length is read into a buffer that doubles up to limit bytes,
+// never beyond: what the request reserved of the body budget.
 func readAll(rd io.Reader, contentLength, limit int64) ([]byte, error) {
 	if contentLength <= 0 || contentLength > limit {
-		return io.ReadAll(rd)
+		return readUpTo(rd, limit)
 	}
 	// Not bytes.Buffer.ReadFrom: it grows a buffer with fewer than 512
 	// bytes free, which copied the whole body once more.
@@ -479,6 +487,39 @@ func readAll(rd io.Reader, contentLength, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	return buf, nil
+}
+
+// readUpTo reads rd to the end into a buffer of at most limit bytes; a
+// longer rd is a *http.MaxBytesError.
+func readUpTo(rd io.Reader, limit int64) ([]byte, error) {
+	buf := make([]byte, 0, min(512, limit))
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) >= limit {
+				// Full: one more byte tells the end from a longer body.
+				var one [1]byte
+				n, err := io.ReadFull(rd, one[:])
+				switch {
+				case err == io.EOF:
+					return buf, nil
+				case n > 0:
+					return nil, &http.MaxBytesError{Limit: limit}
+				}
+				return nil, err
+			}
+			grown := make([]byte, len(buf), min(2*int64(cap(buf)), limit))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // noRelayPeers reports whether the Backend counts no relay peer on topic.

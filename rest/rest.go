@@ -39,8 +39,19 @@
 //
 // Topics in paths are URL-encoded ("/relay/v1/messages/%2Fwaku%2F2%2Frs%2F0%2F0").
 // Successful writes answer 200 "OK" (text/plain); errors answer a status code
-// with a plain-text reason. Request bodies are limited to Config.MaxBodyBytes
-// (413 beyond).
+// with a plain-text reason.
+//
+// # Request bodies
+//
+// A request body is limited to Config.MaxBodyBytes (16 MiB, nwaku's
+// limit): a larger one is answered 413 "Request body too large: over N
+// bytes", before anything of it is read when its Content-Length says so.
+// The bodies of all requests together hold at most Config.MaxBufferedBytes
+// (64 MiB) in memory: a request reserves its Content-Length before its
+// body is read, waits for room when there is none, and is answered 503
+// after 5 s. So 20 concurrent 28 MB POSTs buffer nothing, and 20
+// concurrent 16 MiB ones at most 64 MiB (besides the pool of publish
+// buffers, which the garbage collector empties).
 //
 // # Validation
 //
@@ -158,6 +169,16 @@ type Config struct {
 	// answered 413. Default 16 MiB, nwaku's (waku/rest_api/endpoint/server.nim
 	// RestServerConf.default, maxRequestBodySize 16_384 KiB).
 	MaxBodyBytes int64
+	// MaxBufferedBytes bounds the request body bytes that all requests
+	// together hold in memory. Before its body is read a request reserves
+	// its Content-Length (MaxBodyBytes when the length is not given) until
+	// its handler returns; one that does not fit waits for room, in arrival
+	// order, up to 5 s and is then answered 503 "Too many request bodies in
+	// memory, try again later" with Retry-After: 1. A body over
+	// MaxBodyBytes by its Content-Length is answered 413 without being
+	// read, and reserves nothing. Default 4 x MaxBodyBytes (64 MiB); less
+	// than MaxBodyBytes is invalid.
+	MaxBufferedBytes int64
 	// CacheSize is the number of messages the relay message cache keeps,
 	// all topics together (nwaku --rest-relay-cache-capacity), and the
 	// filter message cache too. Default 50 (nwaku message_cache.nim).
@@ -192,6 +213,9 @@ func (c *Config) setDefaults() {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if c.MaxBufferedBytes == 0 {
+		c.MaxBufferedBytes = 4 * c.MaxBodyBytes
+	}
 	if c.CacheSize == 0 {
 		c.CacheSize = DefaultCacheSize
 	}
@@ -207,6 +231,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.MaxBodyBytes < 0:
 		return fmt.Errorf("%w: MaxBodyBytes %d < 0", ErrConfig, c.MaxBodyBytes)
+	case c.MaxBufferedBytes < c.MaxBodyBytes:
+		return fmt.Errorf("%w: MaxBufferedBytes %d < MaxBodyBytes %d", ErrConfig, c.MaxBufferedBytes, c.MaxBodyBytes)
 	case c.CacheSize < 0:
 		return fmt.Errorf("%w: CacheSize %d < 0", ErrConfig, c.CacheSize)
 	case c.PublishTimeout < 0:
@@ -229,6 +255,7 @@ type Server struct {
 	// filterCache keeps what the node's filter client is pushed.
 	filterCache *cache
 	origins     originMatcher
+	bodies      *bodyBudget
 }
 
 // New returns a Server over b. Errors wrap ErrConfig.
@@ -244,7 +271,8 @@ func New(b Backend, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), cache: newCache(cfg.CacheSize), filterCache: newCache(cfg.CacheSize), origins: origins}
+	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), cache: newCache(cfg.CacheSize), filterCache: newCache(cfg.CacheSize), origins: origins,
+		bodies: newBodyBudget(cfg.MaxBufferedBytes, cfg.MaxBodyBytes)}
 	s.routes()
 	return s, nil
 }
@@ -328,6 +356,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.EscapedPath(); r.Method == http.MethodHead || p != "/" && path.Clean(p) != p {
 		s.notServed(w, r)
 		return
+	}
+	if n := s.bodies.size(r); n > 0 {
+		if !s.bodies.reserve(w, r, n) {
+			return
+		}
+		defer s.bodies.release(n)
 	}
 	s.mux.ServeHTTP(w, r)
 }

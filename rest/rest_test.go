@@ -539,7 +539,7 @@ func originRequest(h http.Handler, origin string) *httptest.ResponseRecorder {
 }
 
 func TestConfig(t *testing.T) {
-	for _, c := range []Config{{MaxBodyBytes: -1}, {CacheSize: -1}, {PublishTimeout: -1}} {
+	for _, c := range []Config{{MaxBodyBytes: -1}, {MaxBufferedBytes: 1 << 20}, {CacheSize: -1}, {PublishTimeout: -1}} {
 		if _, err := New(newFake(t), c); !errors.Is(err, ErrConfig) {
 			t.Fatalf("New(%+v) error = %v", c, err)
 		}
@@ -549,7 +549,7 @@ func TestConfig(t *testing.T) {
 	}
 	c := Config{}
 	c.setDefaults()
-	if err := c.validate(); err != nil || !reflect.DeepEqual(c, Config{MaxBodyBytes: 16 << 20, CacheSize: 50, PublishTimeout: 5 * time.Second, Logger: slog.Default()}) {
+	if err := c.validate(); err != nil || !reflect.DeepEqual(c, Config{MaxBodyBytes: 16 << 20, MaxBufferedBytes: 64 << 20, CacheSize: 50, PublishTimeout: 5 * time.Second, Logger: slog.Default()}) {
 		t.Fatalf("defaults %+v, %v", c, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/embedded"
 	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/store"
@@ -78,7 +79,7 @@ func TestParseStoreQuery(t *testing.T) {
 
 func newStoreArchive(t *testing.T) (archive.Archive, []*message.Envelope) {
 	t.Helper()
-	a, err := archive.Open(t.TempDir(), archive.Config{})
+	a, err := embedded.Open(t.TempDir(), archive.Config{}, embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/embedded"
 	"github.com/couriernet/courier/message"
 )
 
@@ -55,7 +56,7 @@ func BenchmarkServe(b *testing.B) {
 	}
 }
 
-var _ archive.Archive = (*archive.Embedded)(nil)
+var _ archive.Archive = (*embedded.Archive)(nil)
 
 // BenchmarkFrameResponse encodes a response of 20 stored messages of 10 kB
 // into one length-prefixed buffer: the server's work after the archive

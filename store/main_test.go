@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/postgres"
 	"github.com/couriernet/courier/internal/pgtest"
 )
 
@@ -15,7 +16,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // server (skipped without PostgreSQL, failed under CI=true).
 func openPostgres(t testing.TB) archive.Archive {
 	t.Helper()
-	a, err := archive.OpenPostgres(context.Background(), pgtest.DB(t), archive.Config{})
+	a, err := postgres.Open(context.Background(), pgtest.DB(t), archive.Config{}, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/embedded"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
@@ -51,7 +52,7 @@ func pair(t testing.TB, a archive.Archive, cfg Config) (client host.Host, server
 // openArchive opens an embedded archive in a test directory.
 func openArchive(t testing.TB) archive.Archive {
 	t.Helper()
-	a, err := archive.Open(t.TempDir(), archive.Config{})
+	a, err := embedded.Open(t.TempDir(), archive.Config{}, embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 package storesync
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -15,6 +17,11 @@ var (
 	// ErrMalformed is returned for a payload or transfer frame that does
 	// not decode.
 	ErrMalformed = errors.New("storesync: malformed payload")
+	// ErrUnordered is returned for a payload whose ranges do not follow
+	// one another in increasing order, or whose item sets are not in
+	// increasing order (see the package doc, "Bounds"). It wraps
+	// ErrMalformed.
+	ErrUnordered = fmt.Errorf("%w: out of order", ErrMalformed)
 )
 
 const (
@@ -24,42 +31,77 @@ const (
 	// stop a hostile count from allocating.
 	maxTopics   = 1024
 	maxTopicLen = 1024
+	// minItemLen is the fewest bytes an item of an item set takes: a
+	// 1-byte time delta and a hash.
+	minItemLen = 1 + hashLen
 )
 
 // AppendPayload appends p's encoding (nwaku's RangesData.deltaEncode, see
 // the package doc) to dst and returns it. A payload without ranges encodes
-// as the single byte 0x00.
+// as the single byte 0x00. p's ranges are written as they are: that they
+// follow one another is the caller's to ensure.
 func AppendPayload(dst []byte, p *Payload) []byte {
 	if len(p.Ranges) == 0 {
 		return append(dst, 0)
 	}
-	dst = appendTopics(dst, p.PubsubTopics)
-	dst = appendTopics(dst, p.ContentTopics)
-	first := p.Ranges[0].Lower
-	dst = protowire.AppendVarint(dst, uint64(first.Time))
-	last := uint64(first.Time)
+	w := newPayloadWriter(dst, p.PubsubTopics, p.ContentTopics)
+	for i := range p.Ranges {
+		w.add(&p.Ranges[i])
+	}
+	return w.buf
+}
+
+// payloadWriter encodes a payload one range at a time.
+type payloadWriter struct {
+	buf   []byte
+	start int // where the payload begins in buf
+	n     int // ranges written
+	last  uint64
 	// nwaku compares every zero-delta bound's hash with the first lower
 	// bound's hash, not with the previous bound's: so do we.
-	ref := first.Hash
-	for i := range p.Ranges {
-		r := &p.Ranges[i]
-		diff := uint64(r.Upper.Time) - last
-		last = uint64(r.Upper.Time)
-		dst = protowire.AppendVarint(dst, diff)
-		if diff == 0 {
-			n := prefixLen(ref, r.Upper.Hash)
-			dst = append(dst, byte(n))
-			dst = append(dst, r.Upper.Hash[:n]...)
-		}
-		dst = append(dst, byte(r.Type))
-		switch r.Type {
-		case FingerprintRange:
-			dst = append(dst, r.Fingerprint[:]...)
-		case ItemSetRange:
-			dst = appendItemSet(dst, &r.Items)
-		}
+	ref message.Hash
+}
+
+func newPayloadWriter(dst []byte, pubsubTopics, contentTopics []string) payloadWriter {
+	w := payloadWriter{start: len(dst)}
+	w.buf = appendTopics(dst, pubsubTopics)
+	w.buf = appendTopics(w.buf, contentTopics)
+	return w
+}
+
+func (w *payloadWriter) add(r *Range) {
+	if w.n == 0 {
+		w.buf = protowire.AppendVarint(w.buf, uint64(r.Lower.Time))
+		w.last, w.ref = uint64(r.Lower.Time), r.Lower.Hash
 	}
-	return dst
+	w.n++
+	diff := uint64(r.Upper.Time) - w.last
+	w.last = uint64(r.Upper.Time)
+	w.buf = protowire.AppendVarint(w.buf, diff)
+	if diff == 0 {
+		n := prefixLen(w.ref, r.Upper.Hash)
+		w.buf = append(w.buf, byte(n))
+		w.buf = append(w.buf, r.Upper.Hash[:n]...)
+	}
+	w.buf = append(w.buf, byte(r.Type))
+	switch r.Type {
+	case FingerprintRange:
+		w.buf = append(w.buf, r.Fingerprint[:]...)
+	case ItemSetRange:
+		if n := len(r.Items.IDs); n > 0 {
+			// Room for the whole set at once: a buffer grown by steps
+			// allocates several times its final size.
+			w.buf = grow(w.buf, binary.MaxVarintLen64+n*(binary.MaxVarintLen64+hashLen)+1)
+		}
+		w.buf = appendItemSet(w.buf, &r.Items)
+	}
+}
+
+// empty replaces what w wrote with the encoding of a payload without
+// ranges.
+func (w *payloadWriter) empty() []byte {
+	w.buf = append(w.buf[:w.start], 0)
+	return w.buf
 }
 
 // prefixLen is the number of bytes of h up to and including the first one
@@ -97,41 +139,220 @@ func appendItemSet(dst []byte, s *ItemSet) []byte {
 }
 
 // DecodePayload parses one payload. A buffer of at most one byte is an
-// empty payload, as nwaku reads it. The result does not alias buf.
-// Errors wrap ErrMalformed.
+// empty payload, as nwaku reads it. The payload is checked whole, order
+// included, before anything is allocated for its ranges, then decoded
+// into exactly sized slices; a run of consecutive skip ranges comes back
+// as one skip range. It allocates at most 51 bytes per byte of buf (see
+// the package doc, "Bounds"). The result does not alias buf. Errors wrap
+// ErrMalformed; ErrUnordered for ranges or items out of order.
 func DecodePayload(buf []byte) (*Payload, error) {
-	p := new(Payload)
+	in, err := parsePayload(buf)
+	if err != nil {
+		return nil, err
+	}
+	p := &Payload{PubsubTopics: in.PubsubTopics, ContentTopics: in.ContentTopics}
+	if in.merged == 0 {
+		return p, nil
+	}
+	p.Ranges = make([]Range, 0, in.merged)
+	rr := in.ranges(keepItems)
+	rr.items = make([]SyncID, 0, in.items)
+	var r Range
+	for rr.next(&r) {
+		if n := len(p.Ranges); n > 0 && r.Type == Skip && p.Ranges[n-1].Type == Skip {
+			p.Ranges[n-1].Upper = r.Upper
+			continue
+		}
+		p.Ranges = append(p.Ranges, r)
+	}
+	return p, rr.d.err
+}
+
+// received is a payload as read off the wire and checked whole by
+// parsePayload: its topic lists are decoded, its ranges are left encoded
+// in buf for ranges to read one at a time.
+type received struct {
+	PubsubTopics, ContentTopics []string
+	buf                         []byte
+	body                        int  // offset of the first lower bound's timestamp; 0: no ranges
+	count                       int  // ranges
+	merged                      int  // ranges, each run of consecutive skips counted once
+	items                       int  // items of all item sets
+	largestSet                  int  // items of the largest item set
+	fingerprints                int  // fingerprint ranges
+	skipsOnly                   bool // no range but skips: the exchange is over
+}
+
+// parsePayload checks buf as a payload: every range and item is read and
+// checked (order included) without being kept, so that a payload is
+// refused whole before any work is done for it. It allocates only the
+// topic lists. Errors wrap ErrMalformed.
+func parsePayload(buf []byte) (*received, error) {
+	p := &received{buf: buf, skipsOnly: true}
 	if len(buf) <= 1 {
 		return p, nil
 	}
 	d := decoder{buf: buf}
 	p.PubsubTopics = d.topics()
 	p.ContentTopics = d.topics()
-	last := d.varint("first timestamp")
-	for d.err == nil && d.off < len(d.buf) {
-		r := Range{Bounds: Bounds{Lower: SyncID{Time: int64(last)}}}
-		diff := d.varint("bound timestamp")
-		last += diff
-		r.Upper.Time = int64(last)
-		if diff == 0 {
-			d.hashPrefix(&r.Upper.Hash)
-		}
-		r.Type = RangeType(d.byte("range type"))
-		switch r.Type {
-		case Skip:
-		case FingerprintRange:
-			d.hash(&r.Fingerprint)
-		case ItemSetRange:
-			r.Items = d.itemSet()
-		default:
-			d.fail("unknown range type %d", r.Type)
-		}
-		p.Ranges = append(p.Ranges, r)
-	}
 	if d.err != nil {
 		return nil, d.err
 	}
+	p.body = d.off
+	rr := p.ranges(checkOnly)
+	var r Range
+	lastSkip := false
+	for rr.next(&r) {
+		p.count++
+		if r.Type != Skip || !lastSkip {
+			p.merged++
+		}
+		lastSkip = r.Type == Skip
+		p.skipsOnly = p.skipsOnly && r.Type == Skip
+		if r.Type == FingerprintRange {
+			p.fingerprints++
+		}
+	}
+	if rr.d.err != nil {
+		return nil, rr.d.err
+	}
+	p.items, p.largestSet = rr.counted, rr.largest
 	return p, nil
+}
+
+// itemMode says what a rangeReader does with the items it reads.
+type itemMode uint8
+
+const (
+	checkOnly  itemMode = iota // check and count them, keep none
+	keepItems                  // append them all to items
+	reuseItems                 // keep only the current range's, in items
+)
+
+// ranges returns a reader of p's ranges.
+func (p *received) ranges(mode itemMode) rangeReader {
+	rr := rangeReader{d: decoder{buf: p.buf, off: p.body}, mode: mode}
+	if p.body == 0 {
+		rr.d.off = len(p.buf) // no ranges
+		return rr
+	}
+	first := rr.d.varint("first timestamp")
+	if first > math.MaxInt64 {
+		rr.d.failWith(ErrUnordered, "first timestamp %d past 2^63-1", first)
+	}
+	rr.prev = SyncID{Time: int64(first)}
+	return rr
+}
+
+// rangeReader reads the ranges of a payload one at a time and checks each
+// as it reads it: each upper bound must be above the previous one (above
+// the first lower bound, for the first range), every timestamp within
+// int64, and each item set's items in strictly increasing order. A range's
+// lower bound is the previous upper bound's timestamp with a zero hash, as
+// nwaku decodes it.
+type rangeReader struct {
+	d       decoder
+	mode    itemMode
+	prev    SyncID   // the last upper bound read; at first, the first lower bound
+	items   []SyncID // keepItems, reuseItems: where items go
+	counted int      // items read
+	largest int      // items of the largest item set read
+}
+
+// next reads the next range into r and reports whether there was one; at
+// the end of the payload or on an error (in rr.d.err) it returns false.
+// r.Items.IDs aliases rr.items, with len == cap; in reuseItems mode it
+// holds only until the next call.
+func (rr *rangeReader) next(r *Range) bool {
+	d := &rr.d
+	if d.err != nil || d.off >= len(d.buf) {
+		return false
+	}
+	*r = Range{Bounds: Bounds{Lower: SyncID{Time: rr.prev.Time}}}
+	diff := d.varint("bound timestamp")
+	t, ok := addTime(uint64(rr.prev.Time), diff)
+	if !ok {
+		d.failWith(ErrUnordered, "bound timestamp %d + %d past 2^63-1", rr.prev.Time, diff)
+		return false
+	}
+	r.Upper.Time = t
+	if diff == 0 {
+		d.hashPrefix(&r.Upper.Hash)
+	}
+	if d.err == nil && r.Upper.Compare(rr.prev) <= 0 {
+		d.failWith(ErrUnordered, "upper bound %s not above %s", r.Upper, rr.prev)
+		return false
+	}
+	rr.prev = r.Upper
+	r.Type = RangeType(d.byte("range type"))
+	switch r.Type {
+	case Skip:
+	case FingerprintRange:
+		d.hash(&r.Fingerprint)
+	case ItemSetRange:
+		r.Items = rr.itemSet()
+	default:
+		d.fail("unknown range type %d", r.Type)
+	}
+	return d.err == nil
+}
+
+// addTime adds a time delta to a timestamp, false past math.MaxInt64.
+func addTime(t, diff uint64) (int64, bool) {
+	sum := t + diff
+	if sum < t || sum > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(sum), true
+}
+
+func (rr *rangeReader) itemSet() ItemSet {
+	d := &rr.d
+	n := d.varint("item count")
+	// Check the count against what is left before allocating for it.
+	if n > uint64((len(d.buf)-d.off)/minItemLen) {
+		d.fail("item set of %d items in %d bytes", n, len(d.buf)-d.off)
+		return ItemSet{}
+	}
+	if rr.mode == reuseItems {
+		rr.items = rr.items[:0]
+	}
+	start := len(rr.items)
+	var last uint64
+	var prev SyncID
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		diff := d.varint("item timestamp")
+		t, ok := addTime(last, diff)
+		if !ok {
+			d.failWith(ErrUnordered, "item timestamp %d + %d past 2^63-1", last, diff)
+			break
+		}
+		last = uint64(t)
+		id := SyncID{Time: t}
+		d.hash(&id.Hash)
+		if i > 0 && id.Compare(prev) <= 0 {
+			d.failWith(ErrUnordered, "item %s not above %s", id, prev)
+			break
+		}
+		prev = id
+		if rr.mode != checkOnly {
+			rr.items = append(rr.items, id)
+		}
+	}
+	rr.counted += int(n)
+	rr.largest = max(rr.largest, int(n))
+	var s ItemSet
+	if rr.mode != checkOnly {
+		s.IDs = rr.items[start:len(rr.items):len(rr.items)]
+	}
+	switch d.byte("reconciled flag") {
+	case 0:
+	case 1:
+		s.Reconciled = true
+	default:
+		d.fail("reconciled flag not 0 or 1")
+	}
+	return s
 }
 
 // decoder reads a payload; the first error sticks and stops every read.
@@ -141,9 +362,11 @@ type decoder struct {
 	err error
 }
 
-func (d *decoder) fail(format string, args ...any) {
+func (d *decoder) fail(format string, args ...any) { d.failWith(ErrMalformed, format, args...) }
+
+func (d *decoder) failWith(sentinel error, format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: at byte %d: %s", ErrMalformed, d.off, fmt.Sprintf(format, args...))
+		d.err = fmt.Errorf("%w: at byte %d: %s", sentinel, d.off, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -197,17 +420,22 @@ func (d *decoder) hashPrefix(h *message.Hash) {
 	copy(h[:], d.bytes(n, "hash prefix"))
 }
 
+// topics reads a topic list. Its count is checked against the bytes left
+// (each topic takes at least 2) before anything is allocated.
 func (d *decoder) topics() []string {
 	n := d.varint("topic count")
-	if n > maxTopics {
-		d.fail("%d topics (at most %d)", n, maxTopics)
+	if n > maxTopics || n > uint64(len(d.buf)-d.off)/2 {
+		d.fail("%d topics in %d bytes (at most %d)", n, len(d.buf)-d.off, maxTopics)
 		return nil
 	}
-	var out []string
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		l := d.varint("topic length")
-		if l > maxTopicLen {
-			d.fail("topic of %d bytes (at most %d)", l, maxTopicLen)
+		if l == 0 || l > maxTopicLen {
+			d.fail("topic of %d bytes (want 1 to %d)", l, maxTopicLen)
 			return nil
 		}
 		b := d.bytes(int(l), "topic")
@@ -217,32 +445,6 @@ func (d *decoder) topics() []string {
 		out = append(out, string(b))
 	}
 	return out
-}
-
-func (d *decoder) itemSet() ItemSet {
-	n := d.varint("item count")
-	// Each item takes at least a 1-byte time delta and a hash: check the
-	// count against what is left before allocating for it.
-	if n > uint64((len(d.buf)-d.off)/(hashLen+1)) {
-		d.fail("item set of %d items in %d bytes", n, len(d.buf)-d.off)
-		return ItemSet{}
-	}
-	s := ItemSet{IDs: make([]SyncID, 0, n)}
-	var last uint64
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		last += d.varint("item timestamp")
-		id := SyncID{Time: int64(last)}
-		d.hash(&id.Hash)
-		s.IDs = append(s.IDs, id)
-	}
-	switch d.byte("reconciled flag") {
-	case 0:
-	case 1:
-		s.Reconciled = true
-	default:
-		d.fail("reconciled flag not 0 or 1")
-	}
-	return s
 }
 
 // AppendMessageAndTopic appends a WakuMessageAndTopic as nwaku v0.38.1

@@ -38,6 +38,9 @@ const (
 	DefaultExpectTTL = 2 * time.Minute
 	// DefaultMaxInboundSessions bounds the sessions served at once.
 	DefaultMaxInboundSessions = 4
+	// DefaultMaxMissing bounds what one peer's sessions may find missing
+	// here: as many items as the index holds by default.
+	DefaultMaxMissing = DefaultStorageCapacity
 )
 
 // ErrConfig is wrapped by every configuration error.
@@ -75,6 +78,12 @@ type Config struct {
 	ExpectTTL time.Duration
 	// MaxInboundSessions bounds the sessions served at once; more are reset.
 	MaxInboundSessions int
+	// MaxMissing bounds the entries (hashes named, ranges this side holds
+	// nothing in) kept from one peer's sessions to check its transfers
+	// against; (MaxInboundSessions+1) times it bounds them for all peers.
+	// A session that would pass either fails with ErrTooManyDifferences.
+	// Default 50,000.
+	MaxMissing int
 	// Peers returns the peers a round may pick from at random. Nil means
 	// the connected peers that announced ReconciliationID.
 	Peers func() []peer.ID
@@ -107,6 +116,7 @@ func (c *Config) setDefaults() {
 	defInt(&c.MaxPayloadSize, DefaultMaxPayloadSize)
 	defInt(&c.MaxRoundTrips, DefaultMaxRoundTrips)
 	defInt(&c.MaxInboundSessions, DefaultMaxInboundSessions)
+	defInt(&c.MaxMissing, DefaultMaxMissing)
 	if c.Counters == nil {
 		c.Counters = new(message.Counters)
 	}
@@ -119,7 +129,7 @@ func (c *Config) validate() error {
 	switch {
 	case c.Range < 0, c.RelayJitter < 0, c.IOTimeout < 0, c.ExpectTTL < 0:
 		return fmt.Errorf("%w: negative duration", ErrConfig)
-	case c.StorageCapacity < 0, c.ItemSetThreshold < 0, c.MaxPayloadSize < 0, c.MaxRoundTrips < 0, c.MaxInboundSessions < 0:
+	case c.StorageCapacity < 0, c.ItemSetThreshold < 0, c.MaxPayloadSize < 0, c.MaxRoundTrips < 0, c.MaxInboundSessions < 0, c.MaxMissing < 0:
 		return fmt.Errorf("%w: negative size", ErrConfig)
 	case c.Partitions < 2:
 		return fmt.Errorf("%w: partitions %d, want at least 2", ErrConfig, c.Partitions)

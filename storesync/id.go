@@ -2,6 +2,7 @@ package storesync
 
 import (
 	"bytes"
+	"fmt"
 
 	"github.com/couriernet/courier/message"
 )
@@ -24,6 +25,10 @@ func (a SyncID) Compare(b SyncID) int {
 	}
 	return bytes.Compare(a.Hash[:], b.Hash[:])
 }
+
+// String returns id as its time and its hash's first 4 bytes in hex,
+// "1700000000000000000/0a1b2c3d".
+func (a SyncID) String() string { return fmt.Sprintf("%d/%x", a.Time, a.Hash[:4]) }
 
 // Fingerprint is the XOR of the message hashes of a range's items.
 type Fingerprint = message.Hash
@@ -64,21 +69,11 @@ type Range struct {
 }
 
 // Payload is one reconciliation message (nwaku's RangesData): the topics
-// it covers (empty means all) and consecutive ranges.
+// it covers (empty means all) and consecutive ranges, in increasing order.
 type Payload struct {
 	PubsubTopics  []string
 	ContentTopics []string
 	Ranges        []Range
-}
-
-// done reports whether p ends the exchange: no ranges, or only skips.
-func (p *Payload) done() bool {
-	for _, r := range p.Ranges {
-		if r.Type != Skip {
-			return false
-		}
-	}
-	return true
 }
 
 var (

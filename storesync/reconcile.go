@@ -1,6 +1,16 @@
 package storesync
 
-import "github.com/couriernet/courier/message"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/couriernet/courier/message"
+)
+
+// ErrTooManyDifferences ends a session that would pass one of its bounds
+// on differences: the items listed in its replies, the hashes to push, or
+// what this side expects over transfer (see the package doc, "Bounds").
+var ErrTooManyDifferences = errors.New("storesync: too many differences")
 
 // Diff is what processing a payload found.
 type Diff struct {
@@ -8,125 +18,231 @@ type Diff struct {
 	ToSend []message.Hash
 	// ToRecv are hashes the peer holds and this side lacks.
 	ToRecv []message.Hash
-	// Empty are ranges this side told the peer it holds nothing in: the
-	// peer will send whatever it has there, unnamed.
+	// Empty are ranges this side told the peer it holds nothing in, in
+	// increasing order: the peer will send whatever it has there, unnamed.
 	Empty []Bounds
 }
 
-// Process answers one received payload (nwaku's SeqStorage.processPayload)
-// and returns the reply and the differences found. Items are compared only
-// where both topic filters of in pass. The reply carries no topics: the
-// caller sets its own. A reply of only skips is returned empty, which ends
-// the exchange.
-func (s *Storage) Process(in *Payload) (out *Payload, d Diff) {
+// process answers one received payload (nwaku's
+// SeqStorage.processPayload), range by range as it reads them, and returns
+// the encoded reply, with pubsubTopics and contentTopics as its topic
+// lists, and the differences found. Items are compared only where both
+// topic lists of in pass. A reply of only skips is the single byte 0x00,
+// which ends the exchange.
+//
+// Each held item is looked at within one range of in at most (the ranges
+// are in order, see parsePayload), so one payload costs O(len(in.buf) +
+// held items) and its reply holds at most each held item once. *listed is
+// the number of items the session's replies may still list; it fails with
+// ErrTooManyDifferences past it.
+func (s *Storage) process(in *received, pubsubTopics, contentTopics []string, listed *int) ([]byte, Diff, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := s.filter(in.PubsubTopics, in.ContentTopics)
-	out = new(Payload)
-	for i := range in.Ranges {
-		r := &in.Ranges[i]
+	// Slices sized for the most the payload can ask, so that none grows
+	// by steps (1.25 times each, for large slices: 5 times its final size
+	// allocated in all): the reply as large as the payload (more when it
+	// lists held items), a hash missing here for each of theirs, an empty
+	// range for each fingerprint range (more when split).
+	p := processor{s: s, f: s.filter(in.PubsubTopics, in.ContentTopics), listed: listed,
+		out: reply{w: newPayloadWriter(make([]byte, 0, len(in.buf)), pubsubTopics, contentTopics)}}
+	if in.items > 0 {
+		p.d.ToRecv = make([]message.Hash, 0, in.items)
+	}
+	if in.fingerprints > 0 {
+		p.d.Empty = make([]Bounds, 0, in.fingerprints)
+	}
+	rr := in.ranges(reuseItems)
+	rr.items = make([]SyncID, 0, in.largestSet)
+	var r Range
+	for rr.next(&r) {
+		var err error
 		switch r.Type {
 		case Skip:
-			out.Ranges = append(out.Ranges, Range{Bounds: r.Bounds, Type: Skip})
+			p.out.add(&r)
 		case FingerprintRange:
-			s.processFingerprint(r, f, out, &d)
+			err = p.fingerprint(&r)
 		case ItemSetRange:
-			s.processItemSet(r, f, out, &d)
+			err = p.itemSet(&r)
+		}
+		if err != nil {
+			return nil, Diff{}, err
 		}
 	}
-	out.Ranges = mergeSkips(out.Ranges)
-	if out.done() {
-		out.Ranges = nil
+	if rr.d.err != nil {
+		return nil, Diff{}, rr.d.err
 	}
-	return out, d
+	return p.out.finish(), p.d, nil
 }
 
-// processFingerprint compares the peer's fingerprint of r with ours: equal
-// is a skip; otherwise r goes back as our item set when it holds at most
+// processor is the state of process over one payload.
+type processor struct {
+	s      *Storage
+	f      topicFilter
+	floor  int // items below this index were within an earlier range
+	listed *int
+	out    reply
+	d      Diff
+	ours   []SyncID // scratch for the items held in a range
+}
+
+// span returns the items within b that lie at or after p.floor and moves
+// p.floor past them.
+func (p *processor) span(b Bounds) (lo, hi int, ok bool) {
+	lo, hi, ok = p.s.span(b, p.floor)
+	p.floor = hi
+	return lo, hi, ok
+}
+
+// ids lists the items of [lo, hi) that pass the filter, charged to the
+// session's budget.
+func (p *processor) ids(lo, hi int) ([]SyncID, error) {
+	p.ours = p.s.ids(grow(p.ours[:0], hi-lo), lo, hi, p.f)
+	if len(p.ours) > *p.listed {
+		return nil, fmt.Errorf("%w: the session's replies would list over %d items", ErrTooManyDifferences, len(p.ours)+*p.listed)
+	}
+	*p.listed -= len(p.ours)
+	return p.ours, nil
+}
+
+// fingerprint compares the peer's fingerprint of r with ours: equal is a
+// skip; otherwise r goes back as our item set when it holds at most
 // threshold items, else split into partitions, each an item set or a
 // fingerprint.
-func (s *Storage) processFingerprint(r *Range, f topicFilter, out *Payload, d *Diff) {
-	lo, hi, ok := s.find(r.Bounds)
-	if s.fingerprint(lo, hi, f) == r.Fingerprint {
-		out.Ranges = append(out.Ranges, Range{Bounds: r.Bounds, Type: Skip})
-		return
+func (p *processor) fingerprint(r *Range) error {
+	lo, hi, ok := p.span(r.Bounds)
+	if p.s.fingerprint(lo, hi, p.f) == r.Fingerprint {
+		p.out.add(&Range{Bounds: r.Bounds, Type: Skip})
+		return nil
 	}
 	if !ok {
-		out.Ranges = append(out.Ranges, Range{Bounds: r.Bounds, Type: ItemSetRange, Items: ItemSet{Reconciled: true}})
-		d.Empty = append(d.Empty, r.Bounds)
-		return
+		p.out.add(&Range{Bounds: r.Bounds, Type: ItemSetRange, Items: ItemSet{Reconciled: true}})
+		p.d.Empty = append(p.d.Empty, r.Bounds)
+		return nil
 	}
-	parts := partition(r.Bounds, s.partitions)
-	if hi-lo <= s.threshold || parts == nil {
+	parts := partition(r.Bounds, p.s.partitions)
+	if hi-lo <= p.s.threshold || parts == nil {
 		// nwaku drops a range it cannot split; its items are the answer.
-		out.Ranges = append(out.Ranges, Range{Bounds: r.Bounds, Type: ItemSetRange, Items: ItemSet{IDs: s.ids(lo, hi, f)}})
-		return
+		ours, err := p.ids(lo, hi)
+		if err != nil {
+			return err
+		}
+		p.out.add(&Range{Bounds: r.Bounds, Type: ItemSetRange, Items: ItemSet{IDs: ours}})
+		return nil
 	}
+	floor := lo
 	for _, b := range parts {
-		lo, hi, ok := s.find(b)
+		lo, hi, ok := p.s.span(b, floor)
+		floor = hi
 		switch {
 		case !ok:
-			out.Ranges = append(out.Ranges, Range{Bounds: b, Type: ItemSetRange, Items: ItemSet{Reconciled: true}})
-			d.Empty = append(d.Empty, b)
-		case hi-lo <= s.threshold:
-			out.Ranges = append(out.Ranges, Range{Bounds: b, Type: ItemSetRange, Items: ItemSet{IDs: s.ids(lo, hi, f)}})
+			p.out.add(&Range{Bounds: b, Type: ItemSetRange, Items: ItemSet{Reconciled: true}})
+			p.d.Empty = append(p.d.Empty, b)
+		case hi-lo <= p.s.threshold:
+			ours, err := p.ids(lo, hi)
+			if err != nil {
+				return err
+			}
+			p.out.add(&Range{Bounds: b, Type: ItemSetRange, Items: ItemSet{IDs: ours}})
 		default:
-			out.Ranges = append(out.Ranges, Range{Bounds: b, Type: FingerprintRange, Fingerprint: s.fingerprint(lo, hi, f)})
+			p.out.add(&Range{Bounds: b, Type: FingerprintRange, Fingerprint: p.s.fingerprint(lo, hi, p.f)})
 		}
 	}
+	return nil
 }
 
-// processItemSet compares the peer's items in r with ours, element by
-// element, and records the differences. An item set the peer has not
-// reconciled yet goes back as ours, marked reconciled; else r is a skip.
-func (s *Storage) processItemSet(r *Range, f topicFilter, out *Payload, d *Diff) {
+// itemSet compares the peer's items in r with ours, element by element,
+// and records the differences. An item set the peer has not reconciled
+// yet goes back as ours, marked reconciled; else r is a skip.
+func (p *processor) itemSet(r *Range) error {
 	theirs := r.Items.IDs
-	lo, hi, ok := s.find(r.Bounds)
+	lo, hi, ok := p.span(r.Bounds)
 	if !ok {
 		// We hold nothing here: all of theirs is missing on this side.
-		d.ToRecv = append(d.ToRecv, hashes(theirs)...)
-		if r.Items.Reconciled {
-			out.Ranges = append(out.Ranges, Range{Bounds: r.Bounds, Type: Skip})
-		} else {
-			out.Ranges = append(out.Ranges, Range{Bounds: r.Bounds, Type: ItemSetRange, Items: ItemSet{Reconciled: true}})
+		for _, id := range theirs {
+			p.d.ToRecv = append(p.d.ToRecv, id.Hash)
 		}
-		return
+		if r.Items.Reconciled {
+			p.out.add(&Range{Bounds: r.Bounds, Type: Skip})
+		} else {
+			p.out.add(&Range{Bounds: r.Bounds, Type: ItemSetRange, Items: ItemSet{Reconciled: true}})
+		}
+		return nil
 	}
-	ours := s.ids(lo, hi, f)
+	var ours []SyncID
+	if r.Items.Reconciled {
+		ours = p.s.ids(grow(p.ours[:0], hi-lo), lo, hi, p.f) // compared, not listed
+		p.ours = ours
+	} else {
+		var err error
+		if ours, err = p.ids(lo, hi); err != nil {
+			return err
+		}
+	}
+	p.d.ToSend = grow(p.d.ToSend, len(ours))
 	i, j := 0, 0
 	for i < len(theirs) && j < len(ours) {
 		switch c := theirs[i].Compare(ours[j]); {
 		case c < 0:
-			d.ToRecv = append(d.ToRecv, theirs[i].Hash)
+			p.d.ToRecv = append(p.d.ToRecv, theirs[i].Hash)
 			i++
 		case c > 0:
-			d.ToSend = append(d.ToSend, ours[j].Hash)
+			p.d.ToSend = append(p.d.ToSend, ours[j].Hash)
 			j++
 		default:
 			i++
 			j++
 		}
 	}
-	d.ToRecv = append(d.ToRecv, hashes(theirs[i:])...)
-	d.ToSend = append(d.ToSend, hashes(ours[j:])...)
+	for _, id := range theirs[i:] {
+		p.d.ToRecv = append(p.d.ToRecv, id.Hash)
+	}
+	for _, id := range ours[j:] {
+		p.d.ToSend = append(p.d.ToSend, id.Hash)
+	}
 	if r.Items.Reconciled {
-		out.Ranges = append(out.Ranges, Range{Bounds: r.Bounds, Type: Skip})
+		p.out.add(&Range{Bounds: r.Bounds, Type: Skip})
 	} else {
-		out.Ranges = append(out.Ranges, Range{Bounds: r.Bounds, Type: ItemSetRange, Items: ItemSet{IDs: ours, Reconciled: true}})
+		p.out.add(&Range{Bounds: r.Bounds, Type: ItemSetRange, Items: ItemSet{IDs: ours, Reconciled: true}})
+	}
+	return nil
+}
+
+// reply encodes an answer as it is built: consecutive skips are merged
+// into one, and an answer of only skips becomes an empty payload.
+type reply struct {
+	w       payloadWriter
+	skip    Bounds // pending skip
+	pending bool
+	work    bool // a range other than a skip was written
+}
+
+func (o *reply) add(r *Range) {
+	if r.Type == Skip {
+		if o.pending {
+			o.skip.Upper = r.Upper
+		} else {
+			o.skip, o.pending = r.Bounds, true
+		}
+		return
+	}
+	o.flush()
+	o.w.add(r)
+	o.work = true
+}
+
+func (o *reply) flush() {
+	if o.pending {
+		o.w.add(&Range{Bounds: o.skip, Type: Skip})
+		o.pending = false
 	}
 }
 
-// mergeSkips joins consecutive skip ranges into one.
-func mergeSkips(rs []Range) []Range {
-	out := rs[:0]
-	for _, r := range rs {
-		if n := len(out); n > 0 && r.Type == Skip && out[n-1].Type == Skip {
-			out[n-1].Upper = r.Upper
-			continue
-		}
-		out = append(out, r)
+func (o *reply) finish() []byte {
+	if !o.work {
+		return o.w.empty()
 	}
-	return out
+	o.flush()
+	return o.w.buf
 }
 
 // partition splits b into count consecutive time ranges of equal length,

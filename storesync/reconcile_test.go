@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -48,27 +49,30 @@ type exchange struct {
 // payload going through the codec as on the wire.
 func simulate(t testing.TB, a, b *Storage, window Bounds) exchange {
 	var x exchange
-	cur := &Payload{PubsubTopics: []string{testTopic}, Ranges: []Range{{Bounds: window, Type: FingerprintRange, Fingerprint: a.Fingerprint(window, nil, nil)}}}
+	first := &Payload{PubsubTopics: []string{testTopic}, Ranges: []Range{{Bounds: window, Type: FingerprintRange, Fingerprint: a.Fingerprint(window, nil, nil)}}}
+	wire := AppendPayload(nil, first)
 	sides := [2]*Storage{b, a}
 	sends := [2]*[]message.Hash{&x.bSend, &x.aSend}
 	for turn := 0; ; turn++ {
 		if turn > 100 {
 			t.Fatal("session does not converge")
 		}
-		wire := AppendPayload(nil, cur)
 		x.bytes += len(wire)
 		x.roundTrips++
-		in, err := DecodePayload(wire)
+		in, err := parsePayload(wire)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if in.done() {
+		if in.skipsOnly {
 			return x
 		}
-		out, d := sides[turn%2].Process(in)
+		listed := math.MaxInt
+		out, d, err := sides[turn%2].process(in, []string{testTopic}, nil, &listed)
+		if err != nil {
+			t.Fatal(err)
+		}
 		*sends[turn%2] = append(*sends[turn%2], d.ToSend...)
-		out.PubsubTopics = []string{testTopic}
-		cur = out
+		wire = out
 	}
 }
 
@@ -168,17 +172,26 @@ func TestReconcileTopics(t *testing.T) {
 		}
 	}
 	window := Bounds{Upper: SyncID{Time: 2_000_000}}
-	in := &Payload{PubsubTopics: []string{testTopic}, Ranges: []Range{{Bounds: window, Type: FingerprintRange, Fingerprint: b.Fingerprint(window, []string{testTopic}, nil)}}}
+	wire := AppendPayload(nil, &Payload{PubsubTopics: []string{testTopic}, Ranges: []Range{{Bounds: window, Type: FingerprintRange, Fingerprint: b.Fingerprint(window, []string{testTopic}, nil)}}})
 	x := exchange{}
-	cur := in
-	for turn := 0; !cur.done(); turn++ {
+	for turn := 0; ; turn++ {
+		in, err := parsePayload(wire)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.skipsOnly {
+			break
+		}
 		side := []*Storage{a, b}[turn%2]
-		out, d := side.Process(cur)
+		listed := math.MaxInt
+		out, d, err := side.process(in, []string{testTopic}, nil, &listed)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if side == a {
 			x.aSend = append(x.aSend, d.ToSend...)
 		}
-		out.PubsubTopics = []string{testTopic}
-		cur = out
+		wire = out
 	}
 	var want []SyncID
 	for i := 100; i < 300; i += 2 {

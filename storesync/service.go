@@ -52,9 +52,14 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	expect map[peer.ID]*expectation
-	closed bool
+	// ours holds the topics synced, for transferred messages in ranges
+	// this side said it holds nothing in.
+	ours topicSet
+
+	mu       sync.Mutex
+	expect   map[peer.ID]*expectation
+	expected int // entries of all expectations
+	closed   bool
 }
 
 // New returns a service over h and a; Start mounts it.
@@ -69,6 +74,7 @@ func New(h host.Host, a Archive, cfg Config) (*Service, error) {
 		storage: NewStorage(cfg.StorageCapacity, cfg.ItemSetThreshold, cfg.Partitions),
 		sem:     make(chan struct{}, cfg.MaxInboundSessions),
 		ctx:     ctx, cancel: cancel,
+		ours:   newTopicSet(cfg.PubsubTopics, cfg.ContentTopics),
 		expect: map[peer.ID]*expectation{},
 	}, nil
 }
@@ -220,8 +226,8 @@ func (s *Service) prune() {
 	s.cfg.Logger.Debug("store-sync pruned", "items", n, "left", s.storage.Len())
 	s.mu.Lock()
 	for p, e := range s.expect {
-		if e.sessions == 0 && time.Now().After(e.until) {
-			delete(s.expect, p)
+		if e.expired(time.Now()) {
+			s.dropExpect(p, e)
 		}
 	}
 	s.mu.Unlock()
@@ -319,11 +325,9 @@ func (s *Service) handleReconciliation(str network.Stream) {
 // lacks over the transfer protocol.
 func (s *Service) session(ctx context.Context, str network.Stream, first *Payload) (Result, error) {
 	p := str.Conn().RemotePeer()
-	res := Result{Peer: p}
-	exp := s.beginExpect(p)
-	defer s.endExpect(p, exp)
+	ss := &sessionState{res: Result{Peer: p}, exp: s.beginExpect(p), listed: s.cfg.StorageCapacity}
+	defer s.endExpect(p, ss.exp)
 	r := bufio.NewReader(str)
-	var toSend []message.Hash
 	err := func() error {
 		defer str.Close()
 		if first != nil {
@@ -332,48 +336,93 @@ func (s *Service) session(ctx context.Context, str network.Stream, first *Payloa
 			}
 		}
 		for {
-			if res.RoundTrips >= s.cfg.MaxRoundTrips {
+			if ss.res.RoundTrips >= s.cfg.MaxRoundTrips {
 				return ErrTooManyRoundTrips
 			}
-			in, err := s.read(str, r)
+			b, err := s.read(str, r)
 			if err != nil {
 				return err
 			}
-			res.RoundTrips++
+			ss.res.RoundTrips++
 			s.st.roundTrips.Add(1)
-			s.st.ranges.Add(uint64(len(in.Ranges)))
-			if in.done() {
-				return nil
-			}
-			if !s.scope(in) {
-				// No topic in common: an empty frame, as nwaku answers.
-				return s.write(str, nil)
-			}
-			out, d := s.storage.Process(in)
-			exp.add(d, in.PubsubTopics, in.ContentTopics)
-			toSend = append(toSend, d.ToSend...)
-			res.Missing += len(d.ToRecv)
-			s.st.differences.Add(uint64(len(d.ToSend) + len(d.ToRecv)))
-			out.PubsubTopics, out.ContentTopics = s.cfg.PubsubTopics, s.cfg.ContentTopics
-			if err := s.write(str, AppendPayload(nil, out)); err != nil {
+			out, end, err := s.answer(ss, b)
+			if err != nil {
 				return err
 			}
-			if out.done() {
+			if out != nil {
+				if err := s.write(str, out); err != nil {
+					return err
+				}
+			}
+			if end {
 				return nil
 			}
 		}
 	}()
 	if err != nil {
 		_ = str.Reset()
-		return res, err
+		return ss.res, err
 	}
-	res.Sent, err = s.push(ctx, p, toSend)
-	return res, err
+	ss.res.Sent, err = s.push(ctx, p, ss.toSend)
+	return ss.res, err
+}
+
+// sessionState is what one session has found and may still spend.
+type sessionState struct {
+	res    Result
+	exp    *expectation
+	listed int // items the session's replies may still list
+	// toSend are the hashes to push, increasing and distinct, at most
+	// StorageCapacity.
+	toSend []message.Hash
+}
+
+// queue adds hashes to what the session pushes, each hash once. It sorts
+// hashes in place.
+func (ss *sessionState) queue(hashes []message.Hash, limit int) error {
+	if len(hashes) == 0 {
+		return nil
+	}
+	if ss.toSend = mergeHashes(ss.toSend, hashes); len(ss.toSend) > limit {
+		return fmt.Errorf("%w: over %d messages to push", ErrTooManyDifferences, limit)
+	}
+	return nil
+}
+
+// answer handles one received payload b: it returns the reply to write
+// (nil: none; empty: an empty frame) and whether the exchange ends.
+func (s *Service) answer(ss *sessionState, b []byte) (reply []byte, end bool, err error) {
+	in, err := parsePayload(b)
+	if err != nil {
+		return nil, true, err
+	}
+	s.st.ranges.Add(uint64(in.count))
+	if in.skipsOnly {
+		return nil, true, nil
+	}
+	if !s.scope(in) {
+		// No topic in common: an empty frame, as nwaku answers.
+		return []byte{}, true, nil
+	}
+	out, d, err := s.storage.process(in, s.cfg.PubsubTopics, s.cfg.ContentTopics, &ss.listed)
+	if err != nil {
+		return nil, true, err
+	}
+	if err := s.expectMore(ss.exp, d); err != nil {
+		return nil, true, err
+	}
+	if err := ss.queue(d.ToSend, s.cfg.StorageCapacity); err != nil {
+		return nil, true, err
+	}
+	ss.res.Missing += len(d.ToRecv)
+	s.st.differences.Add(uint64(len(d.ToSend) + len(d.ToRecv)))
+	// A reply of at most one byte is an empty payload: it ends the exchange.
+	return out, len(out) <= 1, nil
 }
 
 // scope narrows in's topics to those both sides sync, as nwaku's
 // preProcessPayload does; false when they share none.
-func (s *Service) scope(in *Payload) bool {
+func (s *Service) scope(in *received) bool {
 	var ok bool
 	if in.PubsubTopics, ok = intersect(in.PubsubTopics, s.cfg.PubsubTopics); !ok {
 		return false
@@ -419,13 +468,13 @@ func (s *Service) writeFrame(str network.Stream, b []byte, sent *atomic.Uint64) 
 	return nil
 }
 
-// read receives and decodes one payload.
-func (s *Service) read(str network.Stream, r *bufio.Reader) (*Payload, error) {
+// read receives one payload frame of at most MaxPayloadSize bytes.
+func (s *Service) read(str network.Stream, r *bufio.Reader) ([]byte, error) {
 	_ = str.SetReadDeadline(time.Now().Add(s.cfg.IOTimeout))
 	b, err := lpframe.Read(r, s.cfg.MaxPayloadSize)
 	if err != nil {
 		return nil, fmt.Errorf("storesync: read: %w", err)
 	}
 	s.st.reconBytesReceived.Add(uint64(len(b)))
-	return DecodePayload(b)
+	return b, nil
 }

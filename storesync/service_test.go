@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/embedded"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
 )
@@ -20,7 +21,7 @@ import (
 // syncNode is a host with an embedded archive and a store-sync service.
 type syncNode struct {
 	host     host.Host
-	archive  *archive.Embedded
+	archive  *embedded.Archive
 	sync     *Service
 	counters *message.Counters
 }
@@ -32,7 +33,7 @@ func newSyncNode(t testing.TB, cfg Config) *syncNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	a, err := archive.Open(t.TempDir(), archive.Config{})
+	a, err := embedded.Open(t.TempDir(), archive.Config{}, embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

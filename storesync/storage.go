@@ -3,8 +3,6 @@ package storesync
 import (
 	"sort"
 	"sync"
-
-	"github.com/couriernet/courier/message"
 )
 
 // Storage is the in-memory index reconciliation works on: the SyncIDs of
@@ -163,14 +161,54 @@ func (s *Storage) fingerprint(lo, hi int, f topicFilter) Fingerprint {
 	return fp
 }
 
-func (s *Storage) ids(lo, hi int, f topicFilter) []SyncID {
-	var out []SyncID
+// ids appends the ids of [lo, hi) that pass f to dst.
+func (s *Storage) ids(dst []SyncID, lo, hi int, f topicFilter) []SyncID {
 	for i := lo; i < hi; i++ {
 		if f.pass(&s.items[i]) {
-			out = append(out, s.items[i].id)
+			dst = append(dst, s.items[i].id)
 		}
 	}
-	return out
+	return dst
+}
+
+// span returns the index range [lo, hi) of the items within b at or after
+// index floor, and false when b lies wholly before or after every item
+// (nwaku's findIdxBounds). It searches from floor outwards, in
+// O(log(hi-floor)) comparisons, so that the ranges of a payload, in
+// increasing order, cost O(ranges + items) in all.
+func (s *Storage) span(b Bounds, floor int) (lo, hi int, ok bool) {
+	n := len(s.items)
+	if n == 0 {
+		return floor, floor, false
+	}
+	ok = s.items[0].id.Compare(b.Upper) <= 0 && s.items[n-1].id.Compare(b.Lower) >= 0
+	lo = floor
+	if floor == 0 || s.items[floor-1].id.Compare(b.Lower) < 0 {
+		lo = s.seek(floor, func(id SyncID) bool { return id.Compare(b.Lower) >= 0 })
+	}
+	hi = s.seek(lo, func(id SyncID) bool { return id.Compare(b.Upper) > 0 })
+	return lo, hi, ok
+}
+
+// seek returns the first index at or after from whose id satisfies
+// beyond (false for all ids before it, true for all after), galloping
+// from from: O(log(result-from)) calls of beyond.
+func (s *Storage) seek(from int, beyond func(SyncID) bool) int {
+	n := len(s.items)
+	lo, step := from, 1
+	hi := lo
+	for {
+		hi = lo + step
+		if hi >= n {
+			hi = n
+			break
+		}
+		if beyond(s.items[hi-1].id) {
+			break
+		}
+		lo, step = hi, step*2
+	}
+	return lo + sort.Search(hi-lo, func(k int) bool { return beyond(s.items[lo+k].id) })
 }
 
 // topicFilter selects items by topic: a nil set passes every topic.
@@ -218,15 +256,6 @@ func (n *interner) set(names []string) map[uint32]bool {
 		if id, ok := n.ids[name]; ok {
 			out[id] = true
 		}
-	}
-	return out
-}
-
-// hashes returns the hashes of ids.
-func hashes(ids []SyncID) []message.Hash {
-	out := make([]message.Hash, len(ids))
-	for i, id := range ids {
-		out[i] = id.Hash
 	}
 	return out
 }

@@ -2,10 +2,13 @@ package storesync
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -20,53 +23,165 @@ import (
 // plus its topic and tags.
 const maxTransferFrame = message.MaxSize + maxTopicLen + 16
 
+// maxIdleExpectations bounds the expectations kept for peers with no
+// session in progress; past it the one closest to its end is dropped.
+const maxIdleExpectations = 64
+
 // expectation is what sessions with one peer found missing here: the
 // hashes named, and ranges this side said it holds nothing in (the peer
-// then sends what it has there without naming it).
+// then sends what it has there without naming it). Both are kept sorted,
+// so that a transferred message is checked in O(log entries).
 type expectation struct {
-	hashes   map[message.Hash]struct{}
-	empty    []scopedBounds
-	sessions int       // sessions in progress
-	until    time.Time // accepted until then once sessions is 0
+	hashes   []message.Hash // increasing, distinct
+	empty    []Bounds       // increasing, disjoint
+	sessions int            // sessions in progress
+	until    time.Time      // accepted until then once sessions is 0
 }
 
-type scopedBounds struct {
-	Bounds
-	pubsub, content []string
-}
+// size is the entries e holds, what the bounds on expectations count.
+func (e *expectation) size() int { return len(e.hashes) + len(e.empty) }
 
-func (e *expectation) add(d Diff, pubsubTopics, contentTopics []string) {
-	for _, h := range d.ToRecv {
-		e.hashes[h] = struct{}{}
+func (e *expectation) expired(now time.Time) bool { return e.sessions == 0 && now.After(e.until) }
+
+// add merges d's findings into e. It sorts d.ToRecv in place.
+func (e *expectation) add(d Diff) {
+	if len(d.ToRecv) > 0 {
+		e.hashes = mergeHashes(e.hashes, d.ToRecv)
 	}
-	for _, b := range d.Empty {
-		e.empty = append(e.empty, scopedBounds{Bounds: b, pubsub: pubsubTopics, content: contentTopics})
+	if len(d.Empty) > 0 {
+		e.empty = mergeBounds(e.empty, d.Empty)
 	}
 }
 
-// accepts reports whether a message with id and topics was found missing.
-func (e *expectation) accepts(id SyncID, pubsubTopic, contentTopic string) bool {
-	if _, ok := e.hashes[id.Hash]; ok {
+// accepts reports whether a message with id and topics was found missing:
+// named, or within a range said empty here with topics this side syncs.
+func (e *expectation) accepts(id SyncID, inScope bool) bool {
+	if _, ok := slices.BinarySearchFunc(e.hashes, id.Hash, compareHashes); ok {
 		return true
 	}
-	for _, b := range e.empty {
-		if id.Compare(b.Lower) >= 0 && id.Compare(b.Upper) <= 0 && listed(b.pubsub, pubsubTopic) && listed(b.content, contentTopic) {
-			return true
-		}
+	if !inScope {
+		return false
 	}
-	return false
+	i := sort.Search(len(e.empty), func(i int) bool { return e.empty[i].Upper.Compare(id) >= 0 })
+	return i < len(e.empty) && e.empty[i].Lower.Compare(id) <= 0
 }
 
-func listed(list []string, t string) bool {
-	if len(list) == 0 {
-		return true
+func compareHashes(a, b message.Hash) int { return bytes.Compare(a[:], b[:]) }
+
+// mergeHashes adds b's hashes to a (increasing, distinct) and returns it,
+// merging in place from the end: O(len(b) log len(a) + len(a)) time, and
+// no allocation beyond a's growth (doubling). It sorts b in place and may
+// return it (see own) when a is empty.
+func mergeHashes(a, b []message.Hash) []message.Hash {
+	slices.SortFunc(b, compareHashes)
+	b = slices.Compact(b)
+	if len(a) == 0 {
+		return own(b)
 	}
-	for _, x := range list {
-		if x == t {
-			return true
+	fresh := b[:0]
+	for _, h := range b {
+		if _, ok := slices.BinarySearchFunc(a, h, compareHashes); !ok {
+			fresh = append(fresh, h)
 		}
 	}
-	return false
+	n := len(a)
+	a = grow(a, len(fresh))[:n+len(fresh)]
+	i, j := n-1, len(fresh)-1
+	for k := len(a) - 1; j >= 0; k-- {
+		if i >= 0 && compareHashes(a[i], fresh[j]) > 0 {
+			a[k], i = a[i], i-1
+		} else {
+			a[k], j = fresh[j], j-1
+		}
+	}
+	return a
+}
+
+// mergeBounds returns the union of a (increasing, disjoint) and b
+// (increasing by lower bound, as process lists them) as increasing
+// disjoint ranges, in O(len(a) + len(b)) time and no allocation beyond
+// a's growth (doubling); it may return b (see own) when a is empty. Ranges
+// that overlap or share a bound become one.
+func mergeBounds(a, b []Bounds) []Bounds {
+	if len(a) == 0 {
+		return own(coalesce(b))
+	}
+	// Merge from the end into a's tail, then join overlaps from the front.
+	n := len(a)
+	a = grow(a, len(b))[:n+len(b)]
+	i, j := n-1, len(b)-1
+	for k := len(a) - 1; j >= 0; k-- {
+		if i >= 0 && a[i].Lower.Compare(b[j].Lower) > 0 {
+			a[k], i = a[i], i-1
+		} else {
+			a[k], j = b[j], j-1
+		}
+	}
+	return coalesce(a)
+}
+
+// coalesce joins, in place, the ranges of rs (increasing by lower bound)
+// that overlap or share a bound.
+func coalesce(rs []Bounds) []Bounds {
+	out := rs[:0]
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.Lower.Compare(out[n-1].Upper) <= 0 {
+			if r.Upper.Compare(out[n-1].Upper) > 0 {
+				out[n-1].Upper = r.Upper
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// own returns s to be kept: s itself, or a copy when s holds less than
+// half its array, so that what is kept never pins a larger array.
+func own[T any](s []T) []T {
+	if cap(s) > 2*len(s) {
+		return slices.Clone(s)
+	}
+	return slices.Clip(s)
+}
+
+// grow returns s with room for n more elements, doubling its capacity
+// when it has to grow, so that a slice grown round after round allocates
+// at most twice its final size in all.
+func grow[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	t := make([]T, len(s), max(2*cap(s), len(s)+n))
+	copy(t, s)
+	return t
+}
+
+// topicSet is a pair of topic lists as sets; an empty list allows all.
+type topicSet struct {
+	pubsub, content map[string]struct{}
+}
+
+func newTopicSet(pubsubTopics, contentTopics []string) topicSet {
+	set := func(list []string) map[string]struct{} {
+		if len(list) == 0 {
+			return nil
+		}
+		m := make(map[string]struct{}, len(list))
+		for _, t := range list {
+			m[t] = struct{}{}
+		}
+		return m
+	}
+	return topicSet{pubsub: set(pubsubTopics), content: set(contentTopics)}
+}
+
+func (t topicSet) has(pubsubTopic, contentTopic string) bool {
+	in := func(m map[string]struct{}, x string) bool {
+		_, ok := m[x]
+		return m == nil || ok
+	}
+	return in(t.pubsub, pubsubTopic) && in(t.content, contentTopic)
 }
 
 func (s *Service) beginExpect(p peer.ID) *expectation {
@@ -74,18 +189,80 @@ func (s *Service) beginExpect(p peer.ID) *expectation {
 	defer s.mu.Unlock()
 	e := s.expect[p]
 	if e == nil {
-		e = &expectation{hashes: map[message.Hash]struct{}{}}
+		e = &expectation{}
 		s.expect[p] = e
 	}
 	e.sessions++
 	return e
 }
 
+// endExpect ends a session's use of e: an empty expectation is dropped,
+// and the idle ones kept are at most maxIdleExpectations.
 func (s *Service) endExpect(p peer.ID, e *expectation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e.sessions--
 	e.until = time.Now().Add(s.cfg.ExpectTTL)
+	if e.sessions == 0 && e.size() == 0 {
+		s.dropExpect(p, e)
+	}
+	idle := 0
+	for _, e := range s.expect {
+		if e.sessions == 0 {
+			idle++
+		}
+	}
+	for ; idle > maxIdleExpectations && s.evictIdle(); idle-- {
+	}
+}
+
+// expectMore adds what one payload found missing here to e, within the
+// bounds: Config.MaxMissing entries for e, (MaxInboundSessions+1) times
+// that for all peers, idle expectations dropped first to make room. Past
+// them it fails with ErrTooManyDifferences and adds nothing.
+func (s *Service) expectMore(e *expectation, d Diff) error {
+	n := len(d.ToRecv) + len(d.Empty)
+	if n == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.size()+n > s.cfg.MaxMissing {
+		return fmt.Errorf("%w: over %d messages found missing from one peer", ErrTooManyDifferences, s.cfg.MaxMissing)
+	}
+	limit := (s.cfg.MaxInboundSessions + 1) * s.cfg.MaxMissing
+	for s.expected+n > limit && s.evictIdle() {
+	}
+	if s.expected+n > limit {
+		return fmt.Errorf("%w: over %d messages found missing from all peers", ErrTooManyDifferences, limit)
+	}
+	before := e.size()
+	e.add(d)
+	s.expected += e.size() - before
+	return nil
+}
+
+// evictIdle drops the idle expectation closest to its end, false when
+// none is idle. s.mu is held.
+func (s *Service) evictIdle() bool {
+	var victim peer.ID
+	var ve *expectation
+	for p, e := range s.expect {
+		if e.sessions == 0 && (ve == nil || e.until.Before(ve.until)) {
+			victim, ve = p, e
+		}
+	}
+	if ve == nil {
+		return false
+	}
+	s.dropExpect(victim, ve)
+	return true
+}
+
+// dropExpect forgets p's expectation e. s.mu is held.
+func (s *Service) dropExpect(p peer.ID, e *expectation) {
+	s.expected -= e.size()
+	delete(s.expect, p)
 }
 
 // check reports whether a transferred message from p is expected, and
@@ -94,10 +271,14 @@ func (s *Service) check(p peer.ID, id SyncID, pubsubTopic, contentTopic string) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.expect[p]
-	if e == nil || (e.sessions == 0 && time.Now().After(e.until)) {
+	if e == nil {
 		return false
 	}
-	if !e.accepts(id, pubsubTopic, contentTopic) {
+	if now := time.Now(); e.expired(now) {
+		s.dropExpect(p, e)
+		return false
+	}
+	if !e.accepts(id, s.ours.has(pubsubTopic, contentTopic)) {
 		return false
 	}
 	if e.sessions == 0 {

@@ -47,7 +47,7 @@ func startNwakuLine(t *testing.T, bin, name string, extra ...string) *nodeProc {
 // subcommand, one through a link named wakunode2: B keeps A as a static
 // node, A publishes over REST and B's REST cache, pre-subscribed to shard
 // 0 by --shard=0, returns the message without any POST of a subscription.
-// Then it checks refusals of the real binary: one line, exit code 2.
+// Then it checks refusals of the real binary: one line, exit code 1.
 func testE2ENwakuCommandLine(t *testing.T, bin string) {
 	link := filepath.Join(t.TempDir(), "wakunode2")
 	if err := os.Symlink(bin, link); err != nil {
@@ -133,8 +133,8 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		err := cmd.Run()
-		if code := cmd.ProcessState.ExitCode(); code != 2 || stderr.String() != c.want {
-			t.Errorf("courier %s: exit %d (%v), stderr %q; want exit 2, %q", strings.Join(c.args, " "), code, err, stderr.String(), c.want)
+		if code := cmd.ProcessState.ExitCode(); code != 1 || stderr.String() != c.want {
+			t.Errorf("courier %s: exit %d (%v), stderr %q; want exit 1, %q", strings.Join(c.args, " "), code, err, stderr.String(), c.want)
 		}
 	}
 }

@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/dburl"
+	"github.com/couriernet/courier/archive/embedded"
 	"github.com/couriernet/courier/internal/pgtest"
 	"github.com/couriernet/courier/message"
 )
@@ -65,6 +67,8 @@ func TestE2E(t *testing.T) {
 	t.Run("LightClients", func(t *testing.T) { testE2ELightClients(t, bin) })
 	t.Run("Discovery", func(t *testing.T) { testE2EDiscovery(t, bin) })
 	t.Run("PortInUse", func(t *testing.T) { testE2EPortInUse(t, bin) })
+	t.Run("ExitCodes", func(t *testing.T) { testE2EExitCodes(t, bin) })
+	t.Run("StopDuringStart", func(t *testing.T) { testE2EStopDuringStart(t, bin) })
 }
 
 // buildCourier builds the package in the current directory (the test's
@@ -943,9 +947,9 @@ func checkArchive(t *testing.T, n *nodeProc, want map[message.Hash]restMessage, 
 	var arc archive.Archive
 	var err error
 	if n.dbURL != "" {
-		arc, err = archive.OpenURL(context.Background(), n.dbURL, archive.Config{})
+		arc, err = dburl.Open(context.Background(), n.dbURL, dburl.Config{})
 	} else {
-		arc, err = archive.Open(filepath.Join(n.dataDir, "archive"), archive.Config{})
+		arc, err = embedded.Open(filepath.Join(n.dataDir, "archive"), archive.Config{}, embedded.Options{})
 	}
 	if err != nil {
 		t.Fatalf("open %s's archive: %v", n.name, err)

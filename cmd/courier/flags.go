@@ -36,7 +36,7 @@ type nodeOptions struct {
 //     called with the flag's value, or its default when not given.
 //   - accepted but refused: apply is nil; a value for which quiet is false
 //     (default: anything but nwaku's default) stops the node before it
-//     starts with "--flag=value: <refuse>" and exit code 2.
+//     starts with "--flag=value: <refuse>" and exit code 1.
 //
 // To implement a refused flag: add the field to node.Config (or
 // nodeOptions), replace refuse/quiet by an apply that sets it (use
@@ -216,7 +216,7 @@ var nodeFlags = []flagDef{
 			if v.int() < 1 {
 				return fmt.Errorf("want a positive number")
 			}
-			o.cfg.ArchiveConfig.MaxConns = v.int()
+			o.cfg.ArchiveConfig.Postgres.MaxConns = v.int()
 			return nil
 		}},
 	{name: "store-resume", kind: kindBool, nwaku: "false", usage: "fill the archive from a store peer at start (needs --store)",

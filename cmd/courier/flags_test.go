@@ -243,13 +243,13 @@ func TestNodeFlagsForms(t *testing.T) {
 			func(o *nodeOptions) bool {
 				a := o.cfg.ArchiveConfig
 				return o.cfg.Store && o.cfg.DBURL == "postgres://u:p@127.0.0.1:5432/waku" && a.Retention == "capacity:100;size:1.5GB" &&
-					a.Vacuum && a.NoMigration && a.MaxConns == 7 && o.cfg.StoreNode == "/ip4/127.0.0.1/tcp/1/p2p/x" &&
+					a.Vacuum && a.NoMigration && a.Postgres.MaxConns == 7 && o.cfg.StoreNode == "/ip4/127.0.0.1/tcp/1/p2p/x" &&
 					slices.Equal(o.cfg.RateLimit, []string{"store:10/1s", "5/1m"})
 			}},
 		{"store defaults", []string{"--store=true"}, nil,
 			func(o *nodeOptions) bool {
 				a := o.cfg.ArchiveConfig
-				return o.cfg.DBURL == "" && a.Retention == "time:172800" && !a.Vacuum && !a.NoMigration && a.MaxConns == 50 && o.cfg.RateLimit == nil
+				return o.cfg.DBURL == "" && a.Retention == "time:172800" && !a.Vacuum && !a.NoMigration && a.Postgres.MaxConns == 50 && o.cfg.RateLimit == nil
 			}},
 		{"db-url alias", []string{"--db-url=sqlite:///var/lib/courier/store.sqlite3"}, nil,
 			func(o *nodeOptions) bool { return o.cfg.DBURL == "sqlite:///var/lib/courier/store.sqlite3" }},
@@ -262,13 +262,13 @@ func TestNodeFlagsForms(t *testing.T) {
 		{"archive defaults", nil, nil,
 			func(o *nodeOptions) bool {
 				a := o.cfg.ArchiveConfig
-				return o.cfg.DBURL == "" && a.Retention == "time:172800" && !a.Vacuum && !a.NoMigration && a.MaxConns == 50
+				return o.cfg.DBURL == "" && a.Retention == "time:172800" && !a.Vacuum && !a.NoMigration && a.Postgres.MaxConns == 50
 			}},
 		{"postgres archive", []string{"--store-message-db-url=postgres://u:p@127.0.0.1:5432/db", "--store-message-retention-policy=capacity:100;size:2GB",
 			"--store-message-db-vacuum=true", "--store-message-db-migration=false", "--store-max-num-db-connections=5"}, nil,
 			func(o *nodeOptions) bool {
 				a := o.cfg.ArchiveConfig
-				return o.cfg.DBURL == "postgres://u:p@127.0.0.1:5432/db" && a.Retention == "capacity:100;size:2GB" && a.Vacuum && a.NoMigration && a.MaxConns == 5
+				return o.cfg.DBURL == "postgres://u:p@127.0.0.1:5432/db" && a.Retention == "capacity:100;size:2GB" && a.Vacuum && a.NoMigration && a.Postgres.MaxConns == 5
 			}},
 		{"db-url alias", []string{"--db-url=postgresql://h/db", "--store-message-retention-policy=none"}, nil,
 			func(o *nodeOptions) bool {

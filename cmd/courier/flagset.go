@@ -129,7 +129,7 @@ func (f *flagValue) Set(s string) error {
 func (f *flagValue) IsBoolFlag() bool { return f.def.kind == kindBool }
 
 // refusedError is a flag whose value asks for something courier does not
-// do. main prints it as one line and exits 2.
+// do. main prints it as one line and exits 1, as for every error.
 type refusedError struct{ flag, value, reason string }
 
 func (e *refusedError) Error() string {
@@ -139,7 +139,8 @@ func (e *refusedError) Error() string {
 	return fmt.Sprintf("--%s=%s: %s", e.flag, e.value, e.reason)
 }
 
-// usageError is a command line that cannot be parsed; main exits 2.
+// usageError is a command line that cannot be parsed, or a value the
+// configuration refuses; main exits 1, as for every error.
 type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }

@@ -30,11 +30,11 @@ func init() {
 }
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: courier <command> [flags]\n       courier [node flags]   (runs a node, as nwaku's wakunode2)\n       WAKUNODE2_<FLAG>=... courier   (the same, flags from the environment)\n\ncommands:\n")
+	fmt.Fprintf(os.Stderr, "usage: courier <command> [flags]\n       courier [node flags]   (runs a node, as nwaku's wakunode2)\n       WAKUNODE2_<FLAG>=... courier   (the same, flags from the environment)\n       courier --version\n\ncommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(os.Stderr, "\nRun `courier <command> --help` for a command's flags.\n")
+	fmt.Fprintf(os.Stderr, "\nRun `courier <command> --help` for a command's flags. Exit code: 0 on success, 1 on any error.\n")
 }
 
 func main() {
@@ -44,7 +44,7 @@ func main() {
 	}
 	if len(os.Args) < 2 {
 		usage()
-		os.Exit(2)
+		os.Exit(1)
 	}
 	if a := os.Args[1]; a == "help" || a == "-h" || a == "--help" {
 		usage()
@@ -58,23 +58,20 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "courier: unknown command %q\n", os.Args[1])
 	usage()
-	os.Exit(2)
+	os.Exit(1)
 }
 
-// exit ends the process for a command's error: 0 for none or --help, 2 for
-// a command line that cannot be parsed or asks for what is not supported,
-// 1 for anything else.
+// exit ends the process for a command's error, by one rule for every
+// command: 0 for none (--help and --version included), else the error on
+// one line of stderr and 1, whether a flag, an environment variable, a
+// config file or the configuration as a whole was refused, or the command
+// failed while running. 1 is nwaku's code for all of these: confutils
+// quits with QuitFailure on a flag it cannot take, and wakunode2 on a
+// configuration it refuses (apps/wakunode2/wakunode2.nim).
 func exit(name string, err error) {
-	var refused *refusedError
-	var bad *usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return
-	case errors.As(err, &refused), errors.As(err, &bad):
-		fmt.Fprintf(os.Stderr, "courier %s: %v\n", name, err)
-		os.Exit(2)
-	default:
-		fmt.Fprintf(os.Stderr, "courier %s: %v\n", name, err)
-		os.Exit(1)
 	}
+	fmt.Fprintf(os.Stderr, "courier %s: %v\n", name, err)
+	os.Exit(1)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -28,8 +29,9 @@ The command line is nwaku v0.38.1's: every flag of its wakunode2 is
 accepted, as --flag=value, --flag value, --flag:value, and --flag=true|false
 for switches. A flag whose value asks for something this node does not do
 (--rln-relay=true, say) stops it with one line naming the flag and the
-reason, exit code 2; values that ask for nothing (--rln-relay=false) are
-accepted quietly. Defaults are nwaku's, except:
+reason; values that ask for nothing (--rln-relay=false) are accepted
+quietly. --version prints the version and exits. Defaults are nwaku's,
+except:
   - with neither --shard nor --num-shards-in-network (nor --pubsub-topic)
     the node relays shard 0 of its cluster (nwaku relays nothing);
   - --nat defaults to none (nwaku's any sends UPnP/NAT-PMP probes off the
@@ -42,9 +44,14 @@ environment as COURIER_<FLAG> or WAKUNODE2_<FLAG>, dashes as underscores,
 for example WAKUNODE2_CLUSTER_ID=16 (lists comma-separated or as a JSON
 array). Flags win over the environment, COURIER_ over WAKUNODE2_, and both
 over the file. The node logs to stdout (with --log-format=JSON, nwaku's
-records: ts, lvl, msg). SIGINT or SIGTERM stops the node cleanly: the
-archive commits and fsyncs what it holds, connections close, and the exit
-code is 0.
+records: ts, lvl, msg). SIGINT or SIGTERM stops the node cleanly, during
+start-up too: the archive commits and fsyncs what it holds, connections
+close, and the exit code is 0; a second signal ends it at once.
+
+Exit codes, as nwaku's: 0 for a clean stop, --help and --version; 1 for
+every error, printed as one line on stderr: a flag, environment variable
+or config file value refused (the line names it), a configuration the
+node refuses at start, or a failure while running.
 
 Example, two nodes on one machine:
   courier --relay=true --rest=true --store=true --data-dir=./a \
@@ -61,6 +68,10 @@ func runNode(args []string) error {
 	if len(args) > 0 && args[0] == "generateRlnKeystore" {
 		return &refusedError{"", "generateRlnKeystore", errRLN}
 	}
+	if asksVersion(args) {
+		fmt.Println(versionLine())
+		return nil
+	}
 	o, err := parseNodeFlags(args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -74,6 +85,45 @@ func runNode(args []string) error {
 	o.cfg.Logger, o.cfg.LogLevel = logger, level
 	p2plog.Install(logger.Handler())
 	return serveNode(o.cfg, o.notes)
+}
+
+// asksVersion reports whether --version (or -version) comes among the
+// flags of args before any help flag, as confutils reads them in order
+// (nim-confutils confutils.nim, processHelpAndVersionOptions).
+func asksVersion(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--", "-h", "--h", "-help", "--help":
+			return false
+		case "-version", "--version":
+			return true
+		}
+	}
+	return false
+}
+
+// versionLine is what --version prints, in nwaku's words ("version / git
+// commit hash: ", apps/wakunode2/wakunode2.nim): the node's version, then
+// the commit the binary was built from when the build recorded one.
+func versionLine() string {
+	line := "version / git commit hash: " + node.Version
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return line
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-dirty"
+		}
+	}
+	if rev == "" {
+		return line
+	}
+	return line + " (" + rev[:min(12, len(rev))] + dirty + ")"
 }
 
 // parseNodeFlags reads args, the environment and the config file into
@@ -209,38 +259,49 @@ func shortLevel(l slog.Level) string {
 }
 
 // serveNode runs a node until SIGINT or SIGTERM, logging notes once the
-// configuration is accepted. A configuration the node refuses is a
-// *usageError (exit code 2, as a refused flag).
+// configuration is accepted. A signal that comes while the node is being
+// built or started stops it as one after the start does: Stop commits the
+// archive and the result is nil (exit code 0). After the first signal, a
+// second one ends the process at once.
 func serveNode(cfg node.Config, notes []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	n, err := node.New(cfg)
-	if errors.Is(err, node.ErrConfig) {
-		return &usageError{err}
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	for _, note := range notes {
 		cfg.Logger.Info(note)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if err := n.Start(ctx); err != nil {
-		n.Stop(context.Background())
-		if errors.Is(err, node.ErrConfig) {
-			return &usageError{err}
+		stop()
+		if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+			n.Stop(context.Background())
+			return err
 		}
-		return err
+		cfg.Logger.Info("stopping during start-up")
+		return stopNode(cfg.Logger, n)
 	}
 	for _, a := range n.ListenAddresses() {
 		cfg.Logger.Info("listening", "addr", a)
 	}
 	<-ctx.Done()
+	stop()
 	cfg.Logger.Info("stopping")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return stopNode(cfg.Logger, n)
+}
+
+// stopTimeout bounds the HTTP requests in progress at a stop.
+const stopTimeout = 30 * time.Second
+
+// stopNode stops n, letting HTTP requests finish for stopTimeout.
+func stopNode(log *slog.Logger, n *node.Node) error {
+	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	if err := n.Stop(sctx); err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}
-	cfg.Logger.Info("stopped")
+	log.Info("stopped")
 	return nil
 }
 

@@ -71,7 +71,7 @@ type Config struct {
 	StoreMessages, StoreQueries int
 	// StoreDBURL is the archive of the store scenario and of the macro
 	// receiver: "" for the embedded one in Dir, or a postgres:// URL
-	// (archive.OpenURL). The macro scenarios archive in a schema created
+	// (archive/dburl.Open). The macro scenarios archive in a schema created
 	// for the run and dropped after it.
 	StoreDBURL string
 	// Steady runs every macro scenario of Scenarios a second time with a

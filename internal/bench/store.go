@@ -14,6 +14,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/dburl"
+	"github.com/couriernet/courier/archive/embedded"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/store"
 )
@@ -123,7 +125,7 @@ func storeRequest(cfg Config, i, n int, base int64) *store.Request {
 func storeArchive(cfg Config) (open func(context.Context) (archive.Archive, error), cleanup func(), err error) {
 	if cfg.StoreDBURL != "" {
 		return func(ctx context.Context) (archive.Archive, error) {
-			return archive.OpenURL(ctx, cfg.StoreDBURL, archive.Config{})
+			return dburl.Open(ctx, cfg.StoreDBURL, dburl.Config{})
 		}, func() {}, nil
 	}
 	dir, err := os.MkdirTemp(cfg.Dir, "courier-bench-store-")
@@ -131,9 +133,9 @@ func storeArchive(cfg Config) (open func(context.Context) (archive.Archive, erro
 		return nil, nil, err
 	}
 	return func(context.Context) (archive.Archive, error) {
-		a, err := archive.Open(filepath.Join(dir, "archive"), archive.Config{})
+		a, err := embedded.Open(filepath.Join(dir, "archive"), archive.Config{}, embedded.Options{})
 		if err != nil {
-			return nil, err // not a nil *Embedded in an Archive
+			return nil, err // not a nil *embedded.Archive in an Archive
 		}
 		return a, nil
 	}, func() { os.RemoveAll(dir) }, nil

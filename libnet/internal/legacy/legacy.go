@@ -63,14 +63,14 @@ type Ops struct{ JSON, Base64 int }
 func Append(dst []byte, a *Aug) ([]byte, Ops) {
 	if a.Address != "" {
 		dst = append(dst, `{"ADDRESS":`...)
-		dst = appendString(dst, a.Address)
+		dst = AppendString(dst, a.Address)
 		dst = append(dst, `,"PORT":`...)
 	} else {
 		dst = append(dst, `{"PORT":`...)
 	}
 	dst = strconv.AppendInt(dst, int64(a.Port), 10)
 	dst = append(dst, `,"UUID":`...)
-	dst = appendString(dst, a.UUID)
+	dst = AppendString(dst, a.UUID)
 	if a.Reply {
 		dst = append(dst, `,"data":{"value":"`...)
 		dst = base64.StdEncoding.AppendEncode(dst, a.Payload)
@@ -79,10 +79,10 @@ func Append(dst []byte, a *Aug) ([]byte, Ops) {
 		dst = append(dst, `,"data":{"payload":{"value":"`...)
 		dst = base64.StdEncoding.AppendEncode(dst, a.Payload)
 		dst = append(dst, `","dataType":"bb"},"route":`...)
-		dst = appendString(dst, a.Route)
+		dst = AppendString(dst, a.Route)
 		dst = append(dst, `},"msgDir":`...)
 	}
-	dst = appendString(dst, a.MsgDir)
+	dst = AppendString(dst, a.MsgDir)
 	dst = appendInt(dst, `,"receivedTime":`, a.ReceivedTime)
 	dst = appendInt(dst, `,"replyReceivedTime":`, a.ReplyReceivedTime)
 	dst = appendInt(dst, `,"replyTime":`, a.ReplyTime)
@@ -97,8 +97,8 @@ func appendInt(dst []byte, key string, v int64) []byte {
 	return strconv.AppendInt(append(dst, key...), v, 10)
 }
 
-// appendString writes s as JavaScript's JSON.stringify does.
-func appendString(dst []byte, s string) []byte {
+// AppendString appends s as JavaScript's JSON.stringify writes it.
+func AppendString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	for i := 0; i < len(s); i++ {

@@ -1,0 +1,86 @@
+package dburl_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/dburl"
+	"github.com/couriernet/courier/archive/internal/archivetest"
+	"github.com/couriernet/courier/message"
+)
+
+func TestOpenURL(t *testing.T) {
+	for _, u := range []string{"", "sqlite://", "mysql://h/db", "postgres//x", "/var/db.sqlite3"} {
+		if a, err := dburl.Open(context.Background(), u, dburl.Config{}); !errors.Is(err, archive.ErrConfig) || a != nil {
+			t.Errorf("Open(%q): %v, want ErrConfig", u, err)
+		}
+	}
+	if a, err := dburl.Open(context.Background(), "postgres://x:y@127.0.0.1:1/db?sslmode=bogus", dburl.Config{}); !errors.Is(err, archive.ErrConfig) || a != nil {
+		t.Errorf("bad sslmode: %v, want ErrConfig", err)
+	}
+	if a, err := (dburl.Location{}).Open(context.Background(), dburl.Config{}); !errors.Is(err, archive.ErrConfig) || a != nil {
+		t.Errorf("the zero Location: %v, want ErrConfig", err)
+	}
+}
+
+// TestParse resolves URLs as nwaku's archive driver builder does
+// (waku_archive/driver/builder.nim, common/databases/dburl.nim): the text
+// after "sqlite://" is the SQLite file's path, relative to the working
+// directory unless absolute, with the segments in PATH.segments.
+func TestParse(t *testing.T) {
+	for _, tt := range []struct {
+		url  string
+		want dburl.Location
+		err  bool
+	}{
+		{"sqlite://store.sqlite3", dburl.Location{Dir: "store.sqlite3.segments", Index: "store.sqlite3"}, false},
+		{"sqlite:///var/waku/db.sqlite3", dburl.Location{Dir: "/var/waku/db.sqlite3.segments", Index: "/var/waku/db.sqlite3"}, false},
+		{"postgres://u:p@127.0.0.1:5432/waku", dburl.Location{Postgres: "postgres://u:p@127.0.0.1:5432/waku"}, false},
+		{"postgresql://u:p@127.0.0.1:5432/waku", dburl.Location{Postgres: "postgresql://u:p@127.0.0.1:5432/waku"}, false},
+		{"sqlite://", dburl.Location{}, true},
+		{"mysql://u:p@h:1/db", dburl.Location{}, true},
+	} {
+		got, err := dburl.Parse(tt.url)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("%q: %+v, %v", tt.url, got, err)
+		}
+		if err != nil && !errors.Is(err, archive.ErrConfig) {
+			t.Errorf("%q: %v does not wrap ErrConfig", tt.url, err)
+		}
+	}
+}
+
+// TestOpenSQLite: sqlite://PATH opens the embedded archive with its index
+// at PATH and its segments in PATH.segments, and reopens it there.
+func TestOpenSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.sqlite3")
+	url := "sqlite://" + path
+	a, err := dburl.Open(context.Background(), url, dburl.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := archivetest.NewEnv(t, "/waku/2/rs/0/0", "/a/1/b/c", 5, []byte("x"))
+	archivetest.AppendWait(t, a, env)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("no index at PATH: %v", err)
+	}
+	if segs, _ := filepath.Glob(filepath.Join(path+dburl.SegmentsSuffix, "*.seg")); len(segs) != 1 {
+		t.Fatalf("segments in PATH.segments: %v", segs)
+	}
+	b, err := dburl.Open(context.Background(), url, dburl.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	res, err := b.Query(context.Background(), archive.Query{Hashes: []message.Hash{env.Hash()}, IncludeData: true})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("reopened: %+v, %v", res, err)
+	}
+}

@@ -1,0 +1,247 @@
+package embedded
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/internal/driver"
+	"github.com/couriernet/courier/archive/internal/queue"
+	"github.com/couriernet/courier/message"
+)
+
+// Defaults and bounds of Options.
+const (
+	DefaultFsyncInterval = time.Second
+	DefaultSegmentSize   = 256 << 20
+	// MinSegmentSize is the smallest SegmentSize: one record of the largest
+	// message fits.
+	MinSegmentSize = int64(segHeaderSize + recHeaderSize + message.MaxSize)
+)
+
+// Options are the embedded archive's own settings, beside the
+// archive.Config every driver takes. The zero value gives the defaults.
+type Options struct {
+	// FsyncInterval is how often segments and index are fsynced (power-loss
+	// durability). Committed messages survive the kill of the process at
+	// once; a power loss may lose up to this interval. 0 means
+	// DefaultFsyncInterval (1 s); negative is invalid.
+	FsyncInterval time.Duration
+	// SegmentSize is the size in bytes at which the writer starts a new
+	// segment file. 0 means DefaultSegmentSize (256 MiB); less than
+	// MinSegmentSize is invalid.
+	SegmentSize int64
+	// IndexPath is the SQLite index file (with SQLite's -wal and -shm
+	// files beside it), for nwaku's --store-message-db-url=sqlite://PATH
+	// (archive/dburl). "" means index.db in the archive's directory.
+	IndexPath string
+}
+
+// config is what an Archive runs with: the common settings and its
+// options, every default filled in.
+type config struct {
+	driver.Settings
+	Options
+}
+
+// resolve fills in the defaults of cfg and o and checks them. Errors wrap
+// archive.ErrConfig.
+func resolve(cfg archive.Config, o Options) (config, error) {
+	s, err := driver.Resolve(cfg)
+	if err != nil {
+		return config{}, err
+	}
+	if o.FsyncInterval == 0 {
+		o.FsyncInterval = DefaultFsyncInterval
+	}
+	if o.SegmentSize == 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	switch {
+	case o.FsyncInterval < 0:
+		return config{}, driver.Errorf(archive.ErrConfig, "FsyncInterval %v is negative", o.FsyncInterval)
+	case o.SegmentSize < MinSegmentSize:
+		return config{}, driver.Errorf(archive.ErrConfig, "SegmentSize %d: 0 or at least %d", o.SegmentSize, MinSegmentSize)
+	case o.SegmentSize > maxSegmentSize:
+		return config{}, driver.Errorf(archive.ErrConfig, "SegmentSize %d over %d", o.SegmentSize, int64(maxSegmentSize))
+	}
+	return config{Settings: s, Options: o}, nil
+}
+
+// Archive is the default archive: an SQLite index of small rows (hash,
+// timestamp, topics, segment position) and the message bytes appended once
+// to segment files. See the package documentation for the design.
+//
+// # Goroutines and locks
+//
+// Three kinds of goroutine touch an Archive: callers (Append, Query,
+// Stats, Close), the writer (writeLoop: takes batches from the queue,
+// writes segments, commits the index) and the syncer (syncLoop: fsyncs
+// segments, directory and index WAL, then moves the watermark). The fields
+// below are grouped by the goroutine that owns them.
+//
+// Lock order: syncMu before segMu. The queue's mutex and readMu are never
+// held together with another lock, and no lock is held while waiting on a
+// channel or calling a done callback. The writer and the syncer talk through wake,
+// ckpt and quit, never by holding each other's locks. The retention
+// goroutine sends its deletes to the writer through ckpt too, and takes
+// readMu exclusively only to remove a segment file.
+type Archive struct {
+	// Set by Open, read-only afterwards.
+	dir     string
+	cfg     config
+	lock    *os.File // flock on dir/LOCK, held until Close
+	stored0 uint64   // messages in the index at Open, after recovery
+
+	// q is the queue between callers (Append) and the writer; its own
+	// mutex guards it.
+	q *queue.Queue
+
+	// Owned by the writer goroutine (by Open before it starts, by Close
+	// after it ends); no lock.
+	wdb       *sql.DB   // one connection: the writer's
+	wcon      *sql.Conn // that connection; checkpoints run on it too
+	ins       *sql.Stmt
+	end       int64 // next free offset in cur (records committed or pending)
+	commitEnd int64 // end of the committed records in cur
+	iov       [][]byte
+	hdrs      []byte
+
+	// Shared by the writer and the syncer, guarded by segMu. The writer is
+	// the only one to replace cur and curID (in roll, holding segMu), so it
+	// reads them without the lock; the syncer takes retired and reads cur
+	// and committed holding it.
+	segMu     sync.Mutex
+	cur       *os.File   // the segment being appended to
+	curID     int64      // its id
+	retired   []*os.File // finished segments not yet fsynced and closed
+	committed int64      // id of the last committed row
+
+	// syncMu serializes fsync rounds: the syncer's, Open's and Close's.
+	syncMu sync.Mutex
+
+	// Queries hold readMu shared; Close takes it exclusively to set
+	// readClosed before it closes rdb.
+	readMu     sync.RWMutex
+	readClosed bool
+	rdb        *sql.DB // read-only connections for queries
+
+	// Lifecycle: Close closes quit after the writer has ended (writerDone),
+	// then waits for the syncer (syncerDone).
+	quit       chan struct{}
+	writerDone chan struct{}
+	syncerDone chan struct{}
+	closeOnce  sync.Once
+	// ckpt carries the syncer's checkpoint requests to the writer, which
+	// runs them between batches or while it waits for work.
+	ckpt chan func()
+
+	// st is updated atomically by whoever does the work.
+	st driver.Counters
+	// retention applies Config.Retention; its deletes run on the writer,
+	// sent through ckpt.
+	retention *driver.RetentionLoop
+}
+
+var _ archive.Archive = (*Archive)(nil)
+
+// Open opens or creates the archive in dir (created with mode 0755 if
+// missing) and starts its writer and syncer goroutines. It holds dir until
+// Close: a second Open of dir fails with archive.ErrLocked.
+//
+// Open recovers from a crash: index rows appended after the last fsync
+// round whose segment bytes do not read back whole (length and CRC-32C)
+// are deleted, and segment bytes past the last index row are cut off. Then
+// it fsyncs. Errors wrap archive.ErrConfig, archive.ErrLocked,
+// archive.ErrCorrupt, archive.ErrSchema, archive.ErrNwakuDatabase or come
+// from SQLite or the file system.
+func Open(dir string, cfg archive.Config, opts Options) (*Archive, error) {
+	c, err := resolve(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	// Before anything is created beside it: nwaku's file stays untouched.
+	if err := refuseNwakuSQLite(indexPath(dir, &c.Options)); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	a := &Archive{
+		dir: dir, cfg: c, lock: lock,
+		q: queue.New(c.QueueBytes), ckpt: make(chan func()),
+		quit: make(chan struct{}), writerDone: make(chan struct{}), syncerDone: make(chan struct{}),
+	}
+	if err := a.openIndex(); err != nil {
+		a.closeDBs()
+		lock.Close()
+		return nil, err
+	}
+	err = a.recover()
+	if err == nil {
+		if err = a.wcon.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM messages").Scan(&a.stored0); err != nil {
+			err = fmt.Errorf("archive: index: %w", err)
+		}
+	}
+	if err != nil {
+		if a.cur != nil {
+			a.cur.Close()
+		}
+		a.closeDBs()
+		lock.Close()
+		return nil, err
+	}
+	go a.writeLoop()
+	go a.syncLoop()
+	a.retention = driver.StartRetention(c.Settings, a.retain, &a.st)
+	return a, nil
+}
+
+// Close implements archive.Archive. Its error joins every step's that
+// failed (the last fsync round, the segment and index closes); a second
+// Close returns nil.
+func (a *Archive) Close() error {
+	var err error
+	a.closeOnce.Do(func() {
+		a.retention.Stop() // before the writer, which runs its deletes
+		a.q.Close()
+		<-a.writerDone
+		close(a.quit)
+		<-a.syncerDone
+		errs := []error{a.syncOnce()}
+		a.readMu.Lock()
+		a.readClosed = true
+		a.readMu.Unlock()
+		a.segMu.Lock()
+		for _, f := range a.retired { // left by a failed fsync, reported above
+			f.Close()
+		}
+		a.retired = nil
+		if a.cur != nil {
+			errs = append(errs, a.cur.Close())
+			a.cur = nil
+		}
+		a.segMu.Unlock()
+		errs = append(errs, a.closeDBs(), a.lock.Close()) // the lock's close releases the flock
+		err = errors.Join(errs...)
+	})
+	return err
+}
+
+// Stats returns a snapshot of the archive's counters.
+func (a *Archive) Stats() archive.Stats {
+	qb, qm := a.q.Len()
+	s := a.st.Snapshot()
+	s.Messages = a.stored0 + s.Inserts - min(s.Deleted, a.stored0+s.Inserts)
+	s.QueuedBytes, s.QueuedMessages = qb, qm
+	return s
+}

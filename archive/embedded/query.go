@@ -1,0 +1,204 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/internal/plan"
+	"github.com/couriernet/courier/message"
+)
+
+// pos is where a selected message's record is: its segment, the offset of
+// its wire bytes and their length.
+type pos struct {
+	seg    int64
+	off    int64
+	length int
+}
+
+// row is one index row a query selected.
+type row = plan.Row[pos]
+
+// Query implements archive.Archive. With IncludeData it reads each
+// message's record from its segment into a fresh buffer and checks its
+// length and CRC-32C; it does not decode it.
+func (a *Archive) Query(ctx context.Context, q archive.Query) (*archive.Result, error) {
+	a.st.Queries.Add(1)
+	limit, err := plan.Check(&q)
+	if err != nil {
+		return nil, err
+	}
+	a.readMu.RLock()
+	defer a.readMu.RUnlock()
+	if a.readClosed {
+		return nil, archive.ErrClosed
+	}
+	if f := a.cfg.OnQuery; f != nil {
+		began := time.Now()
+		defer func() { f(time.Since(began)) }()
+	}
+	return plan.Run[pos](ctx, q, limit, (*source)(a))
+}
+
+// source answers the planner's selections from the index and reads the
+// records from the segments. Its caller holds readMu.
+type source Archive
+
+// CursorTime implements plan.Source.
+func (s *source) CursorTime(ctx context.Context, c *plan.Cursor) error {
+	err := s.rdb.QueryRowContext(ctx, "SELECT ts FROM messages WHERE hash = ?", c.Hash[:]).Scan(&c.TS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return archive.ErrUnknownCursor
+	}
+	if err != nil {
+		return fmt.Errorf("archive: index: %w", err)
+	}
+	return nil
+}
+
+// Select implements plan.Source: a hash lookup reads every matching row
+// (small rows, no bytes) through the hash index and leaves the cursor and
+// the order to the planner; any other selection reads one index range.
+func (s *source) Select(ctx context.Context, sel plan.Selection) ([]row, error) {
+	if len(sel.Query.Hashes) > 0 {
+		return s.byHashes(ctx, &sel)
+	}
+	return s.byFilter(ctx, &sel)
+}
+
+const selectRow = "SELECT hash, ts, pubsub_topic, seg, off, len FROM messages"
+
+// filterConds returns the SQL conditions and arguments of q's pubsub topic,
+// content topics and time range (both ends inclusive).
+func filterConds(q *archive.Query, contents []string) (conds []string, args []any) {
+	if q.PubsubTopic != "" {
+		conds, args = append(conds, "pubsub_topic = ?"), append(args, q.PubsubTopic)
+	}
+	switch len(contents) {
+	case 0:
+	case 1:
+		conds, args = append(conds, "content_topic = ?"), append(args, contents[0])
+	default:
+		conds = append(conds, "content_topic IN (?"+strings.Repeat(",?", len(contents)-1)+")")
+		for _, c := range contents {
+			args = append(args, c)
+		}
+	}
+	if q.StartTime != nil {
+		conds, args = append(conds, "ts >= ?"), append(args, *q.StartTime)
+	}
+	if q.EndTime != nil {
+		conds, args = append(conds, "ts <= ?"), append(args, *q.EndTime)
+	}
+	return conds, args
+}
+
+// byHashes selects the stored messages among the hashes that pass the
+// other filters.
+func (s *source) byHashes(ctx context.Context, sel *plan.Selection) ([]row, error) {
+	hashes := slices.Clone(sel.Query.Hashes)
+	slices.SortFunc(hashes, func(x, y message.Hash) int { return bytes.Compare(x[:], y[:]) })
+	hashes = slices.Compact(hashes)
+	conds, args := filterConds(&sel.Query, sel.Contents)
+	conds = append(conds, "hash IN (?"+strings.Repeat(",?", len(hashes)-1)+")")
+	for i := range hashes {
+		args = append(args, hashes[i][:])
+	}
+	return s.scan(ctx, selectRow+" INDEXED BY messages_hash WHERE "+strings.Join(conds, " AND "), args)
+}
+
+// byFilter selects up to sel.Limit rows in query direction from one index
+// range: pubsub topic, content topics (any of them), time bounds and
+// cursor.
+func (s *source) byFilter(ctx context.Context, sel *plan.Selection) ([]row, error) {
+	q := &sel.Query
+	var sb strings.Builder
+	sb.WriteString(selectRow)
+	switch {
+	case q.PubsubTopic != "" && len(sel.Contents) == 1:
+		sb.WriteString(" INDEXED BY messages_content")
+	case q.PubsubTopic != "":
+		sb.WriteString(" INDEXED BY messages_pubsub")
+	default:
+		sb.WriteString(" INDEXED BY messages_time")
+	}
+	conds, args := filterConds(q, sel.Contents)
+	if cur := sel.Cursor; cur != nil {
+		op := "<"
+		if q.Forward {
+			op = ">"
+		}
+		conds, args = append(conds, "(ts, hash) "+op+" (?, ?)"), append(args, cur.TS, cur.Hash[:])
+	}
+	if len(conds) > 0 {
+		sb.WriteString(" WHERE ")
+		sb.WriteString(strings.Join(conds, " AND "))
+	}
+	if q.Forward {
+		sb.WriteString(" ORDER BY ts ASC, hash ASC LIMIT ?")
+	} else {
+		sb.WriteString(" ORDER BY ts DESC, hash DESC LIMIT ?")
+	}
+	args = append(args, sel.Limit)
+	return s.scan(ctx, sb.String(), args)
+}
+
+func (s *source) scan(ctx context.Context, stmt string, args []any) ([]row, error) {
+	rs, err := s.rdb.QueryContext(ctx, stmt, args...)
+	if err != nil {
+		return nil, fmt.Errorf("archive: index: %w", err)
+	}
+	defer rs.Close()
+	var out []row
+	// RawBytes and one string per distinct pubsub topic: a page of rows
+	// allocates no copy of either.
+	var h, topic sql.RawBytes
+	topics := map[string]string{}
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(&h, &r.TS, &topic, &r.Ext.seg, &r.Ext.off, &r.Ext.length); err != nil {
+			return nil, fmt.Errorf("archive: index: %w", err)
+		}
+		if len(h) != len(r.Hash) {
+			return nil, fmt.Errorf("%w: index row with a %d-byte hash", archive.ErrCorrupt, len(h))
+		}
+		copy(r.Hash[:], h)
+		var ok bool
+		if r.Topic, ok = topics[string(topic)]; !ok {
+			r.Topic = string(topic)
+			topics[r.Topic] = r.Topic
+		}
+		out = append(out, r)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("archive: index: %w", err)
+	}
+	return out, nil
+}
+
+// Fill implements plan.Source: it reads the records of rows from the
+// segments into the Wire of out.
+func (s *source) Fill(ctx context.Context, rows []row, out []archive.Stored) error {
+	files := segFiles{dir: s.dir}
+	defer files.close()
+	for i, r := range rows {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		f, err := files.get(r.Ext.seg)
+		if err != nil {
+			return err
+		}
+		if out[i].Wire, err = readRecord(f, r.Ext.off, r.Ext.length); err != nil {
+			return err
+		}
+	}
+	return nil
+}

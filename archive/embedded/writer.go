@@ -1,0 +1,150 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+	"runtime"
+	"time"
+
+	"github.com/couriernet/courier/archive/internal/queue"
+	"github.com/couriernet/courier/message"
+)
+
+// Append implements archive.Archive. It computes the record's CRC-32C
+// here, on the caller's goroutine, so the writer does not.
+func (a *Archive) Append(ctx context.Context, env *message.Envelope, done func(error)) error {
+	it, err := queue.NewItem(env, done, a.cfg.Now, a.cfg.OnInsert != nil)
+	if err != nil {
+		return err
+	}
+	if !env.Message().Ephemeral {
+		it.CRC = crc32.Checksum(env.Wire(), castagnoli)
+	}
+	return a.q.Put(ctx, it)
+}
+
+func (a *Archive) writeLoop() {
+	defer close(a.writerDone)
+	// The writer keeps one OS thread, so that the thread's CPU time is
+	// the writer's (Stats.WriterCPU).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var batch []queue.Item
+	for {
+		var ok bool
+		if batch, ok = a.q.Take(batch, a.cfg.MaxBatch, a.ckpt); !ok {
+			return
+		}
+		cpu := threadCPU()
+		err := a.commit(batch)
+		a.st.WriterCPUNs.Add(int64(threadCPU() - cpu))
+		a.q.Release(batch)
+		queue.Finish(batch, err, &a.st, a.cfg.OnInsert)
+		clear(batch)
+		select {
+		case f := <-a.ckpt:
+			f()
+		default:
+		}
+	}
+}
+
+// commit stores batch: one index transaction, the new records written to
+// the segment with pwritev before the transaction commits.
+func (a *Archive) commit(batch []queue.Item) (err error) {
+	start := time.Now()
+	defer func() { a.st.CommitTook(time.Since(start)) }()
+	ctx := context.Background()
+	if _, err = a.wcon.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("archive: index: %w", err)
+	}
+	var inserts, dups, bytes uint64
+	var last int64 // id of the last row inserted
+	defer func() {
+		if err != nil {
+			a.wcon.ExecContext(ctx, "ROLLBACK")
+			a.end = a.commitEnd
+			return
+		}
+		a.commitEnd = a.end
+		a.st.Inserts.Add(inserts)
+		a.st.Dups.Add(dups)
+		a.st.Bytes.Add(bytes)
+	}()
+	if cap(a.hdrs) < recHeaderSize*len(batch) {
+		a.hdrs = make([]byte, recHeaderSize*len(batch))
+	}
+	a.iov = a.iov[:0]
+	pending := a.end // where the first pending iovec goes
+	for i := range batch {
+		env := batch[i].Env
+		msg := env.Message()
+		if msg.Ephemeral {
+			continue
+		}
+		wire := env.Wire()
+		rec := int64(recHeaderSize + len(wire))
+		if a.end+rec > a.cfg.SegmentSize && a.end > int64(segHeaderSize) {
+			if err = writeVec(a.cur, a.iov, pending); err != nil {
+				return fmt.Errorf("archive: segment: %w", err)
+			}
+			a.iov = a.iov[:0]
+			if err = a.roll(); err != nil {
+				return err
+			}
+			pending = a.end
+		}
+		ts := msg.Timestamp
+		if ts <= 0 {
+			ts = batch[i].Recv
+		}
+		h := env.Hash()
+		res, err := a.ins.ExecContext(ctx, h[:], ts, env.PubsubTopic(), msg.ContentTopic, a.curID, a.end+recHeaderSize, len(wire))
+		if err != nil {
+			return fmt.Errorf("archive: index: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			dups++
+			continue
+		}
+		if id, err := res.LastInsertId(); err == nil {
+			last = id
+		}
+		hdr := a.hdrs[i*recHeaderSize : (i+1)*recHeaderSize]
+		putRecHeader(hdr, len(wire), batch[i].CRC)
+		a.iov = append(a.iov, hdr, wire)
+		a.end += rec
+		inserts++
+		bytes += uint64(rec)
+	}
+	if len(a.iov) > 0 {
+		if err = writeVec(a.cur, a.iov, pending); err != nil {
+			return fmt.Errorf("archive: segment: %w", err)
+		}
+	}
+	clear(a.iov)
+	if _, err = a.wcon.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("archive: index: %w", err)
+	}
+	if inserts > 0 {
+		a.segMu.Lock()
+		a.committed = last
+		a.segMu.Unlock()
+	}
+	return nil
+}
+
+// roll starts a new segment; the syncer fsyncs and closes the old one.
+func (a *Archive) roll() error {
+	f, err := createSegment(a.dir, a.curID+1)
+	if err != nil {
+		return fmt.Errorf("archive: segment: %w", err)
+	}
+	a.segMu.Lock()
+	a.retired = append(a.retired, a.cur)
+	a.cur, a.curID = f, a.curID+1
+	a.segMu.Unlock()
+	a.end, a.commitEnd = int64(segHeaderSize), int64(segHeaderSize)
+	return nil
+}

@@ -1,0 +1,107 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/internal/driver"
+)
+
+// pgMigrations are the Postgres schema versions: pgMigrations[i] takes the
+// database from version i to i+1. Each runs in one transaction with the
+// version update; the version is the one row of courier_schema. Append
+// only: a released migration is never edited.
+var pgMigrations = []string{
+	// 1: one row per message, keyed by hash, with the indexes of the store
+	// v3 orders (timestamp, then hash). Topics are bytea: a WakuMessage's
+	// content topic need not be valid UTF-8 (or free of NUL), and a row
+	// refused for it would fail its whole batch. Wire bytes are stored out
+	// of line without compression (payloads are mostly incompressible).
+	`CREATE TABLE courier_messages (
+		hash          bytea  PRIMARY KEY,
+		ts            bigint NOT NULL,
+		pubsub_topic  bytea  NOT NULL,
+		content_topic bytea  NOT NULL,
+		wire          bytea  NOT NULL
+	);
+	ALTER TABLE courier_messages ALTER COLUMN wire SET STORAGE EXTERNAL;
+	CREATE INDEX courier_messages_time ON courier_messages (ts, hash);
+	CREATE INDEX courier_messages_pubsub ON courier_messages (pubsub_topic, ts, hash);
+	CREATE INDEX courier_messages_content ON courier_messages (pubsub_topic, content_topic, ts, hash);`,
+}
+
+// pgSchemaLock is the advisory lock key that serializes the migrations of
+// nodes sharing one database.
+const pgSchemaLock = 0x636f7572 // "cour"
+
+// migratePostgres refuses a database nwaku wrote and brings the schema to
+// the newest version, or (apply false) checks that it is there.
+func migratePostgres(ctx context.Context, pool *pgxpool.Pool, apply bool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return pgErr(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", pgSchemaLock); err != nil {
+		return pgErr(err)
+	}
+	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", pgSchemaLock)
+	if err := pgRefuseNwaku(ctx, conn.Conn()); err != nil {
+		return err
+	}
+	var have int
+	var exists bool
+	err = conn.QueryRow(ctx, "SELECT to_regclass('courier_schema') IS NOT NULL").Scan(&exists)
+	if err == nil && exists {
+		err = conn.QueryRow(ctx, "SELECT version FROM courier_schema").Scan(&have)
+	}
+	if err != nil {
+		return pgErr(err)
+	}
+	if err := driver.CheckVersion(have, len(pgMigrations), apply); err != nil {
+		return err
+	}
+	for v := have; v < len(pgMigrations); v++ {
+		err := pgx.BeginFunc(ctx, conn.Conn(), func(tx pgx.Tx) error {
+			if v == 0 {
+				if _, err := tx.Exec(ctx, "CREATE TABLE courier_schema (version integer NOT NULL); INSERT INTO courier_schema VALUES (0)"); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(ctx, pgMigrations[v]); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "UPDATE courier_schema SET version = $1", v+1)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%w: migration to version %d: %v", archive.ErrSchema, v+1, err)
+		}
+	}
+	return nil
+}
+
+// pgRefuseNwaku returns archive.ErrNwakuDatabase when the current schema holds
+// nwaku's archive: a messages or messages_lookup table with its
+// messageHash column (unquoted in nwaku's SQL, so folded to lower case;
+// nwaku migrations/message_store_postgres/).
+func pgRefuseNwaku(ctx context.Context, conn *pgx.Conn) error {
+	rows, err := conn.Query(ctx, `SELECT DISTINCT table_name::text FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name IN ('messages', 'messages_lookup')
+		AND column_name = 'messagehash' ORDER BY 1`)
+	if err != nil {
+		return pgErr(err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return pgErr(err)
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("%w: it has nwaku's table(s) %v; courier leaves this database untouched: give --store-message-db-url another database", archive.ErrNwakuDatabase, found)
+	}
+	return nil
+}

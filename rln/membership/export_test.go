@@ -1,0 +1,6 @@
+package membership
+
+import "context"
+
+// Poll runs one poll of m, as its loop does every PollInterval.
+func Poll(m *Manager) { m.poll(context.Background()) }
