@@ -48,6 +48,7 @@ func (n *Node) openArchive() error {
 	}
 	cfg := n.cfg.ArchiveConfig
 	n.nwaku.observeArchive(&cfg.Config)
+	n.indexCommits(&cfg.Config)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}

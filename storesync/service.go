@@ -126,9 +126,11 @@ func (s *Service) Close() error {
 	return nil
 }
 
-// Ingest indexes a relayed or archived envelope; ephemeral messages are
-// not. It reuses the envelope's hash (no second hash). It runs as a relay
-// handler.
+// Ingest indexes an envelope the archive has committed; ephemeral messages
+// are not. It reuses the envelope's hash (no second hash). Feed it from the
+// archive's commits (archive.Config.OnInsert), not from relay delivery: an
+// index item the archive does not hold tells peers this node has a
+// message it cannot serve, and no round would ever fetch it.
 func (s *Service) Ingest(env *message.Envelope) {
 	m := env.Message()
 	if m.Ephemeral {
