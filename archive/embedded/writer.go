@@ -40,7 +40,7 @@ func (a *Archive) writeLoop() {
 		err := a.commit(batch)
 		a.st.WriterCPUNs.Add(int64(threadCPU() - cpu))
 		a.q.Release(batch)
-		queue.Finish(batch, err, &a.st, a.cfg.OnInsert)
+		queue.Finish(batch, err, &a.st, a.cfg.OnInsert, a.cfg.OnFailure)
 		clear(batch)
 		select {
 		case f := <-a.ckpt:
