@@ -56,7 +56,9 @@ type health struct {
 //
 //   - Lightpush, Legacy Lightpush, Filter: READY while Relay is READY, else
 //     NOT_READY with nwaku's reason.
-//   - Store, Peer Exchange, Mix: READY.
+//   - Store: READY, as in nwaku, except while the archive's writes fail
+//     (a full disk): NOT_READY with the error, until a write succeeds.
+//   - Peer Exchange, Mix: READY.
 //   - Lightpush Client, Legacy Lightpush Client, Filter Client, Rendezvous:
 //     READY while some connected peer speaks one of codecs, else NOT_READY
 //     with nwaku's reason.
@@ -110,6 +112,11 @@ func (n *Node) healthReport() rest.Health {
 			peers := n.capablePeers(codecs)
 			strength[name] = peers
 			p.Health, p.Desc = protocolHealth(name, relay.Health == rest.Ready, peers, mounted)
+			if name == HealthStore && n.archiveHealth != nil {
+				if failing, desc := n.archiveHealth.status(); failing {
+					p.Health, p.Desc = rest.NotReady, desc
+				}
+			}
 		}
 		report = append(report, p)
 	}

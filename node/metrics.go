@@ -5,7 +5,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/store"
 )
@@ -113,9 +112,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descArchive, float64(as.Duplicates), "duplicate")
 		gauge(descArchive, float64(as.Ephemeral), "ephemeral")
 		counter(descArchiveBat, float64(as.Batches))
-		if n.relay != nil {
-			counter(descArchiveErrors, float64(n.relay.Stats().Drops[relay.DropArchive]), "insert_failure")
-		}
+		// Every message a commit failed to write, from relay, store-sync or
+		// store resume, as nwaku counts insert_failure in handleMessage and
+		// syncMessageIngress (waku_archive/archive.nim).
+		counter(descArchiveErrors, float64(as.Failed), "insert_failure")
 		counter(descArchiveErrors, float64(as.RetentionErrors), "retpolicy_failure")
 		if g := n.archiveGate; g != nil {
 			counter(descArchiveErrors, float64(g.tooOld.Load()), archiveErrTooOld)

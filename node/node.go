@@ -97,6 +97,9 @@ type Node struct {
 	light     light
 
 	health health
+	// archiveHealth follows the archive's failed and successful commits
+	// for the log and /health; nil when store is off.
+	archiveHealth *archiveHealth
 
 	reg   *prometheus.Registry
 	nwaku nwakuMetrics

@@ -49,6 +49,8 @@ func (n *Node) openArchive() error {
 	cfg := n.cfg.ArchiveConfig
 	n.nwaku.observeArchive(&cfg.Config)
 	n.indexCommits(&cfg.Config)
+	n.archiveHealth = newArchiveHealth(n.cfg.Logger.With("component", "archive"))
+	n.archiveHealth.observe(&cfg.Config)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
