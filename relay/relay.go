@@ -39,6 +39,7 @@ type Relay struct {
 	mesh    *meshTracker
 	traffic *traffic
 	scores  scoreBoard
+	gray    *graylistCounter
 
 	mu     sync.Mutex
 	topics map[string]*topicState
@@ -63,6 +64,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Relay{cfg: cfg, host: h, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic()}
+	r.gray = newGraylistCounter(&r.c)
 	r.disp = &dispatcher{ctx: ctx, archive: cfg.Archive, archiveDone: cfg.ArchiveDone, queueLen: cfg.HandlerQueueSize, c: &r.c}
 	score, thresholds := nwakuPeerScore()
 	ps, err := pubsub.NewGossipSub(ctx, h,
@@ -80,6 +82,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithPeerScore(score, thresholds),
 		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(r.inspectScores), cfg.GossipSub.HeartbeatInterval),
 		pubsub.WithRawTracer(tracer{c: &r.c}),
+		pubsub.WithRawTracer(r.gray),
 		pubsub.WithRawTracer(r.mesh),
 		pubsub.WithRawTracer(r.traffic),
 	)
@@ -111,6 +114,7 @@ func features(feat pubsub.GossipSubFeature, proto protocol.ID) bool {
 // (nwaku waku_relay/message_id.nim, go-waku relay/config.go msgIDFn).
 func (r *Relay) messageID(m *pb.Message) string {
 	r.c.msgIDHashes.Add(1)
+	r.gray.seen(m)
 	sum := sha256.Sum256(m.Data)
 	return string(sum[:])
 }

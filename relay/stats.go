@@ -35,6 +35,7 @@ const (
 	DropBlacklistedPeer                       // received from a blacklisted peer
 	DropBlacklistedSource                     // authored by a blacklisted peer
 	DropSelfOrigin                            // claims to come from this node but was received from a peer
+	DropGraylisted                            // in an RPC gossipsub ignored: its sender's score is below the graylist threshold
 	DropOtherReject                           // a gossipsub reject reason not listed above
 	numDropReasons
 )
@@ -54,6 +55,7 @@ var dropNames = [numDropReasons]string{
 	DropBlacklistedPeer:     "blacklisted_peer",
 	DropBlacklistedSource:   "blacklisted_source",
 	DropSelfOrigin:          "self_origin",
+	DropGraylisted:          "graylisted_peer",
 	DropOtherReject:         "gossipsub_other",
 }
 
