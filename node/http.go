@@ -18,6 +18,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/couriernet/courier/internal/connlimit"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/rest"
@@ -78,7 +79,8 @@ func (n *Node) serve(what, addr string, port int, h http.Handler) error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		limit := connlimit.New(connlimit.Config{Max: n.cfg.HTTPMaxConnections, Name: what, Logger: n.cfg.Logger})
+		if err := limit.Serve(srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.cfg.Logger.Error(what+" stopped", "err", err)
 		}
 	}()
