@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
@@ -75,11 +76,7 @@ type Service struct {
 	limitV3 *ratelimit.Limiter
 	limitV2 *ratelimit.Limiter
 
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-	ctx    context.Context
-	cancel context.CancelFunc
+	life *lifecycle.Group
 }
 
 // setDefaults fills in the default of every zero field.
@@ -108,8 +105,7 @@ func New(h host.Host, cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{h: h, cfg: cfg, ctx: ctx, cancel: cancel,
+	s := &Service{h: h, cfg: cfg, life: lifecycle.New(),
 		limitV3: ratelimit.New(cfg.RateLimit, nil), limitV2: ratelimit.New(cfg.RateLimit, nil)}
 	if h != nil {
 		h.SetStreamHandler(ProtocolID, s.handleV3)
@@ -119,38 +115,21 @@ func New(h host.Host, cfg Config) (*Service, error) {
 }
 
 // Close removes the stream handlers, cancels requests in flight and waits
-// for them. It is idempotent.
+// for them. Calling it again returns nil.
 func (s *Service) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	return s.life.Close(func() error {
+		if s.h != nil {
+			s.h.RemoveStreamHandler(ProtocolID)
+			s.h.RemoveStreamHandler(LegacyProtocolID)
+		}
 		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
-	if s.h != nil {
-		s.h.RemoveStreamHandler(ProtocolID)
-		s.h.RemoveStreamHandler(LegacyProtocolID)
-	}
-	s.cancel()
-	s.wg.Wait()
-	return nil
-}
-
-func (s *Service) enter() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.wg.Add(1)
-	return true
+	})
 }
 
 // Answers to a request over the rate limit (nwaku waku_lightpush/common.nim
 // TooManyRequestsMessage, waku_lightpush_legacy/common.nim).
 var (
-	limitedV3 = (&Response{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "Request rejected due to too many requests"}).Append(nil)
+	limitedV3 = (&Response{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "Request rejected due to too many requests"}).append(nil)
 	limitedV2 = (&LegacyRPC{RequestID: "N/A", Response: &LegacyResponse{Info: "TOO_MANY_REQUESTS"}}).Append(nil)
 )
 
@@ -161,7 +140,7 @@ func (s *Service) handleV3(st network.Stream) {
 	}
 	s.serve(st, &s.c.bytesInV3, func(ctx context.Context, b []byte) []byte {
 		resp := s.answerV3(ctx, b)
-		return resp.Append(nil)
+		return resp.append(nil)
 	})
 }
 
@@ -190,12 +169,12 @@ func (s *Service) refuse(st network.Stream, version int, answer []byte) {
 // serve reads one request from st, adds its length to bytesIn, answers it
 // and closes the stream.
 func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(context.Context, []byte) []byte) {
-	if !s.enter() {
+	if !s.life.Enter() {
 		st.Reset()
 		return
 	}
-	defer s.wg.Done()
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	defer s.life.Leave()
+	ctx, cancel := context.WithTimeout(s.life.Context(), s.cfg.Timeout)
 	defer cancel()
 	st.SetDeadline(time.Now().Add(s.cfg.Timeout))
 	b, err := lpframe.Read(st, MaxRequestSize)
@@ -215,7 +194,7 @@ func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(c
 // answerV3 answers one encoded LightPushRequest (nwaku
 // waku_lightpush/protocol.nim handleRequest).
 func (s *Service) answerV3(ctx context.Context, b []byte) Response {
-	req, err := DecodeRequest(b)
+	req, err := decodeRequest(b)
 	if err != nil {
 		s.c.count(3, StatusBadRequest)
 		return Response{RequestID: "N/A", StatusCode: StatusBadRequest, StatusDesc: "decode_rpc_failure: " + err.Error()}
@@ -239,7 +218,7 @@ func (s *Service) Push(ctx context.Context, req Request) Response {
 // answerV2 answers one encoded legacy PushRPC (nwaku
 // waku_lightpush_legacy/protocol.nim handleRequest).
 func (s *Service) answerV2(ctx context.Context, b []byte) LegacyRPC {
-	rpc, err := DecodeLegacyRPC(b)
+	rpc, err := decodeLegacyRPC(b)
 	var info string
 	switch {
 	case err != nil:

@@ -13,19 +13,14 @@ import (
 // (waku/waku_archive/archive.nim).
 const DefaultArchiveTimestampDrift = 20 * time.Second
 
-// Reasons the archive gate refuses a relayed message, nwaku's
-// waku_archive_errors labels (waku/waku_archive/archive_metrics.nim).
-const (
-	archiveErrTooOld = "invalid_message_too_old"
-	archiveErrFuture = "invalid_message_future_timestamp"
-)
-
 // archiveGate stands between the relay and the archive and passes on the
 // relayed messages nwaku's archive would keep: ephemeral ones go through
 // (the archive acknowledges them without storing), others only with a
 // timestamp within drift of now. A refused message is acknowledged at
 // once with a nil error, as the archive acknowledges a duplicate, and
-// counted by reason.
+// counted by reason (tooOld and futures: nwaku's waku_archive_errors
+// invalid_message_too_old and invalid_message_future_timestamp,
+// waku/waku_archive/archive_metrics.nim).
 type archiveGate struct {
 	archive.Archive
 	drift           int64 // nanoseconds

@@ -85,8 +85,8 @@ func TestHealthStoreArchiveFailing(t *testing.T) {
 	if got := storeEntry.FindString(getHealth(t, n)); got != `{"Store":"READY"}` {
 		t.Fatalf("Store before any failure: %s", got)
 	}
-	n.archiveHealth.failed(enospc, 2) // what the archive calls on a failed batch
-	want := `{"Store":"NOT_READY","desc":"Archive writes failing since ` + n.archiveHealth.since.UTC().Format(time.RFC3339) +
+	n.store.health.failed(enospc, 2) // what the archive calls on a failed batch
+	want := `{"Store":"NOT_READY","desc":"Archive writes failing since ` + n.store.health.since.UTC().Format(time.RFC3339) +
 		` (2 messages not stored), disk full: archive: segment: write /data/archive/00000001.seg: no space left on device"}`
 	if got := storeEntry.FindString(getHealth(t, n)); got != want {
 		t.Fatalf("Store while writes fail:\n got %s\nwant %s", got, want)

@@ -1,12 +1,21 @@
 // Package node wires a Waku node together: a libp2p host (TCP, optionally
 // WebSocket; TLS 1.3 or Noise; Yamux or mplex; identify; ping; a connection
 // manager), the relay, the metadata protocol with its cluster rule, the
-// embedded archive, the REST API and the Prometheus metrics server.
+// archive, the store, filter and lightpush services and clients, the peer
+// manager and discovery, the REST API and the Prometheus metrics server.
+// It is the composition root: each part lives in its own package (the
+// protocols at the top level, the node's own in node/internal: peers,
+// metrics, restapi, health, resume, nodekey) and works over what the node
+// hands it, never over the node itself.
 //
 // # Life cycle
 //
-// New validates the Config (the relayed shards too, see Bounds), loads or
-// creates the node key (a secp256k1 key given in hex, or kept in
+// New resolves the Config: it fills the defaults of the zero fields and
+// parses and checks every value (the relayed shards too, see Bounds), so
+// that a configuration error comes from New, wrapping ErrConfig and naming
+// the flag, and Start fails only for what it meets at run time (a port in
+// use, a name that does not resolve). It then loads or creates the node
+// key (a secp256k1 key given in hex, or kept in
 // DataDir/nodekey; a static node with the node's own peer id is refused,
 // and a discovered peer presenting it is warned of: another node runs with
 // the same key), opens the archive and starts the host listening. Start subscribes the relay to the configured pubsub

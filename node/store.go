@@ -5,15 +5,13 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/peerstore"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/archive/dburl"
 	"github.com/couriernet/courier/internal/ratelimit"
-	"github.com/couriernet/courier/rest"
+	"github.com/couriernet/courier/node/internal/resume"
 	"github.com/couriernet/courier/store"
+	"github.com/couriernet/courier/storesync"
 )
 
 // DefaultDBURL is nwaku's default --store-message-db-url
@@ -42,15 +40,12 @@ func (c *Config) locateArchive() (dburl.Location, error) {
 
 // openArchive opens the archive Config.DBURL names.
 func (n *Node) openArchive() error {
-	loc, err := n.cfg.locateArchive()
-	if err != nil {
-		return err
-	}
+	loc := n.cfg.archive
 	cfg := n.cfg.ArchiveConfig
-	n.nwaku.observeArchive(&cfg.Config)
+	n.metrics.ObserveArchive(&cfg.Config)
 	n.indexCommits(&cfg.Config)
-	n.archiveHealth = newArchiveHealth(n.cfg.Logger.With("component", "archive"))
-	n.archiveHealth.observe(&cfg.Config)
+	n.store.health = newArchiveHealth(n.cfg.Logger.With("component", "archive"))
+	n.store.health.observe(&cfg.Config)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
@@ -77,22 +72,30 @@ func (n *Node) openArchive() error {
 }
 
 // storeParts are the node's store server and the store node its client
-// (the REST API's and courier query's) asks by default.
+// (the REST API's and courier query's) asks by default, and what works
+// over the archive: the timestamp gate before it, store-sync, the bounds
+// of store resume.
 type storeParts struct {
 	server *store.Server
 	peer   peer.ID // --storenode, "" when not set
+	// gate checks relayed messages' timestamps before the archive; nil
+	// without archive or with the check off.
+	gate *archiveGate
+	sync *storesync.Service // nil when store-sync is off
+	// health follows the archive's failed and successful commits for the
+	// log and /health; nil without archive.
+	health *archiveHealth
+	// resumeLimits bound store resume: resume.DefaultLimits.
+	resumeLimits resume.Limits
 }
 
 // buildStore mounts the store server over the archive when Store is on,
 // with the --rate-limit setting for store, and keeps --storenode's address.
 func (n *Node) buildStore() error {
 	if n.archive != nil {
-		limits, err := ratelimit.Parse(n.cfg.RateLimit)
-		if err != nil {
-			return fmt.Errorf("%w: --rate-limit: %w", ErrConfig, err)
-		}
+		var err error
 		n.store.server, err = store.NewServer(n.host, n.archive, store.Config{
-			RateLimit: limits.Get(ratelimit.StoreV3), Logger: n.cfg.Logger.With("protocol", "store"),
+			RateLimit: n.cfg.limits.Get(ratelimit.StoreV3), Logger: n.cfg.Logger.With("protocol", "store"),
 		})
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -102,12 +105,7 @@ func (n *Node) buildStore() error {
 	// The store client is always mounted, as in nwaku
 	// (waku/factory/node_factory.nim mountStoreClient).
 	n.MarkMounted(HealthStoreClient, store.ProtocolID)
-	if n.cfg.StoreNode != "" {
-		var err error
-		if n.store.peer, err = n.addServicePeer("storenode", n.cfg.StoreNode); err != nil {
-			return err
-		}
-	}
+	n.store.peer = n.addServicePeer(n.cfg.storeNode)
 	return nil
 }
 
@@ -139,36 +137,4 @@ func (n *Node) connectedStorePeer() peer.ID {
 		}
 	}
 	return ""
-}
-
-// StoreLocal implements rest.StoreBackend: the node's own archive.
-func (b restBackend) StoreLocal(ctx context.Context, req *store.Request) (*store.Response, error) {
-	if b.n.store.server == nil {
-		return nil, rest.ErrNoLocalStore
-	}
-	return store.Answer(ctx, b.n.archive, req)
-}
-
-// StoreRemote implements rest.StoreBackend: peerAddr, else StorePeer.
-func (b restBackend) StoreRemote(ctx context.Context, peerAddr string, req *store.Request) (*store.Response, error) {
-	n := b.n
-	p := n.StorePeer()
-	if peerAddr != "" {
-		addr, err := ma.NewMultiaddr(peerAddr)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", rest.ErrPeerAddr, err)
-		}
-		pi, err := peer.AddrInfoFromP2pAddr(addr)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", rest.ErrPeerAddr, err)
-		}
-		if n.host.Network().Connectedness(pi.ID) != network.Connected {
-			n.host.Peerstore().AddAddrs(pi.ID, pi.Addrs, peerstore.TempAddrTTL)
-		}
-		p = pi.ID
-	}
-	if p == "" {
-		return nil, rest.ErrNoStorePeer
-	}
-	return store.Query(ctx, n.host, p, req, n.cfg.Counters)
 }

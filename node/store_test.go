@@ -141,7 +141,7 @@ func TestStoreThroughNodes(t *testing.T) {
 	}
 	health := func(n *Node) string {
 		var s []string
-		for _, p := range (restBackend{n}).Health().ProtocolsHealth {
+		for _, p := range n.restAPI().Health().ProtocolsHealth {
 			if strings.HasPrefix(p.Protocol, "Store") {
 				s = append(s, fmt.Sprintf("%s=%s", p.Protocol, p.Health))
 			}

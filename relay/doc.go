@@ -28,7 +28,8 @@
 // so the peer that forwarded one is not penalised, but this node neither
 // forwards nor archives it. The timestamp window of 64/WAKU2-NETWORK is a
 // network policy: it is off unless Config.MaxTimestampSkew is set, and then
-// Ignores.
+// Ignores. RLN relay (Config.RLN, package rln/rlnrelay) runs last, with its
+// own results: nwaku Rejects every message that fails it.
 //
 // # Topics
 //

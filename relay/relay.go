@@ -17,6 +17,7 @@ import (
 
 	"github.com/couriernet/courier/internal/harness"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/rln"
 )
 
 // Errors of the relay API.
@@ -127,7 +128,8 @@ func (r *Relay) Counters() *message.Counters { return r.cfg.Counters }
 func (r *Relay) TopicPeers(pubsubTopic string) []peer.ID { return r.ps.ListPeers(pubsubTopic) }
 
 // validateBytes is the topic validator's work on one received message:
-// decode once, apply the Reject and Ignore rules, hash once. A message that
+// decode once, apply the Reject and Ignore rules (with RLN relay, its check
+// and its one proof verification), hash once. A message that
 // decodes but fails message.Validate (its content topic: nwaku relays an
 // empty one) is Ignored, not Rejected, so that the honest peer that
 // forwarded it is not penalised.
@@ -145,7 +147,16 @@ func (r *Relay) validateBytes(pubsubTopic string, data []byte) (*message.Envelop
 		r.c.drop(DropTimestamp)
 		return nil, pubsub.ValidationIgnore
 	}
-	env := message.NewEnvelope(m, pubsubTopic, data, r.cfg.Counters)
+	var proof *rln.RateLimitProof
+	if r.cfg.RLN != nil {
+		p, res := r.cfg.RLN.ValidateMessage(pubsubTopic, m)
+		if res != pubsub.ValidationAccept {
+			r.c.drop(DropRLN)
+			return nil, res
+		}
+		proof = p
+	}
+	env := message.NewEnvelopeWithProof(m, pubsubTopic, data, r.cfg.Counters, proof)
 	env.Hash() // once, here: every consumer of a relayed message needs it
 	return env, pubsub.ValidationAccept
 }
@@ -448,19 +459,26 @@ func (r *Relay) joinedOrFollowed(pubsubTopic string) (*topicState, error) {
 	return r.topicLocked(pubsubTopic)
 }
 
-// Inject runs data through the topic validator and the dispatcher exactly
+// inject runs data through the topic validator and the dispatcher exactly
 // as if gossipsub had received it on pubsubTopic, without the network: the
-// micro benchmark's entry point. Only this module's harness and tests can
-// call it (see package internal/harness). data is handed over (the
-// envelope aliases it). It returns the envelope, or an error wrapping
-// ErrInvalid when the validator would Reject or Ignore it.
-func (r *Relay) Inject(_ harness.Key, pubsubTopic string, data []byte) (*message.Envelope, error) {
+// micro benchmark's entry point, reached through internal/harness.Inject.
+// data is handed over (the envelope aliases it). It returns the envelope,
+// or an error wrapping ErrInvalid when the validator would Reject or
+// Ignore it.
+func (r *Relay) inject(pubsubTopic string, data []byte) (*message.Envelope, error) {
 	env, res := r.validateBytes(pubsubTopic, data)
 	if res != pubsub.ValidationAccept {
 		return nil, fmt.Errorf("%w: validator result %v", ErrInvalid, res)
 	}
 	r.disp.dispatch(env)
 	return env, nil
+}
+
+func init() {
+	harness.Inject = func(relay any, pubsubTopic string, data []byte) error {
+		_, err := relay.(*Relay).inject(pubsubTopic, data)
+		return err
+	}
 }
 
 // AddHandler registers fn under name; it receives every relayed envelope on

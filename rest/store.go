@@ -30,21 +30,6 @@ var (
 	ErrPeerAddr = errors.New("rest: bad peer address")
 )
 
-// StoreBackend is implemented by a Backend that answers store queries; a
-// Backend without it answers GET /store/v3/messages 412 as a node with no
-// store peer.
-type StoreBackend interface {
-	// StoreLocal answers req from the node's own archive (store.Answer).
-	// Errors wrap ErrNoLocalStore or are the archive's (*store.AnswerError).
-	StoreLocal(ctx context.Context, req *store.Request) (*store.Response, error)
-	// StoreRemote sends req to the store node at peerAddr (a multiaddr with
-	// /p2p/<id>), or when peerAddr is "" to the default store node
-	// (--storenode, else a connected peer that serves store), and returns
-	// its response (store.Query). Errors wrap ErrPeerAddr, ErrNoStorePeer or
-	// are store.Query's.
-	StoreRemote(ctx context.Context, peerAddr string, req *store.Request) (*store.Response, error)
-}
-
 // StoreTimeout bounds a query to a remote store node, as nwaku's REST
 // futTimeout (rest_api/endpoint/store/handlers.nim).
 const StoreTimeout = 5 * time.Second
@@ -210,7 +195,7 @@ func (s *Server) getStoreMessages(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	sb, _ := s.b.(StoreBackend)
+	sb := s.cfg.Store
 	if sb == nil {
 		writeText(w, http.StatusPreconditionFailed, "No suitable service peer & no discovery method")
 		return

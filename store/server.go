@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
@@ -45,13 +45,8 @@ const (
 	MaxResponseSize = archive.MaxPageSize*(message.MaxSize+1024) + 64<<10
 )
 
-// Errors of the Server.
-var (
-	// ErrConfig is wrapped by an invalid Config.
-	ErrConfig = errors.New("store: invalid config")
-	// ErrClosed is returned by Close's second call.
-	ErrClosed = errors.New("store: closed")
-)
+// ErrConfig is wrapped by an invalid Config.
+var ErrConfig = errors.New("store: invalid config")
 
 // Config configures a Server. The zero value serves without a rate limit.
 type Config struct {
@@ -99,11 +94,7 @@ type Server struct {
 	limiter *ratelimit.Limiter
 	rejects []byte // the encoded 429 response, built once as nwaku does
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	closed bool
+	life *lifecycle.Group
 
 	answered, failed, limited, badRequests, queries atomic.Uint64
 	bytesIn, bytesOut                               atomic.Uint64
@@ -121,25 +112,18 @@ func NewServer(h host.Host, a archive.Archive, cfg Config) (*Server, error) {
 	s := &Server{h: h, a: a, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, cfg.Now), rejects: frame(reject)}
 	s.queryTime.Store(-1)
 	s.writeTime.Store(-1)
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.life = lifecycle.New()
 	h.SetStreamHandler(ProtocolID, s.handle)
 	return s, nil
 }
 
 // Close unmounts the protocol, cancels the queries in progress and waits
-// for their handlers to return.
+// for their handlers to return. Calling it again returns nil.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return ErrClosed
-	}
-	s.closed = true
-	s.mu.Unlock()
-	s.h.RemoveStreamHandler(ProtocolID)
-	s.cancel()
-	s.wg.Wait()
-	return nil
+	return s.life.Close(func() error {
+		s.h.RemoveStreamHandler(ProtocolID)
+		return nil
+	})
 }
 
 // ServerStats counts requests since NewServer.
@@ -171,16 +155,12 @@ func (s *Server) Stats() ServerStats {
 }
 
 func (s *Server) handle(st network.Stream) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.life.Enter() {
 		st.Reset()
 		return
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.wg.Done()
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	defer s.life.Leave()
+	ctx, cancel := context.WithTimeout(s.life.Context(), s.cfg.Timeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { st.Reset() })
 	defer stop()
@@ -310,7 +290,7 @@ func archiveQuery(r *Request) archive.Query {
 
 // frame returns the length-prefixed encoding of r in one buffer.
 func frame(r *Response) []byte {
-	n := r.Size()
+	n := r.size()
 	buf := make([]byte, 0, protowire.SizeVarint(uint64(n))+n)
 	buf = protowire.AppendVarint(buf, uint64(n))
 	return r.Append(buf)

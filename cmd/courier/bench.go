@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/couriernet/courier/internal/bench"
+	"github.com/couriernet/courier/cmd/courier/internal/bench"
 )
 
 const benchHelp = `usage: courier bench [flags]

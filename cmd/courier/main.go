@@ -22,7 +22,7 @@ func init() {
 	commands = []command{
 		{"node", "run a Waku node", runNode},
 		{"bench", "run the message-path benchmark", runBench},
-		{"message", "message tools: `courier message hash`", runMessage},
+		{"message", "message tools: `courier message hash`, `courier message verify-rln`", runMessage},
 		{"publish", "publish a message through a node's REST API", runPublish},
 		{"subscribe", "subscribe through a node's REST API and print messages", runSubscribe},
 		{"query", "query a store node, directly or through a node's REST API", runQuery},
