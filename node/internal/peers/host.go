@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	noise "github.com/libp2p/go-libp2p/p2p/security/noise"
@@ -39,6 +40,9 @@ type HostConfig struct {
 	Listen []ListenAddr
 	// Registerer receives go-libp2p's metrics.
 	Registerer prometheus.Registerer
+	// ResourceManager, when set, replaces go-libp2p's autoscaled default
+	// resource manager.
+	ResourceManager network.ResourceManager
 }
 
 // NewHost makes the node's libp2p host with key as its identity: TCP
@@ -86,6 +90,9 @@ func NewHost(key crypto.PrivKey, cfg HostConfig) (host.Host, error) {
 		opts = append(opts, libp2p.ListenAddrs(Multiaddrs(cfg.Listen)...))
 	}
 	opts = append(opts, libp2p.PrometheusRegisterer(cfg.Registerer))
+	if cfg.ResourceManager != nil {
+		opts = append(opts, libp2p.ResourceManager(cfg.ResourceManager))
+	}
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
