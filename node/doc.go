@@ -23,8 +23,12 @@
 // re-dialling with a doubling backoff. Stop shuts down in the order that
 // loses nothing: HTTP servers finish their requests, the relay drains its
 // subscriptions and handlers, the archive commits and fsyncs what it holds,
-// then the host closes its connections. No peer can hold Stop: StopGrace
-// (5 s) after the HTTP servers stopped, the connections are closed anyway.
+// then the host closes its connections. No peer nor HTTP client can hold
+// Stop: HTTP requests get StopGrace (5 s) to finish before their
+// connections are closed, and StopGrace after the HTTP servers stopped
+// the peers' connections are closed anyway. A REST response that its
+// client does not read is dropped after a minute (the server's write
+// timeout), running or stopping.
 //
 // # Relayed messages
 //
@@ -45,6 +49,13 @@
 // or with a timestamp outside the requested window, or a cursor that is
 // not the hash of the page's last message, repeats an earlier one or steps
 // back in time.
+//
+// The libp2p peerstore keeps what identify learned of every peer that
+// connected (keys, protocols, agent: about 7 kB each); after each round
+// of the peer manager (every 30 s, 2 s below its target) the
+// disconnected peers it does not keep are forgotten down to
+// --peer-store-capacity (1000), as nwaku's prunePeerStore does, so peers
+// that come once and go cannot fill it.
 //
 // The shards a node relays travel in every metadata request and response,
 // which peers read up to 1,024 bytes (metadata.MaxRPCSize): at most 508

@@ -62,7 +62,10 @@ func (n *Node) serve(what, addr string, port int, h http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("node: %s: %w", what, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	// WriteTimeout: a client that does not read its response loses the
+	// connection instead of holding the response (up to tens of MB for a
+	// store page) for ever.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	n.http.servers = append(n.http.servers, srv)
 	n.http.addrs = append(n.http.addrs, ln.Addr().String())
 	n.cfg.Logger.Info("serving "+what, "addr", ln.Addr().String())
@@ -77,12 +80,19 @@ func (n *Node) serve(what, addr string, port int, h http.Handler) error {
 	return nil
 }
 
-// stopHTTP shuts the servers down, letting requests in progress finish
-// until ctx ends.
+// stopHTTP shuts the servers down. Requests in flight get StopGrace (or
+// what is left of ctx) to finish; then their connections are closed, so
+// that a client that does not read its response cannot hold the stop. Only
+// a failure to close is an error.
 func (n *Node) stopHTTP(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, StopGrace)
+	defer cancel()
 	var errs []error
 	for _, s := range n.http.servers {
-		errs = append(errs, s.Shutdown(ctx))
+		if err := s.Shutdown(ctx); err != nil {
+			n.cfg.Logger.Warn("stop: HTTP requests still in flight; closing their connections", "grace", StopGrace, "err", err)
+			errs = append(errs, s.Close())
+		}
 	}
 	if n.http.removeREST != nil {
 		n.http.removeREST()

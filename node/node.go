@@ -125,7 +125,8 @@ func (n *Node) build() error {
 	n.peers = peers.New(n.host, key, n.cfg.peers)
 	ping.NewPingService(n.host) // unmounted by closeParts
 	if n.cfg.Relay {
-		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger}
+		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger,
+			PeerTopics: n.cfg.isClusterTopic}
 		n.metrics.ObserveRelay(&rc)
 		switch {
 		case n.archive != nil && n.cfg.ArchiveTimestampDrift > 0:

@@ -30,6 +30,15 @@ func (c *Config) clusterShards(topics []string) []uint16 {
 	return slices.Compact(out)
 }
 
+// isClusterTopic reports whether pubsubTopic is a static-shard topic of
+// the node's cluster: the topics whose peers the relay keeps track of
+// without having joined them (relay.Config.PeerTopics), those a lightpush
+// may be published on.
+func (c *Config) isClusterTopic(pubsubTopic string) bool {
+	rs, err := shard.ParsePubsubTopic(pubsubTopic)
+	return err == nil && rs.ClusterID == c.ClusterID
+}
+
 // checkShardCount returns an error wrapping ErrTooManyShards when the
 // shards are more than the metadata protocol carries.
 func (c *Config) checkShardCount(shards []uint16) error {

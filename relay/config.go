@@ -64,6 +64,14 @@ type Config struct {
 	// where nwaku observes waku_histogram_message_size (its relay handler,
 	// waku/node/kernel_api/relay.nim traceHandler).
 	OnDelivered func(env *message.Envelope)
+	// PeerTopics reports whether the relay keeps track of the peers
+	// subscribed to pubsubTopic while it has not joined the topic itself,
+	// so that PublishEnvelope can reach them (the lightpush service's
+	// case). A peer's subscriptions to other topics are dropped as they
+	// arrive (see the package doc, "Peers' subscriptions"). It is called
+	// from gossipsub's event loop and must not block nor call the Relay.
+	// Nil keeps track of the topics the relay has joined only.
+	PeerTopics func(pubsubTopic string) bool
 	// Logger receives warnings. Nil means slog.Default().
 	Logger *slog.Logger
 }

@@ -66,7 +66,7 @@ func TestContentTopicRule(t *testing.T) {
 // peer follows the topic it joins and publishes to it.
 func TestPublishEnvelopeJoinsNoTopicForNobody(t *testing.T) {
 	ha, hb := newHost(t), newHost(t)
-	ra, err := relay.New(ha, relay.Config{})
+	ra, err := relay.New(ha, relay.Config{PeerTopics: func(t string) bool { return strings.HasPrefix(t, "/waku/2/rs/0/") }})
 	if err != nil {
 		t.Fatal(err)
 	}

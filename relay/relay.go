@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -44,6 +46,10 @@ type Relay struct {
 
 	mu     sync.Mutex
 	topics map[string]*topicState
+	// joined holds the names of r.topics for gossipsub's event loop, which
+	// must not take r.mu (Join waits for the loop with r.mu held). It is
+	// replaced, never changed, with r.mu held.
+	joined atomic.Pointer[map[string]struct{}]
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -86,6 +92,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithRawTracer(r.gray),
 		pubsub.WithRawTracer(r.mesh),
 		pubsub.WithRawTracer(r.traffic),
+		pubsub.WithSubscriptionFilter(peerSubscriptions{r}),
 	)
 	if err != nil {
 		cancel()
@@ -214,8 +221,12 @@ func (r *Relay) topicLocked(pubsubTopic string) (*topicState, error) {
 	if err := r.ps.RegisterTopicValidator(pubsubTopic, r.validator(pubsubTopic, c), pubsub.WithValidatorInline(true)); err != nil {
 		return nil, fmt.Errorf("relay: register validator for %q: %w", pubsubTopic, err)
 	}
+	// Peers' subscriptions to the topic count from before the join, so
+	// that none that arrives while gossipsub joins is dropped.
+	r.setJoined(pubsubTopic, true)
 	t, err := r.ps.Join(pubsubTopic)
 	if err != nil {
+		r.setJoined(pubsubTopic, false)
 		_ = r.ps.UnregisterTopicValidator(pubsubTopic)
 		return nil, fmt.Errorf("relay: join %q: %w", pubsubTopic, err)
 	}
@@ -226,6 +237,42 @@ func (r *Relay) topicLocked(pubsubTopic string) (*topicState, error) {
 	ts := &topicState{topic: t, owners: map[Owner]struct{}{}, stats: c}
 	r.topics[pubsubTopic] = ts
 	return ts, nil
+}
+
+// setJoined adds pubsubTopic to r.joined, or removes it. r.mu is held.
+func (r *Relay) setJoined(pubsubTopic string, joined bool) {
+	next := map[string]struct{}{}
+	if old := r.joined.Load(); old != nil {
+		maps.Copy(next, *old)
+	}
+	if joined {
+		next[pubsubTopic] = struct{}{}
+	} else {
+		delete(next, pubsubTopic)
+	}
+	r.joined.Store(&next)
+}
+
+// tracksPeersOf reports whether peers' subscriptions to pubsubTopic are
+// kept: the relay has joined it, or Config.PeerTopics allows it.
+func (r *Relay) tracksPeersOf(pubsubTopic string) bool {
+	if m := r.joined.Load(); m != nil {
+		if _, ok := (*m)[pubsubTopic]; ok {
+			return true
+		}
+	}
+	return r.cfg.PeerTopics != nil && r.cfg.PeerTopics(pubsubTopic)
+}
+
+// peerSubscriptions is gossipsub's subscription filter: it drops the
+// subscriptions peers announce to topics the relay does not track (see
+// tracksPeersOf), and leaves the relay's own joins alone.
+type peerSubscriptions struct{ r *Relay }
+
+func (peerSubscriptions) CanSubscribe(string) bool { return true }
+
+func (f peerSubscriptions) FilterIncomingSubscriptions(_ peer.ID, subs []*pb.RPC_SubOpts) ([]*pb.RPC_SubOpts, error) {
+	return pubsub.FilterSubscriptions(subs, f.r.tracksPeersOf), nil
 }
 
 // Owner names who needs a subscription: the node's configuration, the

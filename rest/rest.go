@@ -57,6 +57,14 @@
 // concurrent 16 MiB ones at most 64 MiB (besides the pool of publish
 // buffers, which the garbage collector empties).
 //
+// Store answers draw on the same budget: a GET /store/v3/messages
+// reserves, before it queries, what its page can hold (4 x 150 KiB for a
+// message with data: its bytes, its base64 and the JSON written; 160
+// bytes for a hash), at most MaxBufferedBytes, until its response is
+// written, and is answered 503 "Too many store answers in memory, try
+// again later" after 5 s without room. Fifty concurrent pages of 100
+// large messages held 2.4 GB before; now one is answered at a time.
+//
 // # Validation
 //
 // The routes that publish (relay, relay auto, lightpush v3 and v1) hold a

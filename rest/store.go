@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/store"
 )
@@ -200,6 +201,11 @@ func (s *Server) getStoreMessages(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusPreconditionFailed, "No suitable service peer & no discovery method")
 		return
 	}
+	n := min(storeAnswerBytes(req), s.cfg.MaxBufferedBytes)
+	if !s.bodies.reserveAs(w, r, n, textAnswersBusy, "") {
+		return
+	}
+	defer s.bodies.release(n)
 	peerAddr := q.Get("peerAddr")
 	if peerAddr == "" {
 		resp, err := sb.StoreLocal(r.Context(), req)
@@ -238,6 +244,22 @@ func (s *Server) getStoreMessages(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeText(w, http.StatusInternalServerError, "Error occurred in queryFut.read() ["+err.Error()+"]")
 	}
+}
+
+// storeAnswerBytes bounds what answering req holds at once: for each
+// message of its page, the encoded message (at most message.MaxSize), its
+// payload and meta in base64 and the JSON written, with room for its
+// other fields; a hash's JSON without data.
+func storeAnswerBytes(req *store.Request) int64 {
+	perMessage := int64(160)
+	if req.IncludeData {
+		perMessage = 4*message.MaxSize + 1024
+	}
+	n := int64(req.Limit)
+	if n == 0 {
+		n = archive.DefaultPageSize
+	}
+	return n*perMessage + 4096
 }
 
 // storeErrorResponse is the response nwaku's node.query builds from a

@@ -261,11 +261,15 @@ func shortLevel(l slog.Level) string {
 // serveNode runs a node until SIGINT or SIGTERM, logging notes once the
 // configuration is accepted. A signal that comes while the node is being
 // built or started stops it as one after the start does: Stop commits the
-// archive and the result is nil (exit code 0). After the first signal, a
-// second one ends the process at once.
+// archive and the result is nil (exit code 0), once New has returned.
+// After the first signal, a second one ends the process at once, New or
+// not.
 func serveNode(cfg node.Config, notes []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal stops listening for more, so that a second one
+	// ends the process even while New waits (on a database, a name server).
+	context.AfterFunc(ctx, stop)
 	n, err := node.New(cfg)
 	if err != nil {
 		return err
@@ -291,10 +295,11 @@ func serveNode(cfg node.Config, notes []string) error {
 	return stopNode(cfg.Logger, n)
 }
 
-// stopTimeout bounds the HTTP requests in progress at a stop.
+// stopTimeout bounds a stop; HTTP requests in progress get
+// node.StopGrace of it.
 const stopTimeout = 30 * time.Second
 
-// stopNode stops n, letting HTTP requests finish for stopTimeout.
+// stopNode stops n within stopTimeout.
 func stopNode(log *slog.Logger, n *node.Node) error {
 	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()

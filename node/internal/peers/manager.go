@@ -331,6 +331,39 @@ func (m *Manager) forget(id peer.ID, reason error) {
 	m.h.Peerstore().ClearAddrs(id)
 }
 
+// prunePeerstore forgets, when the libp2p peerstore holds more than
+// --peer-store-capacity peers, disconnected peers the manager does not
+// keep, down to the capacity, as nwaku's prunePeerStore does
+// (waku/node/peer_manager/peer_manager.nim): without it every identity
+// that ever connected stays there (keys, protocols, agent), about 7 kB
+// each. It runs after every round, so the peerstore holds at most the
+// capacity plus the peers connected or met since the last round.
+func (m *Manager) prunePeerstore() {
+	ps := m.h.Peerstore()
+	ids := ps.Peers()
+	excess := len(ids) - 1 - m.cfg.Capacity // less the node itself
+	if m.cfg.Capacity <= 0 || excess <= 0 {
+		return
+	}
+	m.mu.Lock()
+	managed := make(map[peer.ID]bool, len(m.peers))
+	for id := range m.peers {
+		managed[id] = true
+	}
+	m.mu.Unlock()
+	for _, id := range ids {
+		if excess == 0 {
+			break
+		}
+		if id == m.h.ID() || managed[id] || m.h.Network().Connectedness(id) == network.Connected {
+			continue
+		}
+		ps.RemovePeer(id)
+		ps.ClearAddrs(id)
+		excess--
+	}
+}
+
 // run keeps the relay connections at target until ctx ends.
 func (m *Manager) run(ctx context.Context) {
 	relayPeers := m.load()
@@ -351,6 +384,7 @@ func (m *Manager) run(ctx context.Context) {
 	lastSave := time.Now()
 	for {
 		below := m.round(ctx)
+		m.prunePeerstore()
 		if m.path != "" && time.Since(lastSave) >= persistInterval {
 			m.save()
 			lastSave = time.Now()
