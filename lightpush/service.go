@@ -17,6 +17,7 @@ import (
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/rln"
 	"github.com/couriernet/courier/shard"
 )
 
@@ -61,9 +62,37 @@ type Config struct {
 	// requests" (v2: is_success false, "TOO_MANY_REQUESTS"), request id
 	// "N/A", and is not read. The zero value sets no limit.
 	RateLimit ratelimit.Setting
+	// RLN, when set, is RLN relay's step of every push (see RLN). Nil
+	// means RLN relay is off.
+	RLN RLN
 	// Logger receives debug records. Nil means slog.Default().
 	Logger *slog.Logger
 }
+
+// RLN is RLN relay's step of a push (17/WAKU2-RLN-RELAY), as nwaku's relay
+// push handler takes it (waku_lightpush/callbacks.nim getRelayPushHandler,
+// and the same in waku_lightpush_legacy): a message without a proof gets
+// one of the service node's membership, and one with a proof, or any on a
+// node without a membership, must pass the RLN validator. It runs after
+// the message rules and the relay's Check, with the timestamp filled.
+type RLN interface {
+	// Prepare returns the message to publish on pubsubTopic, m itself or
+	// a copy carrying a new proof, and its decoded proof; m is not
+	// modified. An *OutOfRLNProofError is answered 504 OUT_OF_RLN_PROOF,
+	// any other error 420 INVALID_MESSAGE, each with the error's text
+	// (nwaku's: the proof's error, "RLN validation failed").
+	Prepare(pubsubTopic string, m *message.Message) (*message.Message, *rln.RateLimitProof, error)
+}
+
+// OutOfRLNProofError is RLN.Prepare's error when no proof could be made
+// (the membership's message ids of the epoch are spent, or its path is not
+// known). Its text is Err's.
+type OutOfRLNProofError struct{ Err error }
+
+func (e *OutOfRLNProofError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *OutOfRLNProofError) Unwrap() error { return e.Err }
 
 // DefaultTimeout is the default of Config.Timeout and ClientConfig.Timeout.
 const DefaultTimeout = 10 * time.Second
@@ -278,19 +307,39 @@ func (s *Service) push(ctx context.Context, wire []byte, topic string, hasTopic,
 	if err := s.cfg.Relay.Check(m); err != nil {
 		return StatusInvalidMessage, err.Error(), 0
 	}
-	var env *message.Envelope
-	if m.Timestamp == 0 {
+	reencode := m.Timestamp == 0
+	if reencode {
 		// nwaku's relay publish fills a zero timestamp with the current
-		// time (waku_relay/protocol.nim publish): the one case re-encoded.
+		// time (waku_relay/protocol.nim publish): re-encoded, as is a
+		// message RLN relay attaches a proof to.
 		filled := *m
 		filled.Timestamp, filled.Present = time.Now().UnixNano(), m.Present|message.HasTimestamp
-		shared, enc := filled.EncodeShared(s.cfg.Counters)
-		env = message.NewEnvelope(shared, topic, enc, s.cfg.Counters)
+		m = &filled
+	}
+	var proof *rln.RateLimitProof
+	if s.cfg.RLN != nil {
+		out, p, err := s.cfg.RLN.Prepare(topic, m)
+		var oop *OutOfRLNProofError
+		switch {
+		case errors.As(err, &oop):
+			return StatusOutOfRLNProof, err.Error(), 0
+		case err != nil:
+			return StatusInvalidMessage, err.Error(), 0
+		}
+		reencode = reencode || out != m
+		m, proof = out, p
+	}
+	if reencode {
+		shared, enc := m.EncodeShared(s.cfg.Counters)
+		if len(enc) > message.MaxSize {
+			return StatusInvalidMessage, fmt.Sprintf("Message size exceeded maximum of %d bytes", message.MaxSize), 0
+		}
+		m, wire = shared, enc
 		s.c.reencoded.Add(1)
 	} else {
-		env = message.NewEnvelope(m, topic, wire, s.cfg.Counters)
 		s.c.asArrived.Add(1)
 	}
+	env := message.NewEnvelopeWithProof(m, topic, wire, s.cfg.Counters, proof)
 	env.Hash()
 	peers, err := s.cfg.Relay.PublishEnvelope(ctx, env)
 	if err != nil {

@@ -5,10 +5,18 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/archive/dburl"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/rln/membership"
 )
+
+// DefaultArchiveTimestampDrift is nwaku's MaxMessageTimestampVariance
+// (waku/waku_archive/archive.nim), Config.ArchiveTimestampDrift's
+// default.
+const DefaultArchiveTimestampDrift = 20 * time.Second
 
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("node: invalid config")
@@ -127,7 +135,7 @@ type Config struct {
 	//     PATH (relative to the working directory, as nwaku resolves it)
 	//     and its payload segments in the directory PATH.segments;
 	//   - "postgres://user:password@host:port/db": the Postgres archive;
-	//   - "" : DataDir/archive when DataDir is set, else DefaultDBURL
+	//   - "" : DataDir/archive when DataDir is set, else dburl.Default
 	//     (nwaku's sqlite://store.sqlite3); "embedded": DataDir/archive.
 	DBURL string
 	// StoreNode is the multiaddr, with /p2p/<id>, of the store node the
@@ -198,6 +206,13 @@ type Config struct {
 	// archive does not keep (ephemeral, duplicate, or a timestamp outside
 	// ArchiveTimestampDrift) is acknowledged with err nil.
 	OnArchived func(env *message.Envelope, err error)
+	// OnFilterPush, when set, receives every message a filter service
+	// pushes to this node's filter client (Node.FilterClient; subscribe
+	// there), as an envelope decoded once from the push, with the peer
+	// that pushed it. It runs on that push stream's goroutine, so a slow
+	// handler slows that stream only; the envelope is shared with the REST
+	// API's filter cache and must not be modified.
+	OnFilterPush func(env *message.Envelope, from peer.ID)
 	// ArchiveTimestampDrift bounds how far a relayed message's timestamp
 	// may be from the node's clock, either way, for the archive to keep it:
 	// nwaku's archive keeps no relayed message whose sender timestamp is
@@ -214,6 +229,9 @@ type Config struct {
 	StaticRedialMin, StaticRedialMax time.Duration
 	// Discovery configures the node's ENR and how it finds peers.
 	Discovery DiscoveryConfig
+	// RLNRelay configures RLN relay (17/WAKU2-RLN-RELAY): off unless
+	// RLNRelay.Enabled.
+	RLNRelay RLNRelayConfig
 	// LogLevel, when set, is the level of Logger's handler, changed by
 	// POST /admin/v1/log-level/{level}. Nil: the level cannot be changed.
 	LogLevel *slog.LevelVar
@@ -243,6 +261,72 @@ func DefaultConfig() Config {
 	c.fillDefaults()
 	return c
 }
+
+// RLNRelayConfig configures RLN relay (17/WAKU2-RLN-RELAY) as nwaku
+// v0.38.1's --rln-relay-* flags do (tools/confutils/cli_args.nim;
+// waku/waku_rln_relay): every relayed message must carry a valid
+// RateLimitProof of a member of the membership contract, within the
+// member's message limit per epoch, or it is dropped and its forwarder's
+// gossipsub score lowered. A node with a membership (CredPath) attaches
+// proofs to the messages it publishes through the REST API and the
+// lightpush service. The zero value of each field is its documented
+// default.
+type RLNRelayConfig struct {
+	// Enabled turns RLN relay on (--rln-relay). It needs Relay.
+	Enabled bool
+	// Dynamic is --rln-relay-dynamic, on-chain group management. nwaku
+	// v0.38.1 has no other (its static group manager was removed), and
+	// neither has courier: the membership always comes from the chain,
+	// whatever the value.
+	Dynamic bool
+	// EthClientAddresses are the Ethereum JSON-RPC endpoints, http(s)://
+	// or ws(s)://, tried in order (--rln-relay-eth-client-address,
+	// repeatable). Default DefaultRLNEthClientAddress, nwaku's.
+	EthClientAddresses []string
+	// EthContractAddress is the membership contract, 0x and 40 hex digits
+	// (--rln-relay-eth-contract-address). Required.
+	EthContractAddress string
+	// ChainID is the chain the endpoints must serve (--rln-relay-chain-id).
+	// 0 takes the first endpoint's.
+	ChainID uint64
+	// EthPrivateKey is an Ethereum private key in hex
+	// (--rln-relay-eth-private-key), for registrations only: a running node
+	// sends no transaction.
+	EthPrivateKey string
+	// CredPath and CredPassword are the keystore with the node's
+	// membership and its password (--rln-relay-cred-path,
+	// --rln-relay-cred-password), both or neither. Without them the node
+	// validates and relays but makes no proofs: its REST API and lightpush
+	// service publish only messages that carry a valid proof.
+	CredPath, CredPassword string
+	// MembershipIndex selects the keystore's credential by its tree index
+	// (--rln-relay-membership-index). Nil means 0, as nwaku; a keystore
+	// with one credential gives it whatever the index.
+	MembershipIndex *uint64
+	// UserMessageLimit is --rln-relay-user-message-limit: when not 0 and
+	// below the membership's registered limit, the node spends at most
+	// this many message ids per epoch. 0 means the registered limit. (nwaku
+	// counts against this flag, default 1, while its proofs use the
+	// registered limit.)
+	UserMessageLimit uint64
+	// EpochSec is the epoch length in seconds (--rln-relay-epoch-sec).
+	// Default 1, nwaku's; The Waku Network uses 600.
+	EpochSec uint64
+	// CircuitDir holds zerokit's circuit files a node with a membership
+	// proves with (--rln-relay-circuit-dir, courier's). Empty means
+	// rln.DefaultCircuitDir(): $COURIER_RLN_CIRCUIT_DIR, else
+	// $XDG_DATA_HOME/courier/rln, else ~/.local/share/courier/rln.
+	CircuitDir string
+	// Membership tunes the chain client: poll interval, call timeout,
+	// retries, history, Dial (see rln/membership.Config; zero values are
+	// its defaults). Its Endpoints, Contract, ChainID, PrivateKey,
+	// MembershipIndex and Logger are set from the fields above.
+	Membership membership.Config
+}
+
+// DefaultRLNEthClientAddress is nwaku's default
+// --rln-relay-eth-client-address.
+const DefaultRLNEthClientAddress = "http://localhost:8540/"
 
 // Stream muxer names for Config.Muxers.
 const (

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/node/state"
 
@@ -269,7 +270,7 @@ func TestPeerExchangeLearnsDiscv5Peers(t *testing.T) {
 	}
 	pxHealth := func(n *Node) rest.ProtocolHealth {
 		for _, p := range n.healthReport().ProtocolsHealth {
-			if p.Protocol == HealthPeerExchange {
+			if p.Protocol == health.PeerExchange {
 				return p
 			}
 		}

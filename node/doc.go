@@ -5,8 +5,24 @@
 // manager and discovery, the REST API and the Prometheus metrics server.
 // It is the composition root: each part lives in its own package (the
 // protocols at the top level, the node's own in node/internal: peers,
-// metrics, restapi, health, resume, nodekey) and works over what the node
-// hands it, never over the node itself.
+// metrics, restapi, health, resume, nodekey, archivegate, httpserve) and
+// works over what the node hands it, never over the node itself.
+//
+// # Embedding
+//
+// An application builds a node with New from a Config (the zero value
+// starts; DefaultConfig is nwaku's defaults, those of `courier node`),
+// Starts it and Stops it when done; the examples show each use:
+//
+//   - receive: Relay().AddHandler gets every envelope relayed on the
+//     node's pubsub topics, decoded and hashed once;
+//   - publish: Publish, once Relay().WaitTopicPeers says someone follows
+//     the topic;
+//   - history: store.Query over Host() to StorePeer() (Config.StoreNode),
+//     with Config.Store and Config.OnArchived on the node that keeps it;
+//   - light client (Relay off): FilterClient subscribes at Config.FilterNode
+//     and Config.OnFilterPush receives the pushes; LightpushClient
+//     publishes through Config.LightpushNode.
 //
 // # Life cycle
 //

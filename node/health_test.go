@@ -11,6 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/rest"
 )
 
@@ -68,11 +69,11 @@ func TestHealthGolden(t *testing.T) {
 	}
 	wantGolden(t, getHealth(t, a), "health_alone.json")
 
-	a.MarkMounted(HealthLightpush, "/vac/waku/lightpush/3.0.0")
-	a.MarkMounted(HealthLegacyLightpush, "/vac/waku/lightpush/2.0.0-beta1")
-	a.MarkMounted(HealthFilter, "/vac/waku/filter-subscribe/2.0.0-beta1")
-	a.MarkMounted(HealthPeerExchange, "/vac/waku/peer-exchange/2.0.0-alpha1")
-	a.MarkMounted(HealthStoreClient, "/vac/waku/store-query/3.0.0")
+	a.health.Mount(health.Lightpush, "/vac/waku/lightpush/3.0.0")
+	a.health.Mount(health.LegacyLightpush, "/vac/waku/lightpush/2.0.0-beta1")
+	a.health.Mount(health.Filter, "/vac/waku/filter-subscribe/2.0.0-beta1")
+	a.health.Mount(health.PeerExchange, "/vac/waku/peer-exchange/2.0.0-alpha1")
+	a.health.Mount(health.StoreClient, "/vac/waku/store-query/3.0.0")
 	wantGolden(t, getHealth(t, a), "health_mounted_alone.json")
 
 	b, err := New(Config{ListenAddress: "127.0.0.1", Relay: true})

@@ -13,6 +13,7 @@ import (
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/shard"
 )
@@ -31,7 +32,8 @@ type light struct {
 	filterSlot    peer.ID
 	lightpushSlot peer.ID
 	removePush    func()
-	// onFilterPush receives the messages the filter client is pushed.
+	// onFilterPush receives the messages the filter client is pushed for
+	// the REST API, before Config.OnFilterPush.
 	onFilterPush func(env *message.Envelope)
 }
 
@@ -52,7 +54,7 @@ func (n *Node) buildLight() error {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		n.light.filter = svc
-		n.MarkMounted(HealthFilter, filter.SubscribeProtocolID)
+		n.health.Mount(health.Filter, filter.SubscribeProtocolID)
 	}
 	if n.cfg.Lightpush {
 		lc := lightpush.Config{Relay: n.relay, ClusterID: n.cfg.ClusterID, Counters: n.cfg.Counters, RateLimit: limits.Get(ratelimit.Lightpush),
@@ -60,28 +62,34 @@ func (n *Node) buildLight() error {
 		if n.cfg.auto != nil {
 			lc.Autoshard = n.cfg.auto.PubsubTopic
 		}
+		if n.rln != nil {
+			lc.RLN = lightpushRLN{n.rln}
+		}
 		svc, err := lightpush.New(n.host, lc)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		n.light.lightpush = svc
-		n.MarkMounted(HealthLightpush, lightpush.ProtocolID)
-		n.MarkMounted(HealthLegacyLightpush, lightpush.LegacyProtocolID)
+		n.health.Mount(health.Lightpush, lightpush.ProtocolID)
+		n.health.Mount(health.LegacyLightpush, lightpush.LegacyProtocolID)
 	}
 	n.light.filterSlot = n.addServicePeer(n.cfg.filterNode)
 	n.light.lightpushSlot = n.addServicePeer(n.cfg.lightpushNode)
 	n.light.filterClient = filter.NewClient(n.host, filter.ClientConfig{
 		Counters: n.cfg.Counters, Logger: n.cfg.Logger.With("protocol", "filter-client"),
-		Handler: func(env *message.Envelope, _ peer.ID) {
+		Handler: func(env *message.Envelope, from peer.ID) {
 			if f := n.light.onFilterPush; f != nil {
 				f(env)
 			}
+			if f := n.cfg.OnFilterPush; f != nil {
+				f(env, from)
+			}
 		},
 	})
-	n.MarkMounted(HealthFilterClient, filter.SubscribeProtocolID)
+	n.health.Mount(health.FilterClient, filter.SubscribeProtocolID)
 	n.light.lightpushClient = lightpush.NewClient(n.host, lightpush.ClientConfig{Counters: n.cfg.Counters})
-	n.MarkMounted(HealthLightpushClient, lightpush.ProtocolID)
-	n.MarkMounted(HealthLegacyLightpushClient, lightpush.LegacyProtocolID)
+	n.health.Mount(health.LightpushClient, lightpush.ProtocolID)
+	n.health.Mount(health.LegacyLightpushClient, lightpush.LegacyProtocolID)
 	return nil
 }
 

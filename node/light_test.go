@@ -22,6 +22,7 @@ import (
 	"github.com/couriernet/courier/filter"
 	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/shard"
 )
@@ -210,7 +211,7 @@ func TestLightClientsWithoutNodeFlags(t *testing.T) {
 		var out []string
 		for _, p := range c.restAPI().Health().ProtocolsHealth {
 			switch p.Protocol {
-			case HealthLightpushClient, HealthLegacyLightpushClient, HealthFilterClient:
+			case health.LightpushClient, health.LegacyLightpushClient, health.FilterClient:
 				out = append(out, p.Protocol+"="+string(p.Health)+" "+p.Desc)
 			}
 		}

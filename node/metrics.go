@@ -32,7 +32,7 @@ func (n *Node) metricSources() metrics.Sources {
 		s.Archive = n.archive.Stats
 	}
 	if g := n.store.gate; g != nil {
-		s.ArchiveRefused = func() (uint64, uint64) { return g.tooOld.Load(), g.futures.Load() }
+		s.ArchiveRefused = g.Refused
 	}
 	if n.store.sync != nil {
 		s.StoreSync = n.store.sync.Stats

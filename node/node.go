@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,11 +18,13 @@ import (
 	"github.com/couriernet/courier/internal/dirlock"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
+	"github.com/couriernet/courier/node/internal/archivegate"
 	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/internal/metrics"
 	"github.com/couriernet/courier/node/internal/nodekey"
 	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/node/internal/resume"
+	"github.com/couriernet/courier/node/internal/rlnnode"
 	"github.com/couriernet/courier/peerexchange"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/shard"
@@ -53,7 +54,8 @@ type Node struct {
 	http     httpParts
 	health   health.Monitor
 	metrics  *metrics.Metrics
-	lock     *os.File // flock on DataDir/LOCK
+	rln      *rlnnode.RLN // nil without RLN relay
+	lock     *os.File     // flock on DataDir/LOCK
 	life     lifecycle
 }
 
@@ -128,9 +130,12 @@ func (n *Node) build() error {
 		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger,
 			PeerTopics: n.cfg.isClusterTopic}
 		n.metrics.ObserveRelay(&rc)
+		if err := n.buildRLN(&rc); err != nil {
+			return err
+		}
 		switch {
 		case n.archive != nil && n.cfg.ArchiveTimestampDrift > 0:
-			n.store.gate = newArchiveGate(n.archive, n.cfg.ArchiveTimestampDrift)
+			n.store.gate = archivegate.New(n.archive, n.cfg.ArchiveTimestampDrift)
 			rc.Archive = n.store.gate
 		case n.archive != nil:
 			rc.Archive = n.archive
@@ -229,6 +234,9 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := startCanceled(ctx); err != nil {
 		return err
 	}
+	if err := n.startRLN(ctx); err != nil {
+		return err
+	}
 	if n.relay != nil {
 		for _, t := range n.cfg.topics {
 			if err := n.relay.Subscribe(t, relay.OwnerConfig); err != nil {
@@ -277,7 +285,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.peers.Run(runCtx)
 	if n.cfg.Discovery.PeerExchange {
-		n.MarkMounted(HealthPeerExchange, peerexchange.ProtocolID)
+		n.health.Mount(health.PeerExchange, peerexchange.ProtocolID)
 	}
 	n.setState("READY")
 	return nil
@@ -321,33 +329,9 @@ func (n *Node) stop(ctx context.Context) error {
 	if n.life.cancel != nil {
 		n.life.cancel()
 	}
-	defer n.dropPeersAfter(ctx, StopGrace)()
+	defer peers.DropAfter(ctx, n.host, StopGrace, n.cfg.Logger)()
 	n.life.wg.Wait()
 	return errors.Join(herr, n.closeParts())
-}
-
-// dropPeersAfter closes the host's network, and so every connection and
-// stream, once grace has passed or ctx ended, whichever is first, unless
-// the returned func is called before.
-func (n *Node) dropPeersAfter(ctx context.Context, grace time.Duration) (cancel func()) {
-	if n.host == nil {
-		return func() {}
-	}
-	var once sync.Once
-	drop := func() {
-		once.Do(func() {
-			n.cfg.Logger.Warn("stop: services still busy with peers; closing the connections", "grace", grace)
-			if err := n.host.Network().Close(); err != nil {
-				n.cfg.Logger.Warn("stop: closing the connections", "err", err)
-			}
-		})
-	}
-	timer := time.AfterFunc(grace, drop)
-	stopCtx := context.AfterFunc(ctx, drop)
-	return func() {
-		timer.Stop()
-		stopCtx()
-	}
 }
 
 func (n *Node) getState() string {
@@ -361,8 +345,14 @@ func (n *Node) closeParts() error {
 		n.peers.Close()
 	}
 	errs := []error{n.closeLight(), n.closeStore()}
+	if n.rln != nil {
+		errs = append(errs, n.rln.ClosePublisher())
+	}
 	if n.relay != nil {
 		errs = append(errs, n.relay.Close())
+	}
+	if n.rln != nil {
+		n.rln.CloseMembership()
 	}
 	if n.store.sync != nil {
 		errs = append(errs, n.store.sync.Close())
@@ -398,6 +388,9 @@ func (n *Node) Publish(ctx context.Context, pubsubTopic string, msg *message.Mes
 	if msg.Timestamp == 0 {
 		msg.Timestamp = time.Now().UnixNano()
 	}
+	if n.rln != nil {
+		return n.publishRLN(ctx, pubsubTopic, msg)
+	}
 	env, err := n.relay.Publish(ctx, pubsubTopic, msg)
 	if err != nil {
 		n.metrics.NodeError("publish_failure")
@@ -415,6 +408,9 @@ func (n *Node) PublishWith(ctx context.Context, pubsubTopic string, msg *message
 	}
 	if msg.Timestamp == 0 {
 		msg.Timestamp = time.Now().UnixNano()
+	}
+	if n.rln != nil {
+		return n.publishWithRLN(ctx, pubsubTopic, msg, payloadLen, fill)
 	}
 	return n.relay.PublishWith(ctx, pubsubTopic, msg, payloadLen, fill)
 }
@@ -446,14 +442,7 @@ func (n *Node) Autosharding() (a shard.Autosharding, ok bool) {
 // ListenAddresses returns the host's listen addresses with /p2p/<id>.
 // Secure WebSocket is written /wss, as nwaku writes it, where go-libp2p
 // writes the equivalent /tls/ws.
-func (n *Node) ListenAddresses() []string {
-	var out []string
-	for _, a := range n.host.Addrs() {
-		s := strings.Replace(a.String(), "/tls/ws", "/wss", 1)
-		out = append(out, fmt.Sprintf("%s/p2p/%s", s, n.host.ID()))
-	}
-	return out
-}
+func (n *Node) ListenAddresses() []string { return peers.ListenAddresses(n.host) }
 
 // onMetadataChecked tells the peer manager what the metadata check of id
 // found.

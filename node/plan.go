@@ -3,12 +3,15 @@ package node
 import (
 	"fmt"
 	"log/slog"
+	"math/big"
 	"net"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/p2p/dnsdisc"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -21,6 +24,9 @@ import (
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node/internal/nodekey"
 	"github.com/couriernet/courier/node/internal/peers"
+	"github.com/couriernet/courier/node/internal/rlnnode"
+	"github.com/couriernet/courier/rln"
+	"github.com/couriernet/courier/rln/membership"
 	"github.com/couriernet/courier/shard"
 )
 
@@ -44,6 +50,8 @@ type plan struct {
 	// peers configures the peer manager and discovery: the static nodes,
 	// the relay share, the external addresses, the bootstrap records.
 	peers peers.Config
+	// rln configures RLN relay; used only with RLNRelay.Enabled.
+	rln rlnnode.Config
 }
 
 // fillDefaults gives every zero field its documented default, where the
@@ -78,6 +86,16 @@ func (c *Config) fillDefaults() {
 		c.StaticRedialMax = 30 * time.Second
 	}
 	c.Discovery.fillDefaults()
+	c.RLNRelay.fillDefaults()
+}
+
+func (c *RLNRelayConfig) fillDefaults() {
+	if len(c.EthClientAddresses) == 0 {
+		c.EthClientAddresses = []string{DefaultRLNEthClientAddress}
+	}
+	if c.EpochSec == 0 {
+		c.EpochSec = 1
+	}
 }
 
 func (c *DiscoveryConfig) fillDefaults() {
@@ -134,7 +152,7 @@ func (c Config) resolve() (*plan, error) {
 	}
 	p := &plan{Config: c}
 	for _, step := range []func() error{p.parseKey, p.checkAddresses, p.parseStatic, p.checkPorts, p.checkShards, p.parseArchive,
-		p.parseLimits, p.checkServices, p.parseDiscovery, p.parseTopics, p.parseServiceNodes, p.parseListen} {
+		p.parseLimits, p.checkServices, p.parseDiscovery, p.parseTopics, p.parseServiceNodes, p.parseListen, p.parseRLN} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -246,16 +264,14 @@ func (p *plan) checkShards() error {
 	return nil
 }
 
-// parseArchive locates the archive and, with Store on, checks its
+// parseArchive locates the archive (dburl.ParseIn) and, with Store on, checks its
 // retention policy before the archive is opened. Without Store the policy
 // is not read, as nwaku builds it only for its store service
 // (store_service_conf_builder.nim build).
-func (p *plan) parseArchive() error {
-	loc, err := p.locateArchive()
-	if err != nil {
-		return err
+func (p *plan) parseArchive() (err error) {
+	if p.archive, err = dburl.ParseIn(p.DBURL, p.DataDir); err != nil {
+		return fmt.Errorf("%w: --store-message-db-url: %w", ErrConfig, err)
 	}
-	p.archive = loc
 	if _, err := archive.ParseRetention(p.ArchiveConfig.Retention); p.Store && err != nil {
 		return fmt.Errorf("%w: --store-message-retention-policy=%s: %w", ErrConfig, p.ArchiveConfig.Retention, err)
 	}
@@ -329,8 +345,8 @@ func (p *plan) parseDiscovery() error {
 		return err
 	}
 	if c.PeerExchangeNode != "" {
-		if p.peers.PeerExchangeNode, err = peer.AddrInfoFromString(c.PeerExchangeNode); err != nil {
-			return fmt.Errorf("%w: --peer-exchange-node %q needs a multiaddr with /p2p/<id>: %w", ErrConfig, c.PeerExchangeNode, err)
+		if p.peers.PeerExchangeNode, err = peerAddr("peer-exchange-node", c.PeerExchangeNode); err != nil {
+			return err
 		}
 	}
 	if c.DNSDiscovery && c.DNSDiscoveryURL == "" {
@@ -482,4 +498,58 @@ func (p *plan) completePeers() {
 	pc.DNSNameServers = c.DNSNameServers
 	pc.PeerExchange, pc.PeerExchangeLimit, pc.PeerExchangeInterval = c.PeerExchange, p.limits.Get(ratelimit.PeerExchange), c.PeerExchangeInterval
 	pc.Logger = p.Logger
+}
+
+// parseRLN checks the RLN relay settings as nwaku's RlnRelayConfBuilder
+// (waku/factory/conf_builder/rln_relay_conf_builder.nim build) and the
+// group manager's init do, and builds the RLN relay's configuration. The
+// message id counter of a membership lives in DataDir, or without one
+// beside the keystore.
+func (p *plan) parseRLN() error {
+	c := &p.RLNRelay
+	if !c.Enabled {
+		return nil
+	}
+	switch {
+	case !p.Relay:
+		return fmt.Errorf("%w: --rln-relay needs --relay", ErrConfig)
+	case c.EthContractAddress == "":
+		return fmt.Errorf("%w: --rln-relay needs --rln-relay-eth-contract-address (rlnRelay.ethContractAddress is not specified)", ErrConfig)
+	case !common.IsHexAddress(c.EthContractAddress):
+		return fmt.Errorf("%w: --rln-relay-eth-contract-address %q: want 0x and 40 hex digits", ErrConfig, c.EthContractAddress)
+	case c.CredPath != "" && c.CredPassword == "":
+		return fmt.Errorf("%w: --rln-relay-cred-path without --rln-relay-cred-password (RLN Relay Credential Password is not specified but path is)", ErrConfig)
+	case c.CredPath == "" && c.CredPassword != "":
+		return fmt.Errorf("%w: --rln-relay-cred-password without --rln-relay-cred-path (RLN Relay Credential Path is not specified but password is)", ErrConfig)
+	case c.UserMessageLimit > rln.MaxUserMessageLimit:
+		return fmt.Errorf("%w: --rln-relay-user-message-limit %d: the circuit allows at most %d", ErrConfig, c.UserMessageLimit, rln.MaxUserMessageLimit)
+	case c.EpochSec > 1<<32:
+		return fmt.Errorf("%w: --rln-relay-epoch-sec %d is too long", ErrConfig, c.EpochSec)
+	}
+	mc := c.Membership
+	mc.Endpoints, mc.Contract, mc.Logger = c.EthClientAddresses, common.HexToAddress(c.EthContractAddress), p.Logger
+	if c.ChainID != 0 {
+		mc.ChainID = new(big.Int).SetUint64(c.ChainID)
+	}
+	if c.EthPrivateKey != "" {
+		key, err := membership.ParsePrivateKey(c.EthPrivateKey)
+		if err != nil {
+			return fmt.Errorf("%w: --rln-relay-eth-private-key: %w", ErrConfig, err)
+		}
+		mc.PrivateKey = key
+	}
+	for _, e := range mc.Endpoints {
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+			return fmt.Errorf("%w: --rln-relay-eth-client-address %q: want an http(s):// or ws(s):// URL", ErrConfig, membership.Redact(e))
+		}
+	}
+	counterDir := p.DataDir
+	if counterDir == "" {
+		counterDir = filepath.Dir(c.CredPath)
+	}
+	p.rln = rlnnode.Config{EpochSec: c.EpochSec, Membership: mc, ContractAddress: c.EthContractAddress, CredPath: c.CredPath,
+		CredPassword: c.CredPassword, MembershipIndex: c.MembershipIndex, UserMessageLimit: c.UserMessageLimit,
+		CircuitDir: c.CircuitDir, CounterDir: counterDir, Logger: p.Logger}
+	return nil
 }

@@ -3,44 +3,20 @@ package node
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/couriernet/courier/archive/dburl"
 	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/node/internal/archivegate"
+	"github.com/couriernet/courier/node/internal/health"
+	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/node/internal/resume"
 	"github.com/couriernet/courier/store"
 	"github.com/couriernet/courier/storesync"
 )
 
-// DefaultDBURL is nwaku's default --store-message-db-url
-// (tools/confutils/cli_args.nim), used when Config.DBURL is empty and no
-// DataDir is set.
-const DefaultDBURL = "sqlite://store.sqlite3"
-
-// locateArchive resolves DBURL: "" means DataDir/archive, or DefaultDBURL
-// without a DataDir; "embedded" means DataDir/archive; any other value is
-// a database URL that archive/dburl resolves as nwaku's archive driver
-// builder does (sqlite://PATH, postgres://...).
-func (c *Config) locateArchive() (dburl.Location, error) {
-	u := c.DBURL
-	switch {
-	case u == "" && c.DataDir == "":
-		u = DefaultDBURL
-	case u == "" || u == "embedded":
-		return dburl.Location{Dir: filepath.Join(c.DataDir, "archive")}, nil
-	}
-	loc, err := dburl.Parse(u)
-	if err != nil {
-		return dburl.Location{}, fmt.Errorf("%w: store-message-db-url %q: want sqlite://PATH or postgres://user:password@host:port/db", ErrConfig, u)
-	}
-	return loc, nil
-}
-
-// openArchive opens the archive Config.DBURL names.
-func (n *Node) openArchive() error {
-	loc := n.cfg.archive
+// openArchive opens the archive the plan located.
+func (n *Node) openArchive() (err error) {
 	cfg := n.cfg.ArchiveConfig
 	n.metrics.ObserveArchive(&cfg.Config)
 	n.indexCommits(&cfg.Config)
@@ -49,25 +25,10 @@ func (n *Node) openArchive() error {
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
-	if loc.Postgres != "" {
-		a, err := loc.Open(context.Background(), cfg)
-		if err != nil {
-			return fmt.Errorf("node: open archive: %w", err)
-		}
-		n.archive = a
-		n.cfg.Logger.Info("archive in Postgres", "retention", cfg.Retention)
-		return nil
+	if n.archive, err = n.cfg.archive.Open(context.Background(), cfg); err != nil {
+		return fmt.Errorf("node: open archive %s: %w", n.cfg.archive, err)
 	}
-	a, err := loc.Open(context.Background(), cfg)
-	if err != nil {
-		return fmt.Errorf("node: open archive in %s: %w", loc.Dir, err)
-	}
-	n.archive = a
-	index := loc.Index
-	if index == "" {
-		index = filepath.Join(loc.Dir, "index.db")
-	}
-	n.cfg.Logger.Info("embedded archive", "index", index, "segments", loc.Dir, "retention", cfg.Retention)
+	n.cfg.Logger.Info("archive "+n.cfg.archive.String(), "retention", cfg.Retention)
 	return nil
 }
 
@@ -80,7 +41,7 @@ type storeParts struct {
 	peer   peer.ID // --storenode, "" when not set
 	// gate checks relayed messages' timestamps before the archive; nil
 	// without archive or with the check off.
-	gate *archiveGate
+	gate *archivegate.Gate
 	sync *storesync.Service // nil when store-sync is off
 	// health follows the archive's failed and successful commits for the
 	// log and /health; nil without archive.
@@ -100,11 +61,11 @@ func (n *Node) buildStore() error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		n.MarkMounted(HealthStore, store.ProtocolID)
+		n.health.Mount(health.Store, store.ProtocolID)
 	}
 	// The store client is always mounted, as in nwaku
 	// (waku/factory/node_factory.nim mountStoreClient).
-	n.MarkMounted(HealthStoreClient, store.ProtocolID)
+	n.health.Mount(health.StoreClient, store.ProtocolID)
 	n.store.peer = n.addServicePeer(n.cfg.storeNode)
 	return nil
 }
@@ -131,10 +92,8 @@ func (n *Node) StorePeer() peer.ID {
 
 // connectedStorePeer returns a connected peer that serves store, or "".
 func (n *Node) connectedStorePeer() peer.ID {
-	for _, p := range n.host.Network().Peers() {
-		if ok, _ := n.host.Peerstore().SupportsProtocols(p, store.ProtocolID); len(ok) > 0 {
-			return p
-		}
+	if ps := peers.ConnectedWith(n.host, store.ProtocolID); len(ps) > 0 {
+		return ps[0]
 	}
 	return ""
 }

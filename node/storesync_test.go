@@ -118,7 +118,7 @@ func TestStoreSyncRepairsRefused(t *testing.T) {
 	if _, err := a.Publish(ctx, topic, msg); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "B's archive refuses the relayed message as too old", func() bool { return b.store.gate.tooOld.Load() == 1 })
+	waitFor(ctx, t, "B's archive refuses the relayed message as too old", func() bool { tooOld, _ := b.store.gate.Refused(); return tooOld == 1 })
 	if n := a.StoreSync().Stats().Items; n != 1 {
 		t.Fatalf("A's index holds %d items, want the message A's archive committed", n)
 	}

@@ -51,12 +51,8 @@ func Example() {
 	if err := ha.Connect(ctx, peer.AddrInfo{ID: hb.ID(), Addrs: hb.Addrs()}); err != nil {
 		log.Fatal(err)
 	}
-	for len(a.TopicPeers(topic)) == 0 { // until gossipsub has told a that b follows the topic
-		select {
-		case <-ctx.Done():
-			log.Fatal("b never joined the topic")
-		case <-time.After(10 * time.Millisecond):
-		}
+	if err := a.WaitTopicPeers(ctx, topic, 1); err != nil { // until gossipsub has told a that b follows the topic
+		log.Fatal("b never joined the topic: ", err)
 	}
 
 	sent, err := a.Publish(ctx, topic, &message.Message{Payload: []byte("hello"), ContentTopic: "/example/1/chat/proto"})

@@ -134,6 +134,59 @@ func (r *Relay) Counters() *message.Counters { return r.cfg.Counters }
 // pubsubTopic (mesh or not), in no particular order; nil when there are none.
 func (r *Relay) TopicPeers(pubsubTopic string) []peer.ID { return r.ps.ListPeers(pubsubTopic) }
 
+// WaitTopicPeers returns once at least n relay peers follow pubsubTopic
+// (TopicPeers), which the relay must have joined (Subscribe, Publish). It
+// waits on gossipsub's peer events of the topic, so that an application can
+// publish as soon as someone will hear it, and a lightpush service will not
+// answer NO_PEERS_TO_RELAY. Errors wrap
+// ErrNotSubscribed (the topic is not joined) or ErrClosed (the relay is,
+// or closes while waiting), or are ctx's.
+func (r *Relay) WaitTopicPeers(ctx context.Context, pubsubTopic string, n int) error {
+	r.mu.Lock()
+	ts, joined := r.topics[pubsubTopic]
+	closed := r.closed
+	r.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case !joined:
+		return fmt.Errorf("%w: %s", ErrNotSubscribed, pubsubTopic)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(r.ctx, cancel)()
+	err := r.waitPeers(ctx, ts.topic, n)
+	if err != nil && r.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return err
+}
+
+// waitPeers waits on t's peer events until t has n peers. gossipsub may
+// report a peer's subscription before it counts the peer itself (once its
+// stream is up, with no event of its own), so the count is also checked
+// again every peerRecheck without an event.
+func (r *Relay) waitPeers(ctx context.Context, t *pubsub.Topic, n int) error {
+	events, err := t.EventHandler() // reports the peers already there as joins
+	if err != nil {
+		return fmt.Errorf("relay: peer events of %q: %w", t.String(), err)
+	}
+	defer events.Cancel()
+	for len(t.ListPeers()) < n {
+		next, cancel := context.WithTimeout(ctx, peerRecheck)
+		_, err := events.NextPeerEvent(next)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// peerRecheck is how long waitPeers waits for a peer event before it
+// counts the topic's peers again.
+const peerRecheck = 50 * time.Millisecond
+
 // validateBytes is the topic validator's work on one received message:
 // decode once, apply the Reject and Ignore rules (with RLN relay, its check
 // and its one proof verification), hash once. A message that

@@ -27,9 +27,10 @@ an archive of relayed messages (--store), a REST API with nwaku's paths
 
 The command line is nwaku v0.38.1's: every flag of its wakunode2 is
 accepted, as --flag=value, --flag value, --flag:value, and --flag=true|false
-for switches. A flag whose value asks for something this node does not do
-(--rln-relay=true, say) stops it with one line naming the flag and the
-reason; values that ask for nothing (--rln-relay=false) are accepted
+for switches, and so is its generateRlnKeystore command (courier
+generateRlnKeystore --help). A flag whose value asks for something this
+node does not do (--mix=true, say) stops it with one line naming the flag
+and the reason; values that ask for nothing (--mix=false) are accepted
 quietly. --version prints the version and exits. Defaults are nwaku's,
 except:
   - with neither --shard nor --num-shards-in-network (nor --pubsub-topic)
@@ -66,7 +67,7 @@ Flags:
 // runNode parses the node's command line (nodeFlags) and runs the node.
 func runNode(args []string) error {
 	if len(args) > 0 && args[0] == "generateRlnKeystore" {
-		return &refusedError{"", "generateRlnKeystore", errRLN}
+		return runKeystore(args[1:])
 	}
 	if asksVersion(args) {
 		fmt.Println(versionLine())

@@ -17,12 +17,15 @@ import (
 
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node"
-	"github.com/couriernet/courier/shard"
 )
 
 // contentTopic names the application's messages (23/WAKU2-TOPICS:
-// /application/version/topic/encoding).
-const contentTopic = "/courier-example/1/chat/plain"
+// /application/version/topic/encoding); topic is the pubsub topic of
+// DefaultConfig's shard.
+const (
+	contentTopic = "/courier-example/1/chat/plain"
+	topic        = "/waku/2/rs/0/0"
+)
 
 func main() {
 	nick := flag.String("nick", "anon", "the name your lines are signed with")
@@ -35,9 +38,8 @@ func main() {
 }
 
 func run(nick string, port int, peer string) error {
-	cfg := node.DefaultConfig() // relay on, cluster 0, shard 0
+	cfg := node.DefaultConfig() // relay on, shard 0 of cluster 0, no REST API, no metrics server
 	cfg.ListenAddress, cfg.TCPPort = "127.0.0.1", port
-	cfg.REST, cfg.MetricsServer = false, false // a chat needs neither, and two would share their ports
 	if peer != "" {
 		cfg.StaticNodes = []string{peer}
 	}
@@ -46,14 +48,12 @@ func run(nick string, port int, peer string) error {
 	if err != nil {
 		return err
 	}
+	defer n.Stop(context.Background())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := n.Start(ctx); err != nil {
 		return err
 	}
-	defer n.Stop(context.Background())
-	s, _ := shard.NewRelayShard(cfg.ClusterID, 0)
-	topic := s.PubsubTopic()
 
 	// Every relayed message reaches the handler, ours included (a local
 	// publish is dispatched too): print the others' lines of this chat.
@@ -65,6 +65,12 @@ func run(nick string, port int, peer string) error {
 		}
 	})
 	fmt.Printf("chatting on %s as %s; others join with -peer %s\n", topic, nick, n.ListenAddresses()[0])
+	if peer != "" {
+		if err := n.Relay().WaitTopicPeers(ctx, topic, 1); err != nil {
+			return fmt.Errorf("waiting for %s: %w", peer, err)
+		}
+		fmt.Println("connected")
+	}
 
 	lines := make(chan string)
 	go func() {
@@ -79,10 +85,17 @@ func run(nick string, port int, peer string) error {
 			return nil
 		case line, ok := <-lines:
 			if !ok {
-				time.Sleep(time.Second) // let the last line leave before stopping
+				// gossipsub sends in the background and has no flush: give
+				// the last line a moment to leave before Stop closes the
+				// connections.
+				time.Sleep(time.Second)
 				return nil
 			}
-			msg := &message.Message{Payload: []byte(mine + line), ContentTopic: contentTopic, Timestamp: time.Now().UnixNano()}
+			if len(n.Relay().TopicPeers(topic)) == 0 {
+				fmt.Fprintln(os.Stderr, "(nobody is listening yet; not sent)")
+				continue
+			}
+			msg := &message.Message{Payload: []byte(mine + line), ContentTopic: contentTopic}
 			if _, err := n.Publish(ctx, topic, msg); err != nil {
 				fmt.Fprintln(os.Stderr, "publish:", err)
 			}

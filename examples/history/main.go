@@ -10,16 +10,19 @@ import (
 	"log"
 	"log/slog"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node"
-	"github.com/couriernet/courier/shard"
 	"github.com/couriernet/courier/store"
 )
 
-const contentTopic = "/courier-example/1/history/plain"
+// The application's content topic (23/WAKU2-TOPICS) and the pubsub topic
+// of DefaultConfig's shard.
+const (
+	contentTopic = "/courier-example/1/history/plain"
+	topic        = "/waku/2/rs/0/0"
+)
 
 func main() {
 	if err := run(); err != nil {
@@ -35,14 +38,17 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	texts := []string{"one", "two", "three", "four", "five"}
 
-	// The store node relays and archives what it relays.
-	var archived atomic.Int64
+	// The store node relays and archives what it relays; OnArchived
+	// reports each commit.
+	archived := make(chan error, len(texts))
 	storeCfg := config()
 	storeCfg.Store, storeCfg.DataDir = true, dir
 	storeCfg.OnArchived = func(_ *message.Envelope, err error) {
-		if err == nil {
-			archived.Add(1)
+		select {
+		case archived <- err:
+		default: // more than ours: not waited for
 		}
 	}
 	storeNode, err := start(ctx, storeCfg)
@@ -51,36 +57,42 @@ func run() error {
 	}
 	defer storeNode.Stop(context.Background())
 
-	// The application node relays only, with the store node as a static peer.
+	// The application node relays only, with the store node as a static
+	// peer and as the store node its queries go to (StorePeer).
+	addr := storeNode.ListenAddresses()[0]
 	appCfg := config()
-	appCfg.StaticNodes = storeNode.ListenAddresses()[:1]
+	appCfg.StaticNodes, appCfg.StoreNode = []string{addr}, addr
 	app, err := start(ctx, appCfg)
 	if err != nil {
 		return err
 	}
 	defer app.Stop(context.Background())
 
-	s, _ := shard.NewRelayShard(appCfg.ClusterID, 0)
-	topic := s.PubsubTopic()
-	if err := waitFor(ctx, func() bool { return len(app.Relay().TopicPeers(topic)) > 0 }); err != nil {
+	if err := app.Relay().WaitTopicPeers(ctx, topic, 1); err != nil {
 		return fmt.Errorf("the store node never joined %s: %w", topic, err)
 	}
-	texts := []string{"one", "two", "three", "four", "five"}
 	for _, text := range texts {
-		// The archive keeps a relayed message only with a timestamp near its clock.
-		msg := &message.Message{Payload: []byte(text), ContentTopic: contentTopic, Timestamp: time.Now().UnixNano()}
-		if _, err := app.Publish(ctx, topic, msg); err != nil {
+		// Publish sets the timestamp: the archive keeps a relayed message
+		// only with one near its clock.
+		if _, err := app.Publish(ctx, topic, &message.Message{Payload: []byte(text), ContentTopic: contentTopic}); err != nil {
 			return err
 		}
 	}
-	if err := waitFor(ctx, func() bool { return archived.Load() == int64(len(texts)) }); err != nil {
-		return fmt.Errorf("%d of %d messages archived: %w", archived.Load(), len(texts), err)
+	for i := range texts {
+		select {
+		case err := <-archived:
+			if err != nil {
+				return fmt.Errorf("archive: %w", err)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d messages archived: %w", i, len(texts), ctx.Err())
+		}
 	}
 
 	// Read the history back from the store node, oldest first.
 	req := &store.Request{PubsubTopic: topic, ContentTopics: []string{contentTopic}, IncludeData: true, Forward: true, Limit: 2}
 	for page := 1; ; page++ {
-		resp, err := store.Query(ctx, app.Host(), storeNode.Host().ID(), req, nil)
+		resp, err := store.Query(ctx, app.Host(), app.StorePeer(), req, app.Counters())
 		if err != nil {
 			return err
 		}
@@ -94,17 +106,17 @@ func run() error {
 	}
 }
 
-// config is nwaku's defaults on 127.0.0.1 with free ports and without the
-// REST API and metrics, which two nodes in one process would share ports
-// for.
+// config is nwaku's defaults (relay on, shard 0 of cluster 0, no REST API
+// and no metrics server) on 127.0.0.1 with a free port, logging warnings
+// only.
 func config() node.Config {
 	cfg := node.DefaultConfig()
 	cfg.ListenAddress, cfg.TCPPort = "127.0.0.1", 0
-	cfg.REST, cfg.MetricsServer = false, false
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return cfg
 }
 
+// start starts a node of cfg; on an error it releases what New took.
 func start(ctx context.Context, cfg node.Config) (*node.Node, error) {
 	n, err := node.New(cfg)
 	if err != nil {
@@ -115,16 +127,4 @@ func start(ctx context.Context, cfg node.Config) (*node.Node, error) {
 		return nil, err
 	}
 	return n, nil
-}
-
-// waitFor polls cond every 50 ms until it holds or ctx ends.
-func waitFor(ctx context.Context, cond func() bool) error {
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil
 }

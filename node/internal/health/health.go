@@ -95,6 +95,9 @@ type Node struct {
 	// ArchiveFailing, when not empty, says why the archive's writes fail
 	// (a full disk): Store is then NOT_READY with it as desc.
 	ArchiveFailing string
+	// RLN is RLN relay's health and the reason when it is not READY
+	// (nwaku getRlnRelayHealth); nil when RLN relay is off (NOT_MOUNTED).
+	RLN func() (state.HealthStatus, string)
 }
 
 // Report computes GET /health of n as nwaku v0.38.1 does
@@ -121,6 +124,14 @@ func (m *Monitor) Report(n Node) rest.Health {
 	for _, name := range healthOrder {
 		if name == Relay {
 			report = append(report, relay)
+			continue
+		}
+		if name == RlnRelay {
+			p := rest.ProtocolHealth{Protocol: name, Health: state.NotMounted}
+			if n.RLN != nil {
+				p.Health, p.Desc = n.RLN()
+			}
+			report = append(report, p)
 			continue
 		}
 		p := rest.ProtocolHealth{Protocol: name, Health: state.NotMounted}

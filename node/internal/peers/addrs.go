@@ -62,7 +62,7 @@ func (an Announce) Announced(h host.Host) []string {
 					hp = IPMultiaddr(ListenIP(an.ListenAddress))
 				}
 			}
-			out = append(out, strings.Replace(hp+rest.String(), "/tls/ws", "/wss", 1))
+			out = append(out, NwakuForm(hp+rest.String()))
 		}
 	}
 	for _, a := range an.ExtAddrs {
@@ -201,8 +201,22 @@ func withoutP2P(a ma.Multiaddr) ma.Multiaddr {
 	return out
 }
 
-// addrKey is a multiaddr as text without /p2p/<id>, /tls/ws written /wss.
+// addrKey is a multiaddr as text without /p2p/<id>, in NwakuForm.
 func addrKey(s string) string {
-	s, _, _ = strings.Cut(strings.Replace(s, "/tls/ws", "/wss", 1), "/p2p/")
+	s, _, _ = strings.Cut(NwakuForm(s), "/p2p/")
 	return s
+}
+
+// NwakuForm writes the multiaddr addr's secure WebSocket /wss, as nwaku
+// writes it, where go-libp2p writes the equivalent /tls/ws.
+func NwakuForm(addr string) string { return strings.Replace(addr, "/tls/ws", "/wss", 1) }
+
+// ListenAddresses returns h's listen addresses with /p2p/<id>, in
+// NwakuForm.
+func ListenAddresses(h host.Host) []string {
+	var out []string
+	for _, a := range h.Addrs() {
+		out = append(out, NwakuForm(a.String())+"/p2p/"+h.ID().String())
+	}
+	return out
 }

@@ -1,9 +1,13 @@
 package peers
 
 import (
+	"context"
 	cryptotls "crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -101,4 +105,29 @@ func NewHost(key crypto.PrivKey, cfg HostConfig) (host.Host, error) {
 		return nil, errors.Join(err, h.Close())
 	}
 	return h, nil
+}
+
+// DropAfter closes h's network, and so every connection and stream, once
+// grace has passed or ctx ended, whichever is first, unless the returned
+// func is called before: the guard of the node's Stop, so that no peer can
+// hold it. A nil h (a node whose host was never made) drops nothing.
+func DropAfter(ctx context.Context, h host.Host, grace time.Duration, log *slog.Logger) (cancel func()) {
+	if h == nil {
+		return func() {}
+	}
+	var once sync.Once
+	drop := func() {
+		once.Do(func() {
+			log.Warn("stop: services still busy with peers; closing the connections", "grace", grace)
+			if err := h.Network().Close(); err != nil {
+				log.Warn("stop: closing the connections", "err", err)
+			}
+		})
+	}
+	timer := time.AfterFunc(grace, drop)
+	stopCtx := context.AfterFunc(ctx, drop)
+	return func() {
+		timer.Stop()
+		stopCtx()
+	}
 }

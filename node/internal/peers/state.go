@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/couriernet/courier/node/state"
 )
@@ -23,6 +24,21 @@ const (
 	// metadata, kept after it disconnects (nwaku's ShardBook).
 	shardsKey = "courier/shards"
 )
+
+// ConnectedWith returns the connected peers that speak one of codecs, as
+// identify reported them, in the order of h.Network().Peers.
+func ConnectedWith(h host.Host, codecs ...protocol.ID) []peer.ID {
+	var out []peer.ID
+	for _, id := range h.Network().Peers() {
+		if h.Network().Connectedness(id) != network.Connected {
+			continue
+		}
+		if got, err := h.Peerstore().SupportsProtocols(id, codecs...); err == nil && len(got) > 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
 
 // watchConnectedness marks a peer CanConnect when its last connection
 // closes.

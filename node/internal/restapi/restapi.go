@@ -25,6 +25,7 @@ import (
 	"github.com/couriernet/courier/metadata"
 	"github.com/couriernet/courier/node/internal/metrics"
 	"github.com/couriernet/courier/node/internal/peers"
+	"github.com/couriernet/courier/node/internal/rlnnode"
 	"github.com/couriernet/courier/node/state"
 	"github.com/couriernet/courier/relay"
 	"github.com/couriernet/courier/rest"
@@ -123,17 +124,31 @@ func (a *API) RelayUnsubscribe(topics []string) error {
 }
 
 // RelayPublish publishes through Publish; a message the relay's
-// validators refuse is rest.ErrInvalidMessage.
+// validators refuse is rest.ErrInvalidMessage. With RLN relay, nwaku's
+// answers follow from the errors' texts: a proof that could not be made
+// (rlnnode.ProofError) is answered 500 "Failed to publish: error appending
+// RLN proof to message: ...", a message the RLN validator refuses
+// (rlnnode.ErrInvalid) 400 "Failed to publish: RLN validation failed".
 func (a *API) RelayPublish(ctx context.Context, topic string, msg *message.Message, n int, fill func([]byte) error) error {
 	if !slices.Contains(a.Relay.Topics(), topic) {
 		return fmt.Errorf("%w: %s", rest.ErrNotSubscribed, topic)
 	}
 	err := a.Publish(ctx, topic, msg, n, fill)
-	if errors.Is(err, relay.ErrInvalid) {
+	switch {
+	case errors.Is(err, rlnnode.ErrInvalid):
+		return invalidMessage{err}
+	case errors.Is(err, relay.ErrInvalid):
 		return fmt.Errorf("%w: %w", rest.ErrInvalidMessage, err)
 	}
 	return err
 }
+
+// invalidMessage is a rest.ErrInvalidMessage answered with err's text
+// alone.
+type invalidMessage struct{ err error }
+
+func (e invalidMessage) Error() string   { return e.err.Error() }
+func (e invalidMessage) Unwrap() []error { return []error{rest.ErrInvalidMessage, e.err} }
 
 func (a *API) RelayTopicPeers(topic string) int { return len(a.Relay.TopicPeers(topic)) }
 

@@ -26,7 +26,7 @@ import (
 // micro-stalled is micro with one more filter subscriber that never reads;
 // macro-lightpush is macro with a light client pushing to A (lightpush v3).
 // store fills an archive and times store v3 queries against it.
-var scenarios = []string{"micro", "micro-stalled", "macro", "macro-copy", "macro-bare", "macro-rest", "macro-lightpush", "libnet", "store"}
+var scenarios = []string{"micro", "micro-stalled", "macro", "macro-copy", "macro-bare", "macro-rest", "macro-lightpush", "macro-rln", "libnet", "store"}
 
 // Config configures a run. Zero values take the documented defaults.
 type Config struct {
@@ -249,6 +249,10 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 			r, err = cfg.perMuxer(s, func(c Config, name string) (Row, error) { return runMacro(ctx, c, w, name, viaCopy) })
 		case "macro-rest":
 			r, err = cfg.perMuxer(s, func(c Config, name string) (Row, error) { return runMacro(ctx, c, w, name, viaREST) })
+		case "macro-rln": // its messages are proved beforehand: no steady-state warm-up
+			if !steady {
+				r, err = runMacroRLN(ctx, cfg, w, s)
+			}
 		case "macro-bare":
 			r, err = cfg.perMuxer(s, func(c Config, name string) (Row, error) { return runMacroBare(ctx, c, w, name) })
 		case "store":

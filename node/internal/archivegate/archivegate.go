@@ -1,4 +1,7 @@
-package node
+// Package archivegate stands between the relay and the archive and passes
+// on the relayed messages nwaku's archive would keep
+// (waku/waku_archive/archive.nim validate, MaxMessageTimestampVariance).
+package archivegate
 
 import (
 	"context"
@@ -9,31 +12,33 @@ import (
 	"github.com/couriernet/courier/message"
 )
 
-// DefaultArchiveTimestampDrift is nwaku's MaxMessageTimestampVariance
-// (waku/waku_archive/archive.nim).
-const DefaultArchiveTimestampDrift = 20 * time.Second
-
-// archiveGate stands between the relay and the archive and passes on the
-// relayed messages nwaku's archive would keep: ephemeral ones go through
+// Gate passes on to the archive the relayed messages nwaku's archive
+// would keep: ephemeral ones go through
 // (the archive acknowledges them without storing), others only with a
 // timestamp within drift of now. A refused message is acknowledged at
 // once with a nil error, as the archive acknowledges a duplicate, and
-// counted by reason (tooOld and futures: nwaku's waku_archive_errors
+// counted by reason (Refused: nwaku's waku_archive_errors
 // invalid_message_too_old and invalid_message_future_timestamp,
 // waku/waku_archive/archive_metrics.nim).
-type archiveGate struct {
+type Gate struct {
 	archive.Archive
 	drift           int64 // nanoseconds
 	now             func() time.Time
 	tooOld, futures atomic.Uint64
 }
 
-func newArchiveGate(a archive.Archive, drift time.Duration) *archiveGate {
-	return &archiveGate{Archive: a, drift: int64(drift), now: time.Now}
+// New returns the gate before a that keeps messages whose timestamp is
+// within drift of the clock, either way.
+func New(a archive.Archive, drift time.Duration) *Gate {
+	return &Gate{Archive: a, drift: int64(drift), now: time.Now}
 }
 
+// Refused returns how many messages the gate refused as too old and as
+// from the future.
+func (g *Gate) Refused() (tooOld, future uint64) { return g.tooOld.Load(), g.futures.Load() }
+
 // Append is archive.Archive's, with the timestamp check first.
-func (g *archiveGate) Append(ctx context.Context, env *message.Envelope, done func(error)) error {
+func (g *Gate) Append(ctx context.Context, env *message.Envelope, done func(error)) error {
 	if m := env.Message(); m != nil && !m.Ephemeral {
 		now := g.now().UnixNano()
 		var refused *atomic.Uint64

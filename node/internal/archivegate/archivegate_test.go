@@ -1,4 +1,4 @@
-package node
+package archivegate
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func (a *appendRecorder) Append(_ context.Context, env *message.Envelope, done f
 // without timestamp are judged as nwaku judges them.
 func TestArchiveGate(t *testing.T) {
 	rec := &appendRecorder{}
-	g := newArchiveGate(rec, DefaultArchiveTimestampDrift)
+	g := New(rec, 20*time.Second) // nwaku's MaxMessageTimestampVariance
 	now := time.Unix(1_800_000_000, 0)
 	g.now = func() time.Time { return now }
 	s := int64(time.Second)
@@ -53,7 +53,7 @@ func TestArchiveGate(t *testing.T) {
 			t.Errorf("timestamp %d ephemeral %v: passed on %v, acknowledged %v; want passed on %v", c.ts, c.ephemeral, kept, acked, c.kept)
 		}
 	}
-	if g.tooOld.Load() != 2 || g.futures.Load() != 1 {
-		t.Errorf("refused too old %d, future %d; want 2 and 1", g.tooOld.Load(), g.futures.Load())
+	if old, future := g.Refused(); old != 2 || future != 1 {
+		t.Errorf("refused too old %d, future %d; want 2 and 1", old, future)
 	}
 }
