@@ -180,15 +180,21 @@ func eventually(timeout time.Duration, cond func() (bool, string)) (bool, string
 }
 
 // publishLoop publishes count messages of size bytes at rate per second
-// from nodes chosen at random, recording them in h. It returns how many
-// publishes failed (the node refused or did not answer).
-func publishLoop(h *netlab.History, tag string, nodes []*netlab.Node, count, size int, rate float64) (failed int) {
+// from nodes chosen at random, recording them in h. A publish that fails
+// is logged and tried once more, as a client would; it returns how many
+// failed twice.
+func publishLoop(t testing.TB, h *netlab.History, tag string, nodes []*netlab.Node, count, size int, rate float64) (failed int) {
 	every := time.Duration(float64(time.Second) / rate)
 	next := time.Now()
 	for i := range count {
 		n := nodes[rand.IntN(len(nodes))]
-		if err := h.Publish(n, netlab.NewMessage(tag, i, size)); err != nil {
-			failed++
+		m := netlab.NewMessage(tag, i, size)
+		if err := h.Publish(n, m); err != nil {
+			t.Logf("publish %s %d: %v; once more", tag, i, err)
+			if err := h.Publish(n, m); err != nil {
+				t.Logf("publish %s %d again: %v", tag, i, err)
+				failed++
+			}
 		}
 		next = next.Add(every)
 		time.Sleep(time.Until(next))

@@ -179,7 +179,7 @@ func testFlood(t *testing.T, bin string) {
 	stop := h.Poll([]*netlab.Node{c}, poll)
 	measure := func() (count int, p50, p99 time.Duration) {
 		before := h.Count()
-		if failed := publishLoop(h, "flood", []*netlab.Node{a}, int(phase.Seconds()*rate), 256, rate); failed > 0 {
+		if failed := publishLoop(t, h, "flood", []*netlab.Node{a}, int(phase.Seconds()*rate), 256, rate); failed > 0 {
 			t.Errorf("%d publishes refused", failed)
 		}
 		time.Sleep(2 * time.Second)

@@ -34,7 +34,7 @@ func testMesh12(t *testing.T, bin string) {
 	h := netlab.NewHistory()
 	stop := h.Poll(nodes, poll)
 	start := time.Now()
-	if failed := publishLoop(h, "mesh", nodes, count, 1024, rate); failed > 0 {
+	if failed := publishLoop(t, h, "mesh", nodes, count, 1024, rate); failed > 0 {
 		t.Errorf("%d publishes refused", failed)
 	}
 	published := time.Since(start)

@@ -39,7 +39,7 @@ func testPause(t *testing.T, bin string) {
 
 	h := netlab.NewHistory()
 	done := make(chan int)
-	go func() { done <- publishLoop(h, "pause", publishers, int(duration.Seconds()*rate), 4096, rate) }()
+	go func() { done <- publishLoop(t, h, "pause", publishers, int(duration.Seconds()*rate), 4096, rate) }()
 	time.Sleep(15 * time.Second)
 	if err := paused.Pause(); err != nil {
 		t.Fatal(err)

@@ -75,7 +75,7 @@ func testPartition(t *testing.T, bin string) {
 
 	h := netlab.NewHistory()
 	publish := func(d time.Duration) {
-		if failed := publishLoop(h, "part", nodes, int(d.Seconds()*rate), 512, rate); failed > 0 {
+		if failed := publishLoop(t, h, "part", nodes, int(d.Seconds()*rate), 512, rate); failed > 0 {
 			t.Errorf("%d publishes refused", failed)
 		}
 	}
@@ -187,7 +187,7 @@ func testKills(t *testing.T, bin string) {
 	duration := time.Duration(kills+1) * every
 	go func() {
 		defer wg.Done()
-		if failed := publishLoop(h, "kill", pubNodes, int(duration.Seconds()*rate), 512, rate); failed > 0 {
+		if failed := publishLoop(t, h, "kill", pubNodes, int(duration.Seconds()*rate), 512, rate); failed > 0 {
 			t.Errorf("%d publishes refused", failed)
 		}
 	}()
