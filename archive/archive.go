@@ -232,6 +232,17 @@ type Config struct {
 	// so it must be quick and must not block; it must not keep env past
 	// the call unless the caller of Append allows it. nil means none.
 	OnInsert func(env *message.Envelope, d time.Duration)
+	// OnFailure, when set, is called once for each batch the writer fails
+	// to commit, with the error (it wraps the file system's or the
+	// database's: a full disk is syscall.ENOSPC from a segment write, or
+	// SQLite's or Postgres's own "disk is full" error) and how many of the
+	// batch's messages were not ephemeral; their done callbacks get the
+	// same error. It runs on the writer goroutine, one call at a time,
+	// before those callbacks, so it must be quick and must not block. The
+	// writer goes on with the next batch: once the cause is gone (space
+	// freed), commits succeed again and OnInsert is called again. nil
+	// means none.
+	OnFailure func(err error, messages int)
 	// OnQuery, when set, receives the duration of every Query that reaches
 	// the index or database, successful or not (nwaku's
 	// waku_archive_query_duration_seconds times driver.getMessages). It

@@ -172,6 +172,13 @@ type Config struct {
 	// RESTCacheCapacity is the number of messages the REST relay cache
 	// keeps, all topics together (--rest-relay-cache-capacity). Default 50.
 	RESTCacheCapacity int
+	// HTTPMaxConnections bounds the connections each HTTP server (the REST
+	// API, metrics) holds at once (--http-max-connections): at the limit
+	// the oldest idle or slow one is closed for the new one, and when all
+	// are in a handler the new one is answered 503 (internal/connlimit).
+	// 0 means 1024 (about 10 MiB of connection state); negative is no
+	// limit, as nwaku's REST server (chronos maxConnections -1).
+	HTTPMaxConnections int
 	// MetricsServer serves Prometheus metrics on /metrics at
 	// MetricsAddress:MetricsPort (--metrics-server, --metrics-server-address,
 	// --metrics-server-port). MetricsAddress is an IPv4 or IPv6 address,

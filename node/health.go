@@ -10,11 +10,15 @@ import (
 )
 
 // healthReport computes GET /health as nwaku v0.38.1 does, from what the
-// parts told n.health as they were mounted (health.Monitor.Mount).
+// parts told n.health as they were mounted (health.Monitor.Mount), with
+// Store NOT_READY while the archive's writes fail.
 func (n *Node) healthReport() rest.Health {
 	hn := health.Node{State: state.HealthStatus(n.getState()), Relay: n.relay != nil, Capable: n.capablePeers, RLN: n.rlnHealth()}
 	if n.relay != nil {
 		hn.RelayPeers = len(n.relay.TopicPeers("")) // "": every gossipsub peer
+	}
+	if n.store.health != nil {
+		_, hn.ArchiveFailing = n.store.health.status()
 	}
 	return n.health.Report(hn)
 }

@@ -25,6 +25,7 @@ type httpParts struct {
 // startHTTP starts the REST API and the metrics server as configured. The
 // listeners are bound before it returns, so a port in use is an error here.
 func (n *Node) startHTTP() error {
+	n.http.servers.MaxConnections = n.cfg.HTTPMaxConnections
 	if srv := n.http.rest; srv != nil {
 		if n.relay != nil {
 			var cts []string

@@ -166,8 +166,9 @@ func (n *Node) build() error {
 	return nil
 }
 
-// newHost makes the libp2p host (peers.NewHost) of the configuration, the
-// certificate for secure WebSocket loaded.
+// newHost makes the libp2p host (peers.NewHost) of the configuration, with
+// the node's resource manager (resourceManager) and the certificate for
+// secure WebSocket loaded.
 func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	hc := peers.HostConfig{MaxConnections: n.cfg.MaxConnections, AgentString: n.cfg.AgentString, WebSocket: n.cfg.WebSocket,
 		PortMapping: n.cfg.Discovery.portMapping(), Listen: n.cfg.listen, Registerer: n.metrics.Registry(),
@@ -177,6 +178,11 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	for _, m := range n.cfg.Muxers {
 		hc.Mplex = append(hc.Mplex, m == MuxerMplex)
 	}
+	rm, err := n.resourceManager()
+	if err != nil {
+		return nil, err
+	}
+	hc.ResourceManager = rm
 	if n.cfg.WebSocketSecure {
 		cert, err := cryptotls.LoadX509KeyPair(n.cfg.WebSocketSecureCertPath, n.cfg.WebSocketSecureKeyPath)
 		if err != nil {

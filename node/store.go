@@ -24,6 +24,9 @@ func (n *Node) openArchive() (err error) {
 	n.metrics.ObserveArchive(&cfg.Config)
 	cfg.OnInsert, cfg.OnQuery = afterInsert(cfg.OnInsert, onInsert), afterQuery(cfg.OnQuery, onQuery)
 	n.metrics.ObservePostgres(&cfg.Postgres)
+	n.indexCommits(&cfg.Config)
+	n.store.health = newArchiveHealth(n.cfg.Logger.With("component", "archive"))
+	n.store.health.observe(&cfg.Config)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
@@ -68,6 +71,9 @@ type storeParts struct {
 	// without archive or with the check off.
 	gate *archivegate.Gate
 	sync *storesync.Service // nil when store-sync is off
+	// health follows the archive's failed and successful commits for the
+	// log and /health; nil without archive.
+	health *archiveHealth
 	// resumeLimits bound store resume: resume.DefaultLimits.
 	resumeLimits resume.Limits
 }

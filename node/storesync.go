@@ -3,7 +3,10 @@ package node
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/storesync"
 )
 
@@ -30,17 +33,41 @@ func (n *Node) buildStoreSync() error {
 	return nil
 }
 
-// startStoreSync loads the sync index from the archive, feeds it from the
-// relay's dispatcher (the envelope's hash, no second one) and mounts the
-// protocols.
+// startStoreSync loads the sync index from the archive and mounts the
+// protocols; from then on the archive's commits feed the index
+// (indexCommits).
 func (n *Node) startStoreSync(ctx context.Context) error {
 	if n.store.sync == nil {
 		return nil
 	}
-	if n.relay != nil {
-		n.relay.AddHandler("store-sync", n.store.sync.Ingest)
-	}
 	return n.store.sync.Start(ctx)
+}
+
+// indexCommits has cfg's archive feed the store-sync index with every
+// message it commits (stored, or already stored), from whichever path
+// (relay, store-sync, store resume), reusing the envelope's hash. A message
+// the archive failed to write (a full disk) or never got (refused by the
+// timestamp check, archiveGate) stays out of the index, so the next round
+// finds it missing and fetches it from a peer, which store-sync inserts
+// without the timestamp check. nwaku feeds its index from the relay
+// whatever the archive does (waku/node/kernel_api/relay.nim syncHandler),
+// so that such a message is never repaired. With the index loaded from the
+// archive at start (storesync.Service.Start), it holds what the archive
+// holds in the sync window, across restarts. OnInsert runs on the archive's
+// writer; n.store.sync is set in New, before the first Append.
+func (n *Node) indexCommits(cfg *archive.Config) {
+	if !n.cfg.StoreSync {
+		return
+	}
+	next := cfg.OnInsert
+	cfg.OnInsert = func(env *message.Envelope, d time.Duration) {
+		if next != nil {
+			next(env, d)
+		}
+		if s := n.store.sync; s != nil {
+			s.Ingest(env)
+		}
+	}
 }
 
 // StoreSync returns the store-sync service, nil when it is off.

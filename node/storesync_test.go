@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,5 +83,80 @@ func TestStoreSyncCatchesUp(t *testing.T) {
 	}
 	if st := b.StoreSync().Stats(); st.Rounds+st.Served == 0 || st.MessagesReceived != 40 || st.Rejected != 0 {
 		t.Fatalf("B's store-sync stats %+v; want a session, 40 received, none rejected", st)
+	}
+}
+
+// TestStoreSyncRepairsRefused: B's archive refuses a relayed message as
+// too old (more than 20 s, nwaku's rule) that A's archive holds. B's
+// store-sync index must follow B's archive, not B's relay: the message is
+// not in it, so B's next round finds it missing and fetches it from A, and
+// store-sync archives it without the timestamp check. After a restart B's
+// index, loaded from its archive, holds it.
+func TestStoreSyncRepairsRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	base := Config{Relay: true, Store: true, StoreSync: true, StoreSyncInterval: -1, StoreSyncRelayJitter: time.Second}
+	acfg := base
+	acfg.DataDir = t.TempDir()
+	a := startTestNode(t, acfg)
+	bcfg := base
+	bcfg.DataDir = t.TempDir()
+	bcfg.StaticNodes = a.ListenAddresses()[:1]
+	b := startTestNode(t, bcfg)
+	topic := shard.RelayShard{}.PubsubTopic()
+	waitFor(ctx, t, "A sees B on the topic", func() bool { return slices.Contains(a.relay.TopicPeers(topic), b.Host().ID()) })
+
+	msg := &message.Message{Payload: []byte("late"), ContentTopic: "/t/1/late/proto", Timestamp: time.Now().Add(-30 * time.Second).UnixNano()}
+	env := message.NewEnvelope(msg, topic, msg.Encode(nil), nil)
+	committed := make(chan error, 1)
+	if err := a.Archive().Append(ctx, env, func(err error) { committed <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Publish(ctx, topic, msg); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "B's archive refuses the relayed message as too old", func() bool { tooOld, _ := b.store.gate.Refused(); return tooOld == 1 })
+	if n := a.StoreSync().Stats().Items; n != 1 {
+		t.Fatalf("A's index holds %d items, want the message A's archive committed", n)
+	}
+	if n := b.StoreSync().Stats().Items; n != 0 {
+		t.Fatalf("B's index holds %d items, want none: B's archive refused the message", n)
+	}
+
+	res, err := b.StoreSync().SyncWith(ctx, a.Host().ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Missing != 1 {
+		t.Errorf("B's round found %d missing, want 1", res.Missing)
+	}
+	held := func(n *Node) bool {
+		r, err := n.Archive().Query(ctx, archive.Query{Hashes: []message.Hash{env.Hash()}})
+		return err == nil && len(r.Messages) == 1
+	}
+	waitFor(ctx, t, "store-sync brings the message to B's archive", func() bool { return held(b) })
+	waitFor(ctx, t, "B's index holds it once archived", func() bool { return b.StoreSync().Stats().Items == 1 })
+
+	if err := b.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b = startTestNode(t, bcfg)
+	if n := b.StoreSync().Stats().Items; n != 1 {
+		t.Errorf("B's index, loaded from its archive after a restart, holds %d items, want the message", n)
+	}
+}
+
+// waitFor polls cond every 20 ms until it holds or ctx ends.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not within the test's time", what)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }

@@ -154,6 +154,10 @@ func NwakuGossipSubParams() pubsub.GossipSubParams {
 	return p
 }
 
+// graylistThreshold is nwaku's: below it a peer's RPCs are ignored and
+// its connection closed (Relay.inspectScores).
+const graylistThreshold = -10000
+
 // nwakuPeerScore returns nwaku's peer scoring: thresholds -100/-1000/-10000,
 // decay every 12 s, IP colocation -50 above 5 peers, behaviour penalty -10,
 // and per topic invalid message deliveries -100 (waku_relay/protocol.nim).
@@ -173,7 +177,7 @@ func nwakuPeerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
 	thresholds := &pubsub.PeerScoreThresholds{
 		GossipThreshold:   -100,
 		PublishThreshold:  -1000,
-		GraylistThreshold: -10000,
+		GraylistThreshold: graylistThreshold,
 	}
 	return params, thresholds
 }

@@ -60,6 +60,8 @@
 // # Loss
 //
 // No drop is silent: the validator's rejects, gossipsub's own queue drops
-// (seen through a RawTracer) and the dispatcher's full handler queues are
-// counted by reason in Stats.
+// (seen through a RawTracer), the messages of the RPCs gossipsub ignores
+// from a peer below the graylist threshold (DropGraylisted, told apart in
+// graylist.go) and the dispatcher's full handler queues are counted by
+// reason in Stats.
 package relay

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -91,6 +92,30 @@ func (s *scoreBoard) set(scores map[peer.ID]float64) {
 	s.mu.Lock()
 	s.scores = scores
 	s.mu.Unlock()
+}
+
+// inspectScores is the relay's score inspector, called once a heartbeat
+// from a goroutine of its own (go-libp2p-pubsub score.go
+// inspectScoresSimple). It keeps the scores and closes the connection of
+// every connected peer whose score is below the graylist threshold, as
+// nwaku does (waku_relay/protocol.nim sets disconnectBadPeers; nim-libp2p
+// gossipsub disconnects such peers in its heartbeat): go-libp2p-pubsub
+// alone only ignores their RPCs, so a flooding peer would stay connected.
+// The peer may dial again; its score is kept for RetainScore, so it is
+// cut again at the next heartbeat.
+func (r *Relay) inspectScores(scores map[peer.ID]float64) {
+	r.scores.set(scores)
+	for p, score := range scores {
+		if score >= graylistThreshold || r.host.Network().Connectedness(p) != network.Connected {
+			continue
+		}
+		r.c.badPeers.Add(1)
+		r.cfg.Logger.Info("disconnecting peer below the gossipsub graylist threshold",
+			"peer", p, "score", score, "threshold", graylistThreshold)
+		if err := r.host.Network().ClosePeer(p); err != nil {
+			r.cfg.Logger.Debug("closing bad peer", "peer", p, "err", err)
+		}
+	}
 }
 
 func (s *scoreBoard) get(p peer.ID) (float64, bool) {

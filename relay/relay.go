@@ -33,6 +33,7 @@ var (
 // Relay is a node's 11/WAKU2-RELAY service.
 type Relay struct {
 	cfg     Config
+	host    host.Host
 	ps      *pubsub.PubSub
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -42,6 +43,7 @@ type Relay struct {
 	traffic *traffic
 	pubsub  *pubsubCounts
 	scores  scoreBoard
+	gray    *graylistCounter
 
 	mu     sync.Mutex
 	topics map[string]*topicState
@@ -69,7 +71,8 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Relay{cfg: cfg, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic(), pubsub: newPubsubCounts()}
+	r := &Relay{cfg: cfg, host: h, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic(), pubsub: newPubsubCounts()}
+	r.gray = newGraylistCounter(&r.c)
 	r.disp = &dispatcher{ctx: ctx, archive: cfg.Archive, archiveDone: cfg.ArchiveDone, queueLen: cfg.HandlerQueueSize, c: &r.c}
 	score, thresholds := nwakuPeerScore()
 	ps, err := pubsub.NewGossipSub(ctx, h,
@@ -85,8 +88,9 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithFloodPublish(true),
 		pubsub.WithPeerExchange(true),
 		pubsub.WithPeerScore(score, thresholds),
-		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(r.scores.set), cfg.GossipSub.HeartbeatInterval),
+		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(r.inspectScores), cfg.GossipSub.HeartbeatInterval),
 		pubsub.WithRawTracer(tracer{c: &r.c}),
+		pubsub.WithRawTracer(r.gray),
 		pubsub.WithRawTracer(r.mesh),
 		pubsub.WithRawTracer(r.traffic),
 		pubsub.WithRawTracer(r.pubsub),
@@ -120,6 +124,7 @@ func features(feat pubsub.GossipSubFeature, proto protocol.ID) bool {
 // (nwaku waku_relay/message_id.nim, go-waku relay/config.go msgIDFn).
 func (r *Relay) messageID(m *pb.Message) string {
 	r.c.msgIDHashes.Add(1)
+	r.gray.seen(m)
 	sum := sha256.Sum256(m.Data)
 	return string(sum[:])
 }
@@ -613,11 +618,12 @@ func (r *Relay) AddHandler(name string, fn Handler) (remove func()) {
 // Stats returns a snapshot of the relay's counters.
 func (r *Relay) Stats() Stats {
 	s := Stats{
-		MsgIDHashes: r.c.msgIDHashes.Load(),
-		Delivered:   r.c.delivered.Load(),
-		Drops:       make(map[DropReason]uint64, numDropReasons),
-		Topics:      map[string]TopicStats{},
-		Pubsub:      r.pubsub.snapshot(),
+		MsgIDHashes:        r.c.msgIDHashes.Load(),
+		Delivered:          r.c.delivered.Load(),
+		BadPeerDisconnects: r.c.badPeers.Load(),
+		Drops:              make(map[DropReason]uint64, numDropReasons),
+		Topics:             map[string]TopicStats{},
+		Pubsub:             r.pubsub.snapshot(),
 	}
 	for i := range r.c.drops {
 		s.Drops[DropReason(i)] = r.c.drops[i].Load()

@@ -36,6 +36,7 @@ const (
 	DropBlacklistedPeer                       // received from a blacklisted peer
 	DropBlacklistedSource                     // authored by a blacklisted peer
 	DropSelfOrigin                            // claims to come from this node but was received from a peer
+	DropGraylisted                            // in an RPC gossipsub ignored: its sender's score is below the graylist threshold
 	DropOtherReject                           // a gossipsub reject reason not listed above
 	numDropReasons
 )
@@ -56,6 +57,7 @@ var dropNames = [numDropReasons]string{
 	DropBlacklistedPeer:     "blacklisted_peer",
 	DropBlacklistedSource:   "blacklisted_source",
 	DropSelfOrigin:          "self_origin",
+	DropGraylisted:          "graylisted_peer",
 	DropOtherReject:         "gossipsub_other",
 }
 
@@ -80,6 +82,7 @@ func (d DropReason) String() string {
 type counters struct {
 	msgIDHashes atomic.Uint64
 	delivered   atomic.Uint64
+	badPeers    atomic.Uint64
 	drops       [numDropReasons]atomic.Uint64
 }
 
@@ -117,6 +120,9 @@ type Stats struct {
 	MsgIDHashes uint64
 	// Delivered counts envelopes handed to the dispatcher.
 	Delivered uint64
+	// BadPeerDisconnects counts connections closed because the peer's
+	// gossipsub score fell below the graylist threshold.
+	BadPeerDisconnects uint64
 	// Drops counts lost messages by reason; every reason of DropReasons is
 	// present, zero or not.
 	Drops map[DropReason]uint64

@@ -142,7 +142,16 @@ func decodeMessage(data []byte, deferPayload bool) (*message.Message, *payloadTe
 }
 
 // parseGeneral is DecodeMessage over encoding/json, for any JSON text.
+// Text that is not JSON is refused by a scan that allocates nothing
+// (json.Valid), never read through json.Decoder: the decoder copies what
+// it reads into a buffer grown by doubling, about four times the body in
+// garbage for an unterminated string of megabytes.
 func parseGeneral(data []byte, text *payloadText) (*message.Message, error) {
+	if !json.Valid(data) {
+		// Unmarshal scans before it decodes: on invalid text it returns
+		// the syntax error alone.
+		return nil, fmt.Errorf("%w: %v", ErrInvalidBody, json.Unmarshal(data, new(struct{})))
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, err

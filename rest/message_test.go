@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/couriernet/courier/message"
@@ -96,6 +97,26 @@ func TestParseMessageErrors(t *testing.T) {
 		if _, err := ParseMessage([]byte(body)); !errors.Is(err, ErrBase64) {
 			t.Fatalf("ParseMessage(%s) error = %v, want ErrBase64", body, err)
 		}
+	}
+}
+
+// TestInvalidBodyNotBuffered: an 8 MiB body that is not JSON (an
+// unterminated payload string) is refused with ErrInvalidBody without
+// copying it: under 1 MiB allocated, where reading it through
+// json.Decoder allocated 32 MiB.
+func TestInvalidBodyNotBuffered(t *testing.T) {
+	body := bytes.Repeat([]byte("a"), 8<<20)
+	copy(body, `{"payload":"`)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, err := decodeMessage(body, true)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrInvalidBody) {
+		t.Fatalf("error %v, want ErrInvalidBody", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Fatalf("refusing an 8 MiB body allocated %d bytes, want under 1 MiB", n)
 	}
 }
 

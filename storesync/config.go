@@ -85,7 +85,7 @@ type Config struct {
 	// A session that would pass either fails with ErrTooManyDifferences.
 	// Default 50,000.
 	MaxMissing int
-	// Peers returns the peers a round may pick from at random. Nil means
+	// Peers returns the peers a round picks from (Service.Round). Nil means
 	// the connected peers that announced ReconciliationID.
 	Peers func() []peer.ID
 	// OnReconciled, when set, is called after each reconciliation that

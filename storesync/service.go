@@ -53,8 +53,8 @@ type Archive interface {
 }
 
 // Service runs store-sync for one node: it keeps the reconciliation index, serves
-// both protocols, and syncs with a random peer once right after Start and
-// then every Config.Interval.
+// both protocols, and syncs with a peer once right after Start and then
+// every Config.Interval, the peer it synced with least recently first.
 type Service struct {
 	cfg     Config
 	host    host.Host
@@ -72,6 +72,9 @@ type Service struct {
 	mu       sync.Mutex
 	expect   map[peer.ID]*expectation
 	expected int // entries of all expectations
+	// lastRound is when each peer of the last Round's list was last
+	// synced with from this side (SyncWith): at most that many entries.
+	lastRound map[peer.ID]time.Time
 }
 
 // New returns a service over h and a; Start mounts it.
@@ -87,6 +90,8 @@ func New(h host.Host, a Archive, cfg Config) (*Service, error) {
 		life:    lifecycle.New(),
 		ours:    newTopicSet(cfg.PubsubTopics, cfg.ContentTopics),
 		expect:  map[peer.ID]*expectation{},
+
+		lastRound: map[peer.ID]time.Time{},
 	}, nil
 }
 
@@ -114,9 +119,11 @@ func (s *Service) Close() error {
 	})
 }
 
-// Ingest indexes a relayed or archived envelope; ephemeral messages are
-// not. It reuses the envelope's hash (no second hash). It runs as a relay
-// handler.
+// Ingest indexes an envelope the archive has committed; ephemeral messages
+// are not. It reuses the envelope's hash (no second hash). Feed it from the
+// archive's commits (archive.Config.OnInsert), not from relay delivery: an
+// index item the archive does not hold tells peers this node has a
+// message it cannot serve, and no round would ever fetch it.
 func (s *Service) Ingest(env *message.Envelope) {
 	m := env.Message()
 	if m.Ephemeral {
@@ -221,15 +228,49 @@ func (s *Service) prune() {
 	s.mu.Unlock()
 }
 
-// Round syncs with one peer picked at random among Config.Peers and
-// returns what the session found. Errors: ErrNoPeer, ErrClosed, stream and
-// codec errors.
+// Round syncs with one peer of Config.Peers and returns what the session
+// found: the peer this side synced with least recently, one never synced
+// with first, ties broken at random. So every peer of a steady list is
+// synced with once every len(list) rounds, where nwaku's random pick
+// (waku/waku_store_sync/reconciliation.nim) leaves a peer unpicked for
+// any number of rounds and a message that only it holds unrepaired.
+// Errors: ErrNoPeer, ErrClosed, stream and codec errors.
 func (s *Service) Round(ctx context.Context) (Result, error) {
 	peers := s.peers()
 	if len(peers) == 0 {
 		return Result{}, ErrNoPeer
 	}
-	return s.SyncWith(ctx, peers[rand.IntN(len(peers))])
+	return s.SyncWith(ctx, s.nextPeer(peers))
+}
+
+// nextPeer picks the peer of peers (not empty) synced with least recently
+// and forgets the peers not in peers.
+func (s *Service) nextPeer(peers []peer.ID) peer.ID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	offered := make(map[peer.ID]bool, len(peers))
+	var best peer.ID
+	var bestAt time.Time
+	ties := 0
+	for _, p := range peers {
+		offered[p] = true
+		at := s.lastRound[p]
+		switch {
+		case ties == 0 || at.Before(bestAt):
+			best, bestAt, ties = p, at, 1
+		case at.Equal(bestAt):
+			ties++
+			if rand.IntN(ties) == 0 { // each of the ties alike
+				best = p
+			}
+		}
+	}
+	for p := range s.lastRound {
+		if !offered[p] {
+			delete(s.lastRound, p)
+		}
+	}
+	return best
 }
 
 func (s *Service) peers() []peer.ID {
@@ -272,6 +313,9 @@ func (s *Service) SyncWith(ctx context.Context, p peer.ID) (Result, error) {
 	stop := context.AfterFunc(s.life.Context(), cancel)
 	defer stop()
 	s.st.rounds.Add(1)
+	s.mu.Lock()
+	s.lastRound[p] = start
+	s.mu.Unlock()
 	str, err := s.host.NewStream(ctx, p, ReconciliationID)
 	if err != nil {
 		s.st.roundsFailed.Add(1)

@@ -34,7 +34,7 @@ func (a *Archive) writeLoop() {
 		}
 		err := a.timedCommit(batch)
 		a.q.Release(batch)
-		queue.Finish(batch, err, &a.st, a.cfg.OnInsert)
+		queue.Finish(batch, err, &a.st, a.cfg.OnInsert, a.cfg.OnFailure)
 		clear(batch)
 		select {
 		case f := <-a.ckpt:

@@ -179,7 +179,7 @@ func (p *Archive) writeLoop() {
 		}
 		err := p.commitRetrying(batch, &rows)
 		p.q.Release(batch)
-		queue.Finish(batch, err, &p.st, p.cfg.OnInsert)
+		queue.Finish(batch, err, &p.st, p.cfg.OnInsert, p.cfg.OnFailure)
 		clear(batch)
 	}
 }

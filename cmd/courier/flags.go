@@ -388,6 +388,8 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.PubsubTopics = v.vals; return nil }},
 	{name: "db-url", courierOnly: true, usage: `alias of --store-message-db-url; "embedded": <data-dir>/archive`,
 		apply: applyDBURL},
+	{name: "http-max-connections", kind: kindInt, courierOnly: true, usage: "connections the REST API and the metrics server each hold at once; at the limit the oldest idle or slow one is closed (0: 1024, negative: no limit)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.HTTPMaxConnections = v.int(); return nil }},
 	{name: "rln-relay-circuit-dir", courierOnly: true, usage: "directory of zerokit's RLN circuit files (rln_final.zkey, graph.bin) a node with a membership proves with " +
 		"(default $COURIER_RLN_CIRCUIT_DIR, else $XDG_DATA_HOME/courier/rln, else ~/.local/share/courier/rln)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.CircuitDir = v.str(); return nil }},

@@ -161,8 +161,21 @@ func (q *Queue) Len() (int64, int) {
 
 // Finish calls the done callbacks of a committed (err nil) or failed
 // batch, after handing onInsert (nil: none) each committed message's time
-// since Append, and counts the ephemeral and failed messages in st.
-func Finish(batch []Item, err error, st *driver.Counters, onInsert func(*message.Envelope, time.Duration)) {
+// since Append, or onFailure (nil: none) the error and the count of the
+// batch's messages that are not ephemeral, and counts the ephemeral and
+// failed messages in st (archive.Config.OnInsert, OnFailure).
+func Finish(batch []Item, err error, st *driver.Counters, onInsert func(*message.Envelope, time.Duration), onFailure func(error, int)) {
+	if err != nil && onFailure != nil {
+		failed := 0
+		for i := range batch {
+			if !batch[i].Env.Message().Ephemeral {
+				failed++
+			}
+		}
+		if failed > 0 {
+			onFailure(err, failed)
+		}
+	}
 	timed := onInsert != nil && err == nil
 	var now int64
 	if timed {

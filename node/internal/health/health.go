@@ -63,7 +63,9 @@ type Monitor struct {
 //
 //   - Lightpush, Legacy Lightpush, Filter: READY while Relay is READY, else
 //     NOT_READY with nwaku's reason.
-//   - Store, Peer Exchange, Mix: READY.
+//   - Store: READY, as in nwaku, except while Node.ArchiveFailing says
+//     the archive's writes fail: NOT_READY with that desc.
+//   - Peer Exchange, Mix: READY.
 //   - Lightpush Client, Legacy Lightpush Client, Filter Client, Rendezvous:
 //     READY while some connected peer speaks one of codecs, else NOT_READY
 //     with nwaku's reason.
@@ -90,6 +92,9 @@ type Node struct {
 	RelayPeers int
 	// Capable counts the connected peers that speak one of codecs.
 	Capable func(codecs []protocol.ID) int
+	// ArchiveFailing, when not empty, says why the archive's writes fail
+	// (a full disk): Store is then NOT_READY with it as desc.
+	ArchiveFailing string
 	// RLN is RLN relay's health and the reason when it is not READY
 	// (nwaku getRlnRelayHealth); nil when RLN relay is off (NOT_MOUNTED).
 	RLN func() (state.HealthStatus, string)
@@ -138,6 +143,9 @@ func (m *Monitor) Report(n Node) rest.Health {
 			}
 			strength[name] = peers
 			p.Health, p.Desc = protocolHealth(name, relay.Health == state.Ready, peers, mounted)
+			if name == Store && n.ArchiveFailing != "" {
+				p.Health, p.Desc = state.NotReady, n.ArchiveFailing
+			}
 		}
 		report = append(report, p)
 	}

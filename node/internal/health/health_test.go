@@ -3,6 +3,8 @@ package health
 import (
 	"testing"
 
+	"github.com/libp2p/go-libp2p/core/protocol"
+
 	"github.com/couriernet/courier/node/state"
 	"github.com/couriernet/courier/rest"
 )
@@ -45,5 +47,40 @@ func TestConnectionStatus(t *testing.T) {
 		if got := connectionStatus(tc.report, tc.strength); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestStoreArchiveFailing: a mounted Store is READY (nwaku's rule) unless
+// Node.ArchiveFailing gives a reason: then NOT_READY with it as desc. The
+// Store Client, ready because Store is mounted, and the connection status
+// are not affected; an unmounted Store stays NOT_MOUNTED.
+func TestStoreArchiveFailing(t *testing.T) {
+	var m Monitor
+	m.Mount(Store)
+	m.Mount(StoreClient)
+	none := func([]protocol.ID) int { return 0 }
+	find := func(h rest.Health, name string) rest.ProtocolHealth {
+		for _, p := range h.ProtocolsHealth {
+			if p.Protocol == name {
+				return p
+			}
+		}
+		t.Fatalf("no %s entry", name)
+		return rest.ProtocolHealth{}
+	}
+	ok := m.Report(Node{State: state.Ready, Capable: none})
+	failing := m.Report(Node{State: state.Ready, Capable: none, ArchiveFailing: "Archive writes failing: disk full"})
+	if p := find(ok, Store); p.Health != state.Ready || p.Desc != "" {
+		t.Errorf("Store without failures: %+v", p)
+	}
+	if p := find(failing, Store); p.Health != state.NotReady || p.Desc != "Archive writes failing: disk full" {
+		t.Errorf("Store while failing: %+v", p)
+	}
+	if p := find(failing, StoreClient); p.Health != state.Ready || failing.ConnectionStatus != ok.ConnectionStatus {
+		t.Errorf("Store Client %+v, connection %s (%s without failures)", p, failing.ConnectionStatus, ok.ConnectionStatus)
+	}
+	var bare Monitor
+	if p := find(bare.Report(Node{State: state.Ready, Capable: none, ArchiveFailing: "x"}), Store); p.Health != state.NotMounted {
+		t.Errorf("unmounted Store while failing: %+v", p)
 	}
 }

@@ -1,7 +1,8 @@
 // Package httpserve runs the node's HTTP servers, the REST API and the
 // metrics server: each bound in its address's family only, as nwaku binds
 // the IpAddress it is given (0.0.0.0 is every IPv4 address, not IPv6's as
-// well), served on a goroutine of its own, and shut down together.
+// well), served on a goroutine of its own within a bound of connections
+// (internal/connlimit), and shut down together.
 package httpserve
 
 import (
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/couriernet/courier/internal/connlimit"
 	"github.com/couriernet/courier/node/internal/peers"
 )
 
@@ -33,6 +35,13 @@ const (
 // Servers are the HTTP servers started with Serve. The zero value has
 // none; Serve and Shutdown must not be called concurrently.
 type Servers struct {
+	// MaxConnections is the most connections each server holds at once;
+	// at the limit the oldest idle or slow one is closed, and a new one
+	// is answered 503 when every held one is in a handler
+	// (connlimit.Config.Max: 0 means connlimit.DefaultMax, 1024;
+	// negative is no limit). Set it before the first Serve.
+	MaxConnections int
+
 	servers []*http.Server
 	addrs   []string
 	wg      sync.WaitGroup
@@ -54,7 +63,8 @@ func (s *Servers) Serve(what, addr string, port int, h http.Handler, log *slog.L
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		limit := connlimit.New(connlimit.Config{Max: s.MaxConnections, Name: what, Logger: log})
+		if err := limit.Serve(srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error(what+" stopped", "err", err)
 		}
 	}()

@@ -100,9 +100,10 @@ func collectNode(ch chan<- prometheus.Metric, src *Sources) {
 		gauge(ch, descArchive, float64(as.Duplicates), "duplicate")
 		gauge(ch, descArchive, float64(as.Ephemeral), "ephemeral")
 		counter(ch, descArchiveBat, float64(as.Batches))
-		if src.Relay != nil {
-			counter(ch, descArchiveErrors, float64(rs.Drops[relay.DropArchive]), "insert_failure")
-		}
+		// Every message a commit failed to write, from relay, store-sync or
+		// store resume, as nwaku counts insert_failure in handleMessage and
+		// syncMessageIngress (waku_archive/archive.nim).
+		counter(ch, descArchiveErrors, float64(as.Failed), "insert_failure")
 		counter(ch, descArchiveErrors, float64(as.RetentionErrors), "retpolicy_failure")
 		if src.ArchiveRefused != nil {
 			tooOld, future := src.ArchiveRefused()

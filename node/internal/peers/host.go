@@ -48,6 +48,9 @@ type HostConfig struct {
 	Registerer prometheus.Registerer
 	// Wire, when set, counts the transports' dials and the streams' bytes.
 	Wire *Wire
+	// ResourceManager, when set, replaces go-libp2p's autoscaled default
+	// resource manager.
+	ResourceManager network.ResourceManager
 }
 
 // NewHost makes the node's libp2p host with key as its identity: TCP
@@ -98,6 +101,9 @@ func NewHost(key crypto.PrivKey, cfg HostConfig) (host.Host, error) {
 		opts = append(opts, libp2p.ListenAddrs(Multiaddrs(cfg.Listen)...))
 	}
 	opts = append(opts, libp2p.PrometheusRegisterer(cfg.Registerer))
+	if cfg.ResourceManager != nil {
+		opts = append(opts, libp2p.ResourceManager(cfg.ResourceManager))
+	}
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
