@@ -70,17 +70,19 @@
 //
 // # Stream limits
 //
-// Streams open at once are counted by go-libp2p's resource manager, which
-// a courier node leaves at go-libp2p's defaults, autoscaled to an eighth of
-// the machine's memory (go-libp2p p2p/host/resource-manager
-// limit_defaults.go): with M GiB of RAM, a peer may hold 64 + M/2 inbound
-// streams of any one protocol, 256 + 16*M inbound streams across all
-// protocols and connections, and streams whose protocol is still being
-// negotiated count against a node-wide transient limit of 128 + 16*M. So
-// on a machine of less than 48 GiB every peer is refused by the resource
-// manager before it reaches MaxInboundStreams on one connection; on 16 GiB,
-// 72 streams of one protocol and 512 in all. A refused stream is reset
-// (network.StreamResourceLimitExceeded), as past MaxInboundStreams.
+// Streams open at once are also counted by go-libp2p's resource manager.
+// A courier node configures it (node/resources.go) so that a peer may hold
+// DefaultMaxInboundStreams (1024) inbound streams across all protocols and
+// connections, the bound this package resets streams at, and keeps
+// go-libp2p's defaults, autoscaled to an eighth of the machine's memory
+// (go-libp2p p2p/host/resource-manager limit_defaults.go), for the rest:
+// with M GiB of RAM, a peer may hold 64 + M/2 inbound streams of any one
+// protocol, and streams whose protocol is still being negotiated count
+// against a node-wide transient limit of 128 + 16*M. So streams of one
+// protocol are refused long before MaxInboundStreams (on 16 GiB, past 72),
+// and streams over several protocols at 1024 per peer, as here. A refused
+// stream is reset (network.StreamResourceLimitExceeded), as past
+// MaxInboundStreams.
 //
 // Deadlines follow net.Conn: setting or moving one also applies to a Read
 // or Write already waiting. Every waiting reader sees io.EOF or the reset.

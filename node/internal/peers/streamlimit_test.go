@@ -17,12 +17,13 @@ import (
 	"github.com/couriernet/courier/mplex"
 )
 
-// TestMplexStreamLimit: as the mplex package doc says, on the node's host
-// the resource manager, not mplex's MaxInboundStreams (1024 per
-// connection), bounds a peer's open inbound streams: go-libp2p's default
-// limits autoscaled to the machine, of which the per-protocol per-peer
-// limit comes first for streams of one protocol. A peer on mplex holding
-// streams of one protocol open gets exactly that many; the next is reset.
+// TestMplexStreamLimit: as the mplex package doc says, the resource
+// manager, not mplex's MaxInboundStreams (1024 per connection), bounds a
+// peer's open inbound streams of one protocol: go-libp2p's per-protocol
+// per-peer default autoscaled to the machine, which the node keeps (its
+// own limits, node/resources.go, raise only the per-peer total to 1024).
+// A peer on mplex holding streams of one protocol open gets exactly that
+// many; the next is reset.
 func TestMplexStreamLimit(t *testing.T) {
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
