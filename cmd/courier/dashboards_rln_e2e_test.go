@@ -1,0 +1,197 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The RLN pair of TestDashboards: C publishes with a membership of its
+// own keystore, D verifies without one and archives, both on their own
+// cluster, against the local chain of cmd rlntestchain.
+const (
+	rlnCluster      = 66
+	rlnTopic        = "/waku/2/rs/66/0"
+	rlnContentTopic = "/courier/1/dashboards-rln/proto"
+	// rlnPublished is how many messages C publishes with its proofs: one
+	// proof each, and D verifies each.
+	rlnPublished = 2
+)
+
+// rlnPair is the two RLN relay nodes TestDashboards adds to its scrape.
+type rlnPair struct {
+	c, d *nodeProc
+	// off says why the pair was not started ("" when it was): the
+	// circuit files or Node.js for the contract's compiler are missing
+	// and CI is not set.
+	off string
+}
+
+// startRLNPair starts the local chain, registers C's membership with
+// `courier generateRlnKeystore` and starts C and D with --rln-relay. It
+// returns a pair with off set when what RLN needs is missing, and fails
+// the test instead under CI=true.
+func startRLNPair(t *testing.T, bin string) *rlnPair {
+	t.Helper()
+	start := time.Now()
+	circuits, err := findCircuitDir()
+	if err != nil {
+		return rlnUnavailable(t, err.Error())
+	}
+	chain, why := startTestChain(t)
+	if why != "" {
+		return rlnUnavailable(t, why)
+	}
+	t.Logf("RLN: chain up in %v", time.Since(start).Round(time.Millisecond))
+	chainFlags := []string{"--rln-relay-eth-client-address=" + chain.rpc, "--rln-relay-eth-contract-address=" + chain.contract,
+		"--rln-relay-chain-id=1337"}
+	ks := filepath.Join(t.TempDir(), "c.json")
+	reg := exec.Command(bin, append([]string{"generateRlnKeystore", "--execute", "--rln-relay-approve-deposit",
+		"--rln-relay-eth-private-key=" + chain.key1, "--rln-relay-user-message-limit=10",
+		"--rln-relay-cred-path=" + ks, "--rln-relay-cred-password=pw-c"}, chainFlags...)...)
+	reg.Env = childEnv()
+	out, err := reg.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("credentials persisted")) {
+		t.Fatalf("generateRlnKeystore: %v\n%s", err, out)
+	}
+	t.Logf("RLN: C's membership registered at %v", time.Since(start).Round(time.Millisecond))
+	common := append([]string{fmt.Sprintf("--cluster-id=%d", rlnCluster), "--shard=0", "--rln-relay", "--rln-relay-dynamic",
+		"--rln-relay-epoch-sec=600", "--rln-relay-circuit-dir=" + circuits,
+		"--metrics-server", "--metrics-server-address", "127.0.0.1", "--metrics-server-port", "0"}, chainFlags...)
+	p := &rlnPair{}
+	p.c = startNode(t, bin, "C", append([]string{"--rln-relay-cred-path=" + ks, "--rln-relay-cred-password=pw-c"}, common...)...)
+	p.d = startNode(t, bin, "D", append([]string{"--store", "--staticnode", p.c.addr}, common...)...)
+	for _, n := range []*nodeProc{p.c, p.d} {
+		waitFor(t, 60*time.Second, n.name+"'s Rln Relay READY", func() (bool, string) {
+			code, body, err := httpDo(http.MethodGet, n.rest+"/health", nil)
+			return err == nil && code == http.StatusOK && bytes.Contains(body, []byte(`"Rln Relay":"READY"`)), fmt.Sprint(code, string(body), err)
+		})
+	}
+	t.Logf("RLN: C and D READY at %v", time.Since(start).Round(time.Millisecond))
+	waitFor(t, 20*time.Second, "C and D connected", func() (bool, string) {
+		ps, err := p.d.peers()
+		return err == nil && ps[p.c.id].Connected == "Connected", fmt.Sprint(ps, err)
+	})
+	return p
+}
+
+// rlnUnavailable skips the RLN part of the test with why, or fails the
+// test under CI=true.
+func rlnUnavailable(t *testing.T, why string) *rlnPair {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(why)
+	}
+	t.Logf("SKIP the RLN nodes, their expressions may stay empty: %s", why)
+	return &rlnPair{off: why}
+}
+
+// testChain is a running rlntestchain.
+type testChain struct {
+	rpc, contract string
+	key1          string // funded account 1's private key, hex
+}
+
+var (
+	reChainRPC      = regexp.MustCompile(`RPC endpoint \(HTTP\):\s+(http://\S+)`)
+	reChainContract = regexp.MustCompile(`membership contract:\s+(0x[0-9a-fA-F]{40})`)
+	reChainKey1     = regexp.MustCompile(`^\s+1\s+0x[0-9a-fA-F]{40}\s+private key ([0-9a-f]{64})`)
+	reChainServing  = regexp.MustCompile(`^serving until`)
+)
+
+// startTestChain builds and runs rlntestchain (the command of
+// rln/internal/chaintest, which this package may not import) and reads
+// the endpoint, the contract and account 1's key from its output. It
+// returns why not when the chain cannot be had (the command exits first:
+// no Node.js or npm to compile the contracts).
+func startTestChain(t *testing.T) (*testChain, string) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "rlntestchain")
+	build := exec.Command("go", "build", "-o", bin, "./rln/internal/chaintest/cmd/rlntestchain")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build rlntestchain: %v\n%s", err, out)
+	}
+	p := startProc(t, "rlntestchain", bin)
+	deadline := time.Now().Add(5 * time.Minute) // the first run installs solc with npm
+	for p.out.find(reChainServing) == nil {
+		if p.exited() {
+			return nil, fmt.Sprintf("rlntestchain exited (%v): %s", p.waitErr, strings.TrimSpace(p.log.String()))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rlntestchain not serving after 5 minutes:\n%s\n%s", p.out, p.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c := &testChain{}
+	for _, f := range []struct {
+		re  *regexp.Regexp
+		dst *string
+	}{{reChainRPC, &c.rpc}, {reChainContract, &c.contract}, {reChainKey1, &c.key1}} {
+		m := p.out.find(f.re)
+		if m == nil {
+			t.Fatalf("rlntestchain: no %q in its output:\n%s", f.re, p.out)
+		}
+		*f.dst = m[1]
+	}
+	return c, ""
+}
+
+// run publishes rlnPublished messages on C, which attaches its proofs,
+// waits until D archived them, and then offers D, over its REST API, one
+// of them again (a duplicate, which nwaku counts as spam), its proof with
+// other content (invalid_proof) and a message without a proof
+// (timestamp_mismatch, as nwaku counts it): D's validator refuses each
+// with nwaku's 400 "Failed to publish: RLN validation failed".
+func (p *rlnPair) run(t *testing.T) {
+	t.Helper()
+	topic := "/relay/v1/messages/" + url.PathEscape(rlnTopic)
+	ts := time.Now().UnixNano()
+	for i := range rlnPublished {
+		m := restMessage{Payload: []byte(fmt.Sprintf("from C, %d", i)), ContentTopic: rlnContentTopic, Timestamp: ts + int64(i)}
+		if body := mustHTTP(t, http.MethodPost, p.c.rest+topic, m); string(body) != "OK" {
+			t.Fatalf("C: publish %d: %q", i, body)
+		}
+	}
+	t.Logf("C's %d publishes, with their proofs, took %v", rlnPublished, time.Since(time.Unix(0, ts)).Round(time.Millisecond))
+	type stored struct {
+		Messages []struct {
+			Message struct {
+				Payload      []byte `json:"payload"`
+				ContentTopic string `json:"contentTopic"`
+				Timestamp    int64  `json:"timestamp"`
+				Proof        []byte `json:"proof"`
+			} `json:"message"`
+		} `json:"messages"`
+	}
+	var s stored
+	q := url.Values{"pubsubTopic": {rlnTopic}, "contentTopics": {rlnContentTopic}, "includeData": {"true"}}
+	waitFor(t, 30*time.Second, "C's messages archived on D", func() (bool, string) {
+		code, body, err := httpDo(http.MethodGet, p.d.rest+"/store/v3/messages?"+q.Encode(), nil)
+		s = stored{}
+		return err == nil && code == http.StatusOK && json.Unmarshal(body, &s) == nil && len(s.Messages) == rlnPublished &&
+			len(s.Messages[0].Message.Proof) > 0, fmt.Sprint(code, string(body), err)
+	})
+	first := s.Messages[0].Message
+	offer := func(what string, m map[string]any) {
+		code, body, err := httpDo(http.MethodPost, p.d.rest+topic, m)
+		if err != nil || code != http.StatusBadRequest || string(body) != "Failed to publish: RLN validation failed" {
+			t.Fatalf("D: publish %s: %d %q %v, want 400 %q", what, code, body, err, "Failed to publish: RLN validation failed")
+		}
+	}
+	offer("a duplicate", map[string]any{"payload": first.Payload, "contentTopic": first.ContentTopic, "timestamp": first.Timestamp, "proof": first.Proof})
+	offer("with the proof of another message", map[string]any{"payload": []byte("not what the proof is for"),
+		"contentTopic": first.ContentTopic, "timestamp": first.Timestamp, "proof": first.Proof})
+	offer("without a proof", map[string]any{"payload": []byte("without a proof"), "contentTopic": rlnContentTopic, "timestamp": time.Now().UnixNano()})
+}
