@@ -33,7 +33,12 @@ import (
 // scraping two courier nodes with the scrape configuration deploy/ ships,
 // while the nodes relay, archive (A in Postgres, B in the embedded
 // archive), store-sync, and serve each other store, filter, lightpush and
-// peer exchange through their REST APIs. Then it evaluates, through
+// peer exchange through their REST APIs, and two RLN relay nodes on the
+// membership contract of a local chain (rlntestchain) that publish with
+// proofs and refuse a duplicate, a proof of other content and a message
+// without a proof (dashboards_rln_e2e_test.go; without the circuit files
+// or Node.js they are left out, and their expressions may stay empty,
+// unless CI=true, which fails the test). Then it evaluates, through
 // Prometheus's HTTP API, every PromQL expression of nwaku v0.38.1's
 // single-node, fleet and RLN dashboards and of courier's own dashboard,
 // with the Grafana variables substituted as Grafana would, and checks
@@ -52,6 +57,7 @@ func TestDashboards(t *testing.T) {
 	}
 	promBin := requirePrometheus(t)
 	exprs := loadDashboards(t)
+	chain := startTestChain(t) // built while courier is
 	bin := buildCourier(t)
 	dbURL := pgtest.DB(t)
 
@@ -71,7 +77,7 @@ func TestDashboards(t *testing.T) {
 		{addr: strings.TrimPrefix(b.metrics, "http://"), instance: "node-02.local.courier"},
 	}
 	t.Logf("[%5.1fs] A and B up", time.Since(start).Seconds())
-	rlnNodes := startRLNPair(t, bin)
+	rlnNodes := startRLNPair(t, bin, chain)
 	if rlnNodes.off == "" {
 		targets = append(targets,
 			scrapeTarget{addr: strings.TrimPrefix(rlnNodes.c.metrics, "http://"), instance: "node-03.local.courier"},

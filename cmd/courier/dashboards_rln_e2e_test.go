@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,27 +40,27 @@ type rlnPair struct {
 	off string
 }
 
-// startRLNPair starts the local chain, registers C's membership with
-// `courier generateRlnKeystore` and starts C and D with --rln-relay. It
-// returns a pair with off set when what RLN needs is missing, and fails
-// the test instead under CI=true.
-func startRLNPair(t *testing.T, bin string) *rlnPair {
+// startRLNPair registers C's membership with `courier generateRlnKeystore`
+// on the chain chain returns and starts C and D with --rln-relay. It
+// returns a pair with off set when what RLN needs is missing (the circuit
+// files, or the chain), and fails the test instead under CI=true.
+func startRLNPair(t *testing.T, bin string, chain func() (*testChain, error)) *rlnPair {
 	t.Helper()
 	start := time.Now()
 	circuits, err := findCircuitDir()
 	if err != nil {
 		return rlnUnavailable(t, err.Error())
 	}
-	chain, why := startTestChain(t)
-	if why != "" {
-		return rlnUnavailable(t, why)
+	ch, err := chain()
+	if err != nil {
+		return rlnUnavailable(t, err.Error())
 	}
-	t.Logf("RLN: chain up in %v", time.Since(start).Round(time.Millisecond))
-	chainFlags := []string{"--rln-relay-eth-client-address=" + chain.rpc, "--rln-relay-eth-contract-address=" + chain.contract,
+	t.Logf("RLN: chain up after %v more", time.Since(start).Round(time.Millisecond))
+	chainFlags := []string{"--rln-relay-eth-client-address=" + ch.rpc, "--rln-relay-eth-contract-address=" + ch.contract,
 		"--rln-relay-chain-id=1337"}
 	ks := filepath.Join(t.TempDir(), "c.json")
 	reg := exec.Command(bin, append([]string{"generateRlnKeystore", "--execute", "--rln-relay-approve-deposit",
-		"--rln-relay-eth-private-key=" + chain.key1, "--rln-relay-user-message-limit=10",
+		"--rln-relay-eth-private-key=" + ch.key1, "--rln-relay-user-message-limit=10",
 		"--rln-relay-cred-path=" + ks, "--rln-relay-cred-password=pw-c"}, chainFlags...)...)
 	reg.Env = childEnv()
 	out, err := reg.CombinedOutput()
@@ -111,41 +113,61 @@ var (
 )
 
 // startTestChain builds and runs rlntestchain (the command of
-// rln/internal/chaintest, which this package may not import) and reads
-// the endpoint, the contract and account 1's key from its output. It
-// returns why not when the chain cannot be had (the command exits first:
-// no Node.js or npm to compile the contracts).
-func startTestChain(t *testing.T) (*testChain, string) {
+// rln/internal/chaintest, which this package may not import) in the
+// background, and returns a function that waits for it and reads the
+// endpoint, the contract and account 1's key from its output. That
+// function returns an error when the chain cannot be had: the build
+// fails, or the command exits first (no Node.js or npm to compile the
+// contracts).
+func startTestChain(t *testing.T) func() (*testChain, error) {
 	t.Helper()
+	type result struct {
+		c   *testChain
+		err error
+	}
+	done := make(chan result, 1)
 	bin := filepath.Join(t.TempDir(), "rlntestchain")
-	build := exec.Command("go", "build", "-o", bin, "./rln/internal/chaintest/cmd/rlntestchain")
+	ctx, cancel := context.WithCancel(context.Background())
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./rln/internal/chaintest/cmd/rlntestchain")
 	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build rlntestchain: %v\n%s", err, out)
-	}
-	p := startProc(t, "rlntestchain", bin)
-	deadline := time.Now().Add(5 * time.Minute) // the first run installs solc with npm
-	for p.out.find(reChainServing) == nil {
-		if p.exited() {
-			return nil, fmt.Sprintf("rlntestchain exited (%v): %s", p.waitErr, strings.TrimSpace(p.log.String()))
+	built := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-built }) // a test that ends first stops the build
+	go func() {
+		defer close(built)
+		if out, err := build.CombinedOutput(); err != nil {
+			done <- result{err: fmt.Errorf("go build rlntestchain: %v\n%s", err, out)}
+			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rlntestchain not serving after 5 minutes:\n%s\n%s", p.out, p.log)
+		done <- result{}
+	}()
+	return func() (*testChain, error) {
+		if r := <-done; r.err != nil {
+			return nil, r.err
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c := &testChain{}
-	for _, f := range []struct {
-		re  *regexp.Regexp
-		dst *string
-	}{{reChainRPC, &c.rpc}, {reChainContract, &c.contract}, {reChainKey1, &c.key1}} {
-		m := p.out.find(f.re)
-		if m == nil {
-			t.Fatalf("rlntestchain: no %q in its output:\n%s", f.re, p.out)
+		p := startProc(t, "rlntestchain", bin)
+		deadline := time.Now().Add(5 * time.Minute) // the first run installs solc with npm
+		for p.out.find(reChainServing) == nil {
+			if p.exited() {
+				return nil, fmt.Errorf("rlntestchain exited (%v): %s", p.waitErr, strings.TrimSpace(p.log.String()))
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("rlntestchain not serving after 5 minutes:\n%s\n%s", p.out, p.log)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		*f.dst = m[1]
+		c := &testChain{}
+		for _, f := range []struct {
+			re  *regexp.Regexp
+			dst *string
+		}{{reChainRPC, &c.rpc}, {reChainContract, &c.contract}, {reChainKey1, &c.key1}} {
+			m := p.out.find(f.re)
+			if m == nil {
+				return nil, fmt.Errorf("rlntestchain: no %q in its output:\n%s", f.re, p.out)
+			}
+			*f.dst = m[1]
+		}
+		return c, nil
 	}
-	return c, ""
 }
 
 // run publishes rlnPublished messages on C, which attaches its proofs,
@@ -157,14 +179,14 @@ func startTestChain(t *testing.T) (*testChain, string) {
 func (p *rlnPair) run(t *testing.T) {
 	t.Helper()
 	topic := "/relay/v1/messages/" + url.PathEscape(rlnTopic)
-	ts := time.Now().UnixNano()
+	start := time.Now()
 	for i := range rlnPublished {
-		m := restMessage{Payload: []byte(fmt.Sprintf("from C, %d", i)), ContentTopic: rlnContentTopic, Timestamp: ts + int64(i)}
+		m := restMessage{Payload: []byte(fmt.Sprintf("from C, %d", i)), ContentTopic: rlnContentTopic, Timestamp: time.Now().UnixNano()}
 		if body := mustHTTP(t, http.MethodPost, p.c.rest+topic, m); string(body) != "OK" {
 			t.Fatalf("C: publish %d: %q", i, body)
 		}
 	}
-	t.Logf("C's %d publishes, with their proofs, took %v", rlnPublished, time.Since(time.Unix(0, ts)).Round(time.Millisecond))
+	t.Logf("C's %d publishes, with their proofs, took %v", rlnPublished, time.Since(start).Round(time.Millisecond))
 	type stored struct {
 		Messages []struct {
 			Message struct {
@@ -183,15 +205,46 @@ func (p *rlnPair) run(t *testing.T) {
 		return err == nil && code == http.StatusOK && json.Unmarshal(body, &s) == nil && len(s.Messages) == rlnPublished &&
 			len(s.Messages[0].Message.Proof) > 0, fmt.Sprint(code, string(body), err)
 	})
-	first := s.Messages[0].Message
+	// The newest one: D's validator refuses a message 21 s or more from
+	// its clock as invalid_timestamp before it looks for duplicates.
+	last := s.Messages[len(s.Messages)-1].Message
 	offer := func(what string, m map[string]any) {
 		code, body, err := httpDo(http.MethodPost, p.d.rest+topic, m)
 		if err != nil || code != http.StatusBadRequest || string(body) != "Failed to publish: RLN validation failed" {
 			t.Fatalf("D: publish %s: %d %q %v, want 400 %q", what, code, body, err, "Failed to publish: RLN validation failed")
 		}
 	}
-	offer("a duplicate", map[string]any{"payload": first.Payload, "contentTopic": first.ContentTopic, "timestamp": first.Timestamp, "proof": first.Proof})
+	offer("a duplicate", map[string]any{"payload": last.Payload, "contentTopic": last.ContentTopic, "timestamp": last.Timestamp, "proof": last.Proof})
 	offer("with the proof of another message", map[string]any{"payload": []byte("not what the proof is for"),
-		"contentTopic": first.ContentTopic, "timestamp": first.Timestamp, "proof": first.Proof})
+		"contentTopic": last.ContentTopic, "timestamp": last.Timestamp, "proof": last.Proof})
 	offer("without a proof", map[string]any{"payload": []byte("without a proof"), "contentTopic": rlnContentTopic, "timestamp": time.Now().UnixNano()})
+
+	for _, c := range []struct {
+		n      *nodeProc
+		sample string
+		want   float64
+	}{
+		{p.c, "waku_rln_total_generated_proofs", rlnPublished},
+		{p.d, "waku_rln_proof_verification_total_total", rlnPublished + 2}, // C's, the duplicate's and the other content's
+		{p.d, "waku_rln_spam_messages_total_total", 1},
+		{p.d, `waku_rln_invalid_messages_total_total{type="invalid_proof"}`, 1},
+		{p.d, `waku_rln_invalid_messages_total_total{type="timestamp_mismatch"}`, 1},
+		{p.d, "waku_rln_number_registered_memberships", 1},
+	} {
+		if got, ok := sampleValue(string(mustHTTP(t, http.MethodGet, c.n.metrics+"/metrics", nil)), c.sample); !ok || got != c.want {
+			t.Errorf("%s: %s = %v (present %v), want %v", c.n.name, c.sample, got, ok, c.want)
+		}
+	}
+}
+
+// sampleValue returns the value of the sample named with its labels as
+// text, in the Prometheus text exposition, writes it.
+func sampleValue(text, sample string) (float64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
