@@ -115,17 +115,13 @@ var (
 // startTestChain builds and runs rlntestchain (the command of
 // rln/internal/chaintest, which this package may not import) in the
 // background, and returns a function that waits for it and reads the
-// endpoint, the contract and account 1's key from its output. That
-// function returns an error when the chain cannot be had: the build
-// fails, or the command exits first (no Node.js or npm to compile the
-// contracts).
+// endpoint, the contract and account 1's key from its output, failing the
+// test when the build fails. That function returns an error when the
+// chain cannot be had: the command exits before it serves (no Node.js or
+// npm to compile the contracts).
 func startTestChain(t *testing.T) func() (*testChain, error) {
 	t.Helper()
-	type result struct {
-		c   *testChain
-		err error
-	}
-	done := make(chan result, 1)
+	done := make(chan error, 1)
 	bin := filepath.Join(t.TempDir(), "rlntestchain")
 	ctx, cancel := context.WithCancel(context.Background())
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./rln/internal/chaintest/cmd/rlntestchain")
@@ -134,15 +130,15 @@ func startTestChain(t *testing.T) func() (*testChain, error) {
 	t.Cleanup(func() { cancel(); <-built }) // a test that ends first stops the build
 	go func() {
 		defer close(built)
-		if out, err := build.CombinedOutput(); err != nil {
-			done <- result{err: fmt.Errorf("go build rlntestchain: %v\n%s", err, out)}
-			return
+		out, err := build.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("go build rlntestchain: %v\n%s", err, out)
 		}
-		done <- result{}
+		done <- err
 	}()
 	return func() (*testChain, error) {
-		if r := <-done; r.err != nil {
-			return nil, r.err
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 		p := startProc(t, "rlntestchain", bin)
 		deadline := time.Now().Add(5 * time.Minute) // the first run installs solc with npm
@@ -151,7 +147,7 @@ func startTestChain(t *testing.T) func() (*testChain, error) {
 				return nil, fmt.Errorf("rlntestchain exited (%v): %s", p.waitErr, strings.TrimSpace(p.log.String()))
 			}
 			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("rlntestchain not serving after 5 minutes:\n%s\n%s", p.out, p.log)
+				t.Fatalf("rlntestchain not serving after 5 minutes:\n%s\n%s", p.out, p.log)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -162,7 +158,7 @@ func startTestChain(t *testing.T) func() (*testChain, error) {
 		}{{reChainRPC, &c.rpc}, {reChainContract, &c.contract}, {reChainKey1, &c.key1}} {
 			m := p.out.find(f.re)
 			if m == nil {
-				return nil, fmt.Errorf("rlntestchain: no %q in its output:\n%s", f.re, p.out)
+				t.Fatalf("rlntestchain: no %q in its output:\n%s", f.re, p.out)
 			}
 			*f.dst = m[1]
 		}
