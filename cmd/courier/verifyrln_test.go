@@ -82,11 +82,24 @@ func vrMember(t *testing.T) (*rln.Member, rln.Field) {
 	return &rln.Member{SecretHash: id.SecretHash, UserMessageLimit: 10, Path: path}, root
 }
 
-// rlnCircuitDir finds the RLN circuit files as the rln package's tests do:
-// $COURIER_RLN_CIRCUIT_DIR, else ../shared/rln beside the repository. It
-// skips t when they are absent, and fails it under CI=true.
+// rlnCircuitDir finds the RLN circuit files (findCircuitDir). It skips t
+// when they are absent, and fails it under CI=true.
 func rlnCircuitDir(t *testing.T) string {
 	t.Helper()
+	dir, err := findCircuitDir()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return dir
+}
+
+// findCircuitDir finds the RLN circuit files as the rln package's tests
+// do: $COURIER_RLN_CIRCUIT_DIR, else ../shared/rln beside the repository,
+// and returns the directory's absolute path.
+func findCircuitDir() (string, error) {
 	dir := os.Getenv(rln.CircuitDirEnv)
 	if dir == "" {
 		_, file, _, _ := runtime.Caller(0)
@@ -94,14 +107,10 @@ func rlnCircuitDir(t *testing.T) string {
 	}
 	for _, f := range []string{rln.ZkeyFile, rln.GraphFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			msg := "RLN circuit files: " + err.Error() + "; put zerokit's rln_final.zkey and graph.bin in ../shared/rln beside the repository, or name their directory in $" + rln.CircuitDirEnv
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
+			return "", fmt.Errorf("RLN circuit files: %w; put zerokit's rln_final.zkey and graph.bin in ../shared/rln beside the repository, or name their directory in $%s", err, rln.CircuitDirEnv)
 		}
 	}
-	return dir
+	return filepath.Abs(dir)
 }
 
 func prove(t *testing.T, p *rln.Prover, member *rln.Member, id uint64, payload string, ts int64) rlnMessage {

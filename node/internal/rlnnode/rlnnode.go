@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,6 +94,9 @@ type RLN struct {
 	prover    *rln.Prover // nil without a keystore
 	manager   atomic.Pointer[membership.Manager]
 	publisher atomic.Pointer[rlnrelay.Publisher]
+	// imported is how long reading the keystore's credential took, in
+	// nanoseconds; 0 until it was read.
+	imported atomic.Int64
 }
 
 // New makes the verifier and the validator, and with a keystore the
@@ -206,7 +210,9 @@ func (r *RLN) chainID(ctx context.Context, mc membership.Config) (*big.Int, erro
 // as nwaku's getMembershipCredentials, and checks it is for them.
 func (r *RLN) credential(chainID *big.Int) (keystore.Membership, error) {
 	q := keystore.Query{ChainID: chainID.String(), Address: r.cfg.ContractAddress, TreeIndex: r.cfg.MembershipIndex}
+	start := time.Now()
 	m, err := keystore.GetMembership(r.cfg.CredPath, r.cfg.CredPassword, q, keystore.RLN())
+	r.imported.Store(max(int64(time.Since(start)), 1))
 	if err != nil {
 		return m, fmt.Errorf("rln-relay: failed to get the keystore credentials from %s: %w", r.cfg.CredPath, err)
 	}
@@ -307,14 +313,20 @@ func (r *RLN) Health() (state.HealthStatus, string) {
 }
 
 // Collector returns the RLN metrics: the validator's and the Publisher's
-// (rlnrelay.Collector) and the membership's
-// waku_rln_number_registered_memberships. Call it after Start, once the
-// Publisher exists.
+// (rlnrelay.Collector), the membership's
+// waku_rln_number_registered_memberships and, once a keystore was read,
+// waku_rln_membership_credentials_import_duration_seconds (the seconds
+// reading it took, as nwaku's group manager times getMembershipCredentials
+// in waku_rln_relay/group_manager/on_chain/group_manager.nim). Call it
+// after Start, once the Publisher exists.
 func (r *RLN) Collector() prometheus.Collector {
 	return collector{inner: rlnrelay.Collector(r.validator, r.publisher.Load()), r: r}
 }
 
-var descMembers = prometheus.NewDesc("waku_rln_number_registered_memberships", "number of registered and active rln memberships", nil, nil)
+var (
+	descMembers = prometheus.NewDesc("waku_rln_number_registered_memberships", "number of registered and active rln memberships", nil, nil)
+	descImport  = prometheus.NewDesc("waku_rln_membership_credentials_import_duration_seconds", "time taken to import membership credentials", nil, nil)
+)
 
 type collector struct {
 	inner prometheus.Collector
@@ -324,12 +336,16 @@ type collector struct {
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	c.inner.Describe(ch)
 	ch <- descMembers
+	ch <- descImport
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	c.inner.Collect(ch)
 	if m := c.r.manager.Load(); m != nil {
 		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(m.Members()))
+	}
+	if ns := c.r.imported.Load(); ns > 0 {
+		ch <- prometheus.MustNewConstMetric(descImport, prometheus.GaugeValue, time.Duration(ns).Seconds())
 	}
 }
 
