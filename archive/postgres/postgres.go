@@ -88,6 +88,9 @@ type Archive struct {
 
 	stored0 uint64 // rows at Open
 	st      driver.Counters
+	// parts are the partitions of courier_messages as the writer last saw
+	// them; the writer alone reads and sets them (ensurePartitions).
+	parts []partition
 }
 
 var _ archive.Archive = (*Archive)(nil)
@@ -129,16 +132,18 @@ func (p *Archive) start(ctx context.Context) error {
 		return err
 	}
 	if p.cfg.Vacuum {
-		if _, err := p.pool.Exec(ctx, "VACUUM (ANALYZE) courier_messages"); err != nil {
+		if _, err := p.pool.Exec(ctx, "VACUUM (ANALYZE) courier_messages, courier_hashes"); err != nil {
 			return fmt.Errorf("archive: postgres: vacuum: %w", err)
 		}
 	}
 	var n int64
-	if err := p.pool.QueryRow(ctx, "SELECT count(*) FROM courier_messages").Scan(&n); err != nil {
+	err := p.pool.QueryRow(ctx, "SELECT count(*) FROM courier_messages").Scan(&n)
+	if err != nil {
 		return fmt.Errorf("archive: postgres: %w", err)
 	}
 	p.stored0 = uint64(n)
-	return nil
+	p.parts, err = listPartitions(ctx, p.pool)
+	return err
 }
 
 // Append implements archive.Archive.
@@ -219,10 +224,12 @@ type pgBatch struct {
 	seen                           map[message.Hash]struct{}
 }
 
-// insertRow stores one row; a hash already stored is skipped by ON
-// CONFLICT (0 rows affected).
-const insertRow = `INSERT INTO courier_messages (hash, ts, pubsub_topic, content_topic, wire)
-VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hash) DO NOTHING`
+// insertRow stores one message: its hash in courier_hashes, then, if
+// the hash was new there, the row in its partition of courier_messages. A
+// hash already stored is skipped (0 rows affected).
+const insertRow = `WITH h AS (INSERT INTO courier_hashes (hash, ts) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING RETURNING hash)
+INSERT INTO courier_messages (ts, hash, pubsub_topic, content_topic, wire)
+SELECT $2, hash, $3, $4, $5 FROM h ON CONFLICT DO NOTHING`
 
 func (p *Archive) commit(batch []queue.Item, b *pgBatch) error {
 	start := time.Now()
@@ -260,9 +267,30 @@ func (p *Archive) commit(batch []queue.Item, b *pgBatch) error {
 		p.st.Dups.Add(dups)
 		return nil
 	}
-	var n, bytes int64
 	ctx := context.Background()
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	n, bytes, err := p.insert(ctx, b)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23514" { // no partition for a row: dropped since the writer looked
+		if p.parts, err = listPartitions(ctx, p.pool); err == nil {
+			n, bytes, err = p.insert(ctx, b)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("archive: postgres: insert: %w", err)
+	}
+	p.st.Inserts.Add(uint64(n))
+	p.st.Dups.Add(dups + uint64(int64(len(b.hashes))-n))
+	p.st.Bytes.Add(uint64(bytes))
+	return nil
+}
+
+// insert makes the partitions b needs and inserts it in one transaction;
+// it returns the rows inserted and their wire bytes.
+func (p *Archive) insert(ctx context.Context, b *pgBatch) (n, bytes int64, err error) {
+	if err := p.ensurePartitions(ctx, b.ts); err != nil {
+		return 0, 0, err
+	}
+	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		n, bytes = 0, 0
 		var pb pgx.Batch
 		for i := range b.hashes {
@@ -282,13 +310,7 @@ func (p *Archive) commit(batch []queue.Item, b *pgBatch) error {
 		}
 		return br.Close()
 	})
-	if err != nil {
-		return fmt.Errorf("archive: postgres: insert: %w", err)
-	}
-	p.st.Inserts.Add(uint64(n))
-	p.st.Dups.Add(dups + uint64(int64(len(b.hashes))-n))
-	p.st.Bytes.Add(uint64(bytes))
-	return nil
+	return n, bytes, err
 }
 
 // Close implements archive.Archive: it commits what is queued, stops the

@@ -45,7 +45,7 @@ type source Archive
 
 // CursorTime implements plan.Source.
 func (s *source) CursorTime(ctx context.Context, c *plan.Cursor) error {
-	err := s.pool.QueryRow(ctx, "SELECT ts FROM courier_messages WHERE hash = $1", c.Hash[:]).Scan(&c.TS)
+	err := s.pool.QueryRow(ctx, "SELECT ts FROM courier_hashes WHERE hash = $1", c.Hash[:]).Scan(&c.TS)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return archive.ErrUnknownCursor
 	}
@@ -124,11 +124,11 @@ func (c *pgConds) where() string {
 
 // byHashes selects the stored messages among the hashes that pass the
 // other filters and the cursor, up to sel.Limit in query direction. The
-// hashes are matched first, reading no wire bytes, in a materialized CTE
-// (so that the planner looks them up by the primary key rather than
-// walking a time index for the few it needs); the page is cut from those
-// in SQL, and only its rows' wire bytes are read: a lookup of
-// MaxQueryHashes hashes reads sel.Limit bodies, not a thousand.
+// hashes' timestamps come from courier_hashes, so each row is read from
+// its own partition by its key; they are matched first, reading no wire
+// bytes, in a materialized CTE, the page is cut from those in SQL, and
+// only its rows' wire bytes are read: a lookup of MaxQueryHashes hashes
+// reads sel.Limit bodies, not a thousand.
 func (s *source) byHashes(ctx context.Context, sel *plan.Selection) ([]row, error) {
 	q := &sel.Query
 	hashes := make([][]byte, len(q.Hashes))
@@ -136,14 +136,14 @@ func (s *source) byHashes(ctx context.Context, sel *plan.Selection) ([]row, erro
 		hashes[i] = q.Hashes[i][:]
 	}
 	var c pgConds
+	c.add("h.hash = ANY($::bytea[])", hashes)
 	c.filter(q, sel.Contents)
-	c.add("hash = ANY($::bytea[])", hashes)
 	matched := c.where()
 	c.conds = c.conds[:0]
 	c.cursor(q.Forward, sel.Cursor)
 	page := c.where() + c.orderLimit(q.Forward, sel.Limit)
-	stmt := "WITH m AS MATERIALIZED (SELECT hash, ts FROM courier_messages" + matched + ") " +
-		pgSelect(q) + " WHERE hash IN (SELECT hash FROM m" + page + ")" + orderBy(q.Forward)
+	stmt := "WITH m AS MATERIALIZED (SELECT h.hash, h.ts FROM courier_hashes h JOIN courier_messages USING (ts, hash)" + matched + ") " +
+		pgSelect(q) + " WHERE (ts, hash) IN (SELECT ts, hash FROM m" + page + ")" + orderBy(q.Forward)
 	return s.scan(ctx, stmt, c.args)
 }
 
