@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/couriernet/courier/archive"
@@ -163,6 +164,13 @@ type Archive struct {
 
 	// st is updated atomically by whoever does the work.
 	st driver.Counters
+	// changed counts the rows the writer inserted or deleted, for the
+	// syncer's checkpoints (retention's deletes count in st only after a
+	// run).
+	changed atomic.Uint64
+	// chore is the size of the retention goroutine's next delete
+	// (choreRows).
+	chore int64
 	// retention applies Config.Retention; its deletes run on the writer,
 	// sent through ckpt.
 	retention *driver.RetentionLoop
@@ -198,7 +206,7 @@ func Open(dir string, cfg archive.Config, opts Options) (*Archive, error) {
 	}
 	a := &Archive{
 		dir: dir, cfg: c, lock: lock,
-		q: queue.New(c.QueueBytes), ckpt: make(chan func()), topics: map[string]int64{},
+		q: queue.New(c.QueueBytes), ckpt: make(chan func()), topics: map[string]int64{}, chore: 1024,
 		quit: make(chan struct{}), writerDone: make(chan struct{}), syncerDone: make(chan struct{}),
 	}
 	if err := a.openIndex(); err != nil {

@@ -32,8 +32,13 @@ const (
 	readConns = 4
 	// walResetFrames is how many frames the WAL may hold before the writer
 	// checkpoints, between two batches, what the syncer's checkpoints
-	// left, so that SQLite starts the WAL over (see checkpointBeside).
+	// left, so that SQLite starts the WAL over (see syncLoop).
 	walResetFrames = 64 << 10 // 1 KiB pages: about 66 MB
+	// walTailFrames is how many frames the syncer's checkpoints may leave
+	// to the writer's; walTailPasses bounds the checkpoints it runs to get
+	// there.
+	walTailFrames = 4 << 10
+	walTailPasses = 4
 )
 
 // insertRow stores a row unless one with its hash is stored: ?1 is the
@@ -139,20 +144,19 @@ func (a *Archive) syncIndex() error {
 
 // checkpointBeside copies the WAL into the database file on the
 // syncer's own connection while the writer goes on (PASSIVE: it waits for
-// no one), and returns the frames in the WAL. Such a checkpoint never
-// copies the frames written while it runs, so SQLite never starts the WAL
-// over by itself; once it holds walResetFrames, the syncer asks the
-// writer to checkpoint the rest between two batches (checkpoint), which
-// is short since most frames are copied and their pages written back.
-func (a *Archive) checkpointBeside() (frames int) {
+// no one), and returns the frames the WAL held when it started and how
+// many of them it copied. Such a checkpoint never copies the frames
+// written while it runs, so SQLite never starts the WAL over by itself:
+// see syncLoop.
+func (a *Archive) checkpointBeside() (frames, copied int) {
 	start := time.Now()
-	var busy, copied int
+	var busy int
 	if err := a.cdb.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err != nil {
 		a.st.SyncErrors.Add(1)
 	}
 	a.st.Ckpts.Add(1)
 	a.st.CkptNs.Add(time.Since(start).Nanoseconds())
-	return frames
+	return frames, copied
 }
 
 // checkpoint copies the rest of the WAL into the database file on the

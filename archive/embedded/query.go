@@ -2,10 +2,12 @@ package embedded
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -200,21 +202,113 @@ func (s *source) scan(ctx context.Context, stmt string, args []any) ([]row, erro
 }
 
 // Fill implements plan.Source: it reads the records of rows from the
-// segments into the Wire of out.
+// segments into the Wire of out, each a buffer of its own. Records near
+// one another in a segment (less than fillGap apart, a span of at most
+// fillSpan bytes) are read with one pread, and up to fillReaders spans
+// are read at once: a page of messages appended one after another costs
+// one read, and a page of messages scattered over the archive (a hash
+// lookup) about one disk read's latency, not one per message.
 func (s *source) Fill(ctx context.Context, rows []row, out []archive.Stored) error {
 	files := segFiles{dir: s.dir}
 	defer files.close()
-	for i, r := range rows {
-		if err := ctx.Err(); err != nil {
-			return err
+	spans, err := fillSpans(rows, &files)
+	if err != nil {
+		return err
+	}
+	if len(spans) == 1 {
+		return spans[0].read(ctx, rows, out)
+	}
+	errs := make(chan error, len(spans))
+	sem := make(chan struct{}, fillReaders)
+	for i := range spans {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			errs <- spans[i].read(ctx, rows, out)
+		}()
+	}
+	var first error
+	for range spans {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
-		f, err := files.get(r.Ext.seg)
+	}
+	return first
+}
+
+// How Fill groups and runs its reads.
+const (
+	fillGap     = 64 << 10
+	fillSpan    = 1 << 20
+	fillReaders = 8
+)
+
+// span is one read of Fill: bytes from to end of f, holding the records
+// of rows[i] for i in rows.
+type span struct {
+	f        *os.File
+	from, to int64
+	rows     []int
+}
+
+// fillSpans groups the records of rows into spans, in segment and offset
+// order, opening the segments in files.
+func fillSpans(rows []row, files *segFiles) ([]span, error) {
+	order := make([]int, len(rows))
+	for i := range order {
+		order[i] = i
+		if err := checkPos(rows[i].Ext.off, rows[i].Ext.length); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		a, b := rows[x].Ext, rows[y].Ext
+		if a.seg != b.seg {
+			return cmp.Compare(a.seg, b.seg)
+		}
+		return cmp.Compare(a.off, b.off)
+	})
+	var spans []span
+	var seg int64
+	for _, i := range order {
+		p := rows[i].Ext
+		from, to := p.off-recHeaderSize, p.off+int64(p.length)
+		if n := len(spans); n > 0 && p.seg == seg && from-spans[n-1].to < fillGap && to-spans[n-1].from <= fillSpan && from >= spans[n-1].to {
+			spans[n-1].to = to
+			spans[n-1].rows = append(spans[n-1].rows, i)
+			continue
+		}
+		f, err := files.get(p.seg)
+		if err != nil {
+			return nil, err
+		}
+		seg = p.seg
+		spans = append(spans, span{f: f, from: from, to: to, rows: []int{i}})
+	}
+	return spans, nil
+}
+
+// read reads sp and sets the Wire of out[i] for each of its rows, checked
+// (length and CRC-32C) and copied out unless it is the span's only record.
+func (sp *span) read(ctx context.Context, rows []row, out []archive.Stored) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	buf := make([]byte, sp.to-sp.from)
+	if err := readAt(sp.f, buf, sp.from); err != nil {
+		return err
+	}
+	for _, i := range sp.rows {
+		p := rows[i].Ext
+		at := p.off - recHeaderSize - sp.from
+		wire, err := checkRecord(sp.f, buf[at:at+recHeaderSize+int64(p.length)], p.off, p.length)
 		if err != nil {
 			return err
 		}
-		if out[i].Wire, err = readRecord(f, r.Ext.off, r.Ext.length); err != nil {
-			return err
+		if len(sp.rows) > 1 {
+			wire = bytes.Clone(wire)
 		}
+		out[i].Wire = wire
 	}
 	return nil
 }

@@ -18,15 +18,16 @@ const (
 
 // syncLoop runs the fsync rounds and, after a round with checkpointRows
 // changed rows, a checkpoint beside the writer (checkpointBeside); when
-// the WAL is walResetFrames long, it has the writer checkpoint the rest
-// between batches, so that the WAL starts over. Right after the fsync
+// the WAL is walResetFrames long, it runs more of them until they leave
+// less than walTailFrames (at most walTailPasses in all), and then has the
+// writer checkpoint the rest between batches, so that the WAL starts over. Right after the fsync
 // round the kernel holds little segment data with blocks allocated, so
 // the checkpoint's own fsyncs do not wait for it.
 func (a *Archive) syncLoop() {
 	defer close(a.syncerDone)
 	t := time.NewTicker(a.cfg.FsyncInterval)
 	defer t.Stop()
-	var ckptAt uint64 // rows inserted and deleted at the last checkpoint
+	var ckptAt uint64 // a.changed at the last checkpoint
 	for {
 		select {
 		case <-t.C:
@@ -34,13 +35,24 @@ func (a *Archive) syncLoop() {
 				a.st.SyncErrors.Add(1) // tried again on the next tick
 				continue
 			}
-			n := a.st.Inserts.Load() + a.st.Deleted.Load()
+			n := a.changed.Load()
 			if n-ckptAt < checkpointRows {
 				continue
 			}
 			ckptAt = n
-			if a.checkpointBeside() < walResetFrames {
+			frames, copied := a.checkpointBeside()
+			if frames < walResetFrames {
 				continue
+			}
+			// Each pass copies what was written during the one before,
+			// which takes less time, until the writer's is short.
+			for pass := 1; pass < walTailPasses; pass++ {
+				f, c := a.checkpointBeside()
+				tail := f - copied // the frames written during the pass before
+				copied = c
+				if tail < walTailFrames {
+					break
+				}
 			}
 			// Wait until the writer's checkpoint is done, so the next
 			// round's segment fsyncs do not overlap it.

@@ -71,6 +71,7 @@ func (a *Archive) commit(batch []queue.Item) (err error) {
 			return
 		}
 		a.commitEnd = a.end
+		a.changed.Add(inserts)
 		a.st.Inserts.Add(inserts)
 		a.st.Dups.Add(dups)
 		a.st.Bytes.Add(bytes)
