@@ -113,6 +113,14 @@ func Open(ctx context.Context, url string, cfg archive.Config, opts Options) (*A
 		return nil, fmt.Errorf("%w: database URL: %v", archive.ErrConfig, err)
 	}
 	pc.MaxConns = int32(c.MaxConns)
+	// Each statement is planned once per connection, for every partition,
+	// and the partitions a run does not need are pruned as it starts: a
+	// plan of its own for each run of a query would cost more than the
+	// query (20 ms with 48 partitions, against 0.5 ms to run it). A URL that
+	// sets plan_cache_mode keeps its own.
+	if _, ok := pc.ConnConfig.RuntimeParams["plan_cache_mode"]; !ok {
+		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("archive: postgres: %w", err)
