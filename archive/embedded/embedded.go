@@ -171,6 +171,9 @@ type Archive struct {
 	// chore is the size of the retention goroutine's next delete
 	// (choreRows).
 	chore int64
+	// resetting is set by the syncer while it brings the WAL to a start
+	// over; retention's deletes wait for it (waitReset).
+	resetting atomic.Bool
 	// retention applies Config.Retention; its deletes run on the writer,
 	// sent through ckpt.
 	retention *driver.RetentionLoop

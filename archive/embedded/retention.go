@@ -265,6 +265,9 @@ func (a *Archive) deleteWhere(ctx context.Context, cond string, args ...any) (in
 // deleteOnWriter runs the DELETE statement q on the writer between two
 // batches and returns the rows it deleted.
 func (a *Archive) deleteOnWriter(ctx context.Context, q string, args ...any) (int64, error) {
+	if err := a.waitReset(ctx); err != nil {
+		return 0, err
+	}
 	var n int64
 	var err error
 	if werr := a.onWriter(ctx, func() {
@@ -281,6 +284,24 @@ func (a *Archive) deleteOnWriter(ctx context.Context, q string, args ...any) (in
 		return n, fmt.Errorf("archive: index: %w", err)
 	}
 	return n, nil
+}
+
+// waitReset waits while the syncer brings the WAL to its start over (see
+// syncLoop), polling every 5 ms.
+func (a *Archive) waitReset(ctx context.Context) error {
+	for a.resetting.Load() {
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-a.writerDone:
+			t.Stop()
+			return archive.ErrClosed
+		}
+	}
+	return nil
 }
 
 // onWriter runs f on the writer goroutine between batches and waits for it.

@@ -46,6 +46,10 @@ func (a *Archive) syncLoop() {
 			}
 			// Each pass copies what was written during the one before,
 			// which takes less time, until the writer's is short.
+			// Retention's deletes wait meanwhile (deleteOnWriter): a
+			// writer deleting as fast as it can writes frames faster than
+			// a checkpoint copies them.
+			a.resetting.Store(true)
 			for pass := 1; pass < walTailPasses; pass++ {
 				f, c := a.checkpointBeside()
 				tail := f - copied // the frames written during the pass before
@@ -60,13 +64,16 @@ func (a *Archive) syncLoop() {
 			select {
 			case a.ckpt <- func() { a.checkpoint(); close(done) }:
 			case <-a.quit:
+				a.resetting.Store(false)
 				return
 			}
 			select {
 			case <-done:
 			case <-a.quit:
+				a.resetting.Store(false)
 				return
 			}
+			a.resetting.Store(false)
 		case <-a.quit:
 			return
 		}
