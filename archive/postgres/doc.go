@@ -49,3 +49,4 @@
 // partition where the expired messages end are rows deleted, in batches
 // of a few thousand, each its own transaction, their hashes with them; the
 // hashes of the partitions dropped go in batches after.
+package postgres
