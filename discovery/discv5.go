@@ -8,13 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/log"
 	"github.com/ethereum/go-ethereum/p2p/discover"
 	"github.com/ethereum/go-ethereum/p2p/enode"
+
+	"github.com/couriernet/courier/internal/lifecycle"
 )
 
 // Discv5Config configures a Discv5 service.
@@ -47,11 +48,10 @@ type Discv5Stats struct {
 // Discv5 runs go-ethereum's discovery v5 on a UDP socket and searches the
 // network for Waku peers until Close.
 type Discv5 struct {
-	cfg    Discv5Config
-	conn   *net.UDPConn
-	udp    *discover.UDPv5
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg  Discv5Config
+	conn *net.UDPConn
+	udp  *discover.UDPv5
+	life *lifecycle.Group
 
 	seen, malformed, filtered, found atomic.Uint64
 }
@@ -77,10 +77,8 @@ func StartDiscv5(key *ecdsa.PrivateKey, rec *LocalRecord, conn *net.UDPConn, cfg
 		conn.Close()
 		return nil, fmt.Errorf("discovery: discv5: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d := &Discv5{cfg: cfg, conn: conn, udp: udp, cancel: cancel}
-	d.wg.Add(1)
-	go d.search(ctx)
+	d := &Discv5{cfg: cfg, conn: conn, udp: udp, life: lifecycle.New()}
+	d.life.Go(d.search)
 	cfg.Logger.Info("discv5 started", "udp", net.JoinHostPort(conn.LocalAddr().(*net.UDPAddr).IP.String(), strconv.Itoa(port)), "bootnodes", len(cfg.Bootnodes))
 	return d, nil
 }
@@ -93,17 +91,19 @@ func (d *Discv5) Stats() Discv5Stats {
 	return Discv5Stats{Seen: d.seen.Load(), Malformed: d.malformed.Load(), Filtered: d.filtered.Load(), Found: d.found.Load()}
 }
 
-// Close stops the search and closes the socket.
+// Close closes the socket, stops the search and waits for it. Calling it
+// again does nothing.
 func (d *Discv5) Close() {
-	d.cancel()
-	d.udp.Close()
-	d.wg.Wait()
+	d.life.Close(func() error {
+		d.udp.Close()
+		return nil
+	})
 }
 
 // search runs random lookups one after another, with SearchPause between
 // them, and hands on what the filter keeps, as nwaku's searchLoop does.
-func (d *Discv5) search(ctx context.Context) {
-	defer d.wg.Done()
+func (d *Discv5) search() {
+	ctx := d.life.Context()
 	for {
 		for _, n := range d.udp.Lookup(randomID()) {
 			d.consider(n)

@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
 )
@@ -68,10 +69,9 @@ type Client struct {
 	h   host.Host
 	cfg ClientConfig
 
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	closed bool
-	open   map[network.Stream]struct{}
+	life *lifecycle.Group
+	mu   sync.Mutex
+	open map[network.Stream]struct{}
 
 	received, invalid atomic.Uint64
 }
@@ -89,27 +89,23 @@ func (c *ClientConfig) setDefaults() {
 // NewClient mounts the push protocol on h.
 func NewClient(h host.Host, cfg ClientConfig) *Client {
 	cfg.setDefaults()
-	c := &Client{h: h, cfg: cfg, open: map[network.Stream]struct{}{}}
+	c := &Client{h: h, cfg: cfg, life: lifecycle.New(), open: map[network.Stream]struct{}{}}
 	h.SetStreamHandler(PushProtocolID, c.handlePush)
 	return c
 }
 
 // Close removes the push handler, resets the push streams being read and
-// waits for their goroutines. It is idempotent.
+// waits for their goroutines. Calling it again returns nil.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if c.closed {
+	return c.life.Close(func() error {
+		c.mu.Lock()
+		for st := range c.open {
+			st.Reset()
+		}
 		c.mu.Unlock()
+		c.h.RemoveStreamHandler(PushProtocolID)
 		return nil
-	}
-	c.closed = true
-	for st := range c.open {
-		st.Reset()
-	}
-	c.mu.Unlock()
-	c.h.RemoveStreamHandler(PushProtocolID)
-	c.wg.Wait()
-	return nil
+	})
 }
 
 // Received returns the number of pushes handed to the handler and the number
@@ -117,20 +113,19 @@ func (c *Client) Close() error {
 func (c *Client) Received() (ok, invalid uint64) { return c.received.Load(), c.invalid.Load() }
 
 func (c *Client) handlePush(st network.Stream) {
-	c.mu.Lock()
-	if c.closed {
+	c.mu.Lock() // held while entering, so that Close's stop step finds st in open
+	if !c.life.Enter() {
 		c.mu.Unlock()
 		st.Reset()
 		return
 	}
 	c.open[st] = struct{}{}
-	c.wg.Add(1)
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		delete(c.open, st)
 		c.mu.Unlock()
-		c.wg.Done()
+		c.life.Leave()
 	}()
 	from := st.Conn().RemotePeer()
 	for {
@@ -211,10 +206,7 @@ func (c *Client) do(ctx context.Context, p peer.ID, req SubscribeRequest) error 
 // are stream, framing or decode errors, or a response whose
 // request id differs (other than "N/A", which a rate-limited answer has).
 func (c *Client) Request(ctx context.Context, p peer.ID, req SubscribeRequest) (SubscribeResponse, error) {
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
+	if c.life.Closed() {
 		return SubscribeResponse{}, errClosed
 	}
 	if _, ok := ctx.Deadline(); !ok {

@@ -97,41 +97,32 @@ func (r *SubscribeRequest) Append(dst []byte) []byte {
 	return dst
 }
 
-// DecodeSubscribeRequest parses a FilterSubscribeRequest. The strings are
+// decodeSubscribeRequest parses a FilterSubscribeRequest. The strings are
 // copies; data is not retained. A missing request id is an error, as in
 // nwaku's decoder. Errors wrap ErrMalformed or ErrMissingField.
-func DecodeSubscribeRequest(data []byte) (SubscribeRequest, error) {
+func decodeSubscribeRequest(data []byte) (SubscribeRequest, error) {
 	var r SubscribeRequest
 	var haveID bool
-	err := walk(data, func(num protowire.Number, v []byte, x uint64) {
-		switch num {
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch rd.Num() {
 		case fieldRequestID:
-			r.RequestID, haveID = string(v), true
+			r.RequestID, haveID = string(rd.Bytes()), true
 		case fieldRequestType:
-			r.Type = RequestType(uint32(x))
+			r.Type = RequestType(uint32(rd.Varint()))
 		case fieldPubsubTopic:
-			r.PubsubTopic, r.HasPubsubTopic = string(v), true
+			r.PubsubTopic, r.HasPubsubTopic = string(rd.Bytes()), true
 		case fieldContentTopics:
-			r.ContentTopics = append(r.ContentTopics, string(v))
+			r.ContentTopics = append(r.ContentTopics, string(rd.Bytes()))
 		}
-	}, requestWireType)
-	if err != nil {
-		return SubscribeRequest{}, err
+	}
+	if err := rd.Err(); err != nil {
+		return SubscribeRequest{}, malformed(err)
 	}
 	if !haveID {
 		return SubscribeRequest{}, fmt.Errorf("%w: request_id", ErrMissingField)
 	}
 	return r, nil
-}
-
-func requestWireType(num protowire.Number) (protowire.Type, bool) {
-	switch num {
-	case fieldRequestID, fieldPubsubTopic, fieldContentTopics:
-		return protowire.BytesType, true
-	case fieldRequestType:
-		return protowire.VarintType, true
-	}
-	return 0, false
 }
 
 // SubscribeResponse is a FilterSubscribeResponse.
@@ -143,7 +134,7 @@ type SubscribeResponse struct {
 
 // Append appends the encoding of r to dst. All three fields are written,
 // zero values included: nwaku's decoder requires request_id and status_code.
-func (r *SubscribeResponse) Append(dst []byte) []byte {
+func (r *SubscribeResponse) append(dst []byte) []byte {
 	dst = protowire.AppendTag(dst, fieldRequestID, protowire.BytesType)
 	dst = protowire.AppendString(dst, r.RequestID)
 	dst = protowire.AppendTag(dst, fieldStatusCode, protowire.VarintType)
@@ -158,19 +149,20 @@ func (r *SubscribeResponse) Append(dst []byte) []byte {
 func DecodeSubscribeResponse(data []byte) (SubscribeResponse, error) {
 	var r SubscribeResponse
 	var haveID, haveCode bool
-	err := walk(data, func(num protowire.Number, v []byte, x uint64) {
-		switch num {
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch rd.Num() {
 		case fieldRequestID:
-			r.RequestID, haveID = string(v), true
+			r.RequestID, haveID = string(rd.Bytes()), true
 		case fieldStatusCode:
-			r.StatusCode, haveCode = uint32(x), true
+			r.StatusCode, haveCode = uint32(rd.Varint()), true
 		case fieldStatusDesc:
-			r.StatusDesc = string(v)
+			r.StatusDesc = string(rd.Bytes())
 		}
-	}, responseWireType)
-	switch {
+	}
+	switch err := rd.Err(); {
 	case err != nil:
-		return SubscribeResponse{}, err
+		return SubscribeResponse{}, malformed(err)
 	case !haveID:
 		return SubscribeResponse{}, fmt.Errorf("%w: request_id", ErrMissingField)
 	case !haveCode:
@@ -179,18 +171,8 @@ func DecodeSubscribeResponse(data []byte) (SubscribeResponse, error) {
 	return r, nil
 }
 
-func responseWireType(num protowire.Number) (protowire.Type, bool) {
-	switch num {
-	case fieldRequestID, fieldStatusDesc:
-		return protowire.BytesType, true
-	case fieldStatusCode:
-		return protowire.VarintType, true
-	}
-	return 0, false
-}
-
-// PushFrameSize returns the length of the frame AppendPushFrame writes.
-func PushFrameSize(pubsubTopic string, wire []byte) int {
+// pushFrameSize returns the length of the frame AppendPushFrame writes.
+func pushFrameSize(pubsubTopic string, wire []byte) int {
 	n := pushSize(pubsubTopic, wire)
 	return protowire.SizeVarint(uint64(n)) + n
 }
@@ -228,17 +210,18 @@ type Push struct {
 func DecodePush(data []byte) (Push, error) {
 	var p Push
 	var haveMsg, haveTopic bool
-	err := walk(data, func(num protowire.Number, v []byte, _ uint64) {
-		switch num {
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch rd.Num() {
 		case fieldPushMessage:
-			p.Wire, haveMsg = v[:len(v):len(v)], true
+			p.Wire, haveMsg = rd.Bytes(), true
 		case fieldPushPubsubTopic:
-			p.PubsubTopic, haveTopic = string(v), true
+			p.PubsubTopic, haveTopic = string(rd.Bytes()), true
 		}
-	}, pushWireType)
-	switch {
+	}
+	switch err := rd.Err(); {
 	case err != nil:
-		return Push{}, err
+		return Push{}, malformed(err)
 	case !haveMsg:
 		return Push{}, fmt.Errorf("%w: message", ErrMissingField)
 	case !haveTopic:
@@ -247,18 +230,5 @@ func DecodePush(data []byte) (Push, error) {
 	return p, nil
 }
 
-func pushWireType(num protowire.Number) (protowire.Type, bool) {
-	switch num {
-	case fieldPushMessage, fieldPushPubsubTopic:
-		return protowire.BytesType, true
-	}
-	return 0, false
-}
-
-// walk is protowalk.Walk with its errors wrapping ErrMalformed.
-func walk(data []byte, fn func(protowire.Number, []byte, uint64), known func(protowire.Number) (protowire.Type, bool)) error {
-	if err := protowalk.Walk(data, known, fn); err != nil {
-		return fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	return nil
-}
+// malformed wraps a protowalk error in ErrMalformed.
+func malformed(err error) error { return fmt.Errorf("%w: %w", ErrMalformed, err) }

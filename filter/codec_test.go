@@ -19,7 +19,7 @@ func TestSubscribeRequestGolden(t *testing.T) {
 	if got := hex.EncodeToString(r.Append(nil)); got != want {
 		t.Fatalf("encoding\n got %s\nwant %s", got, want)
 	}
-	back, err := DecodeSubscribeRequest(r.Append(nil))
+	back, err := decodeSubscribeRequest(r.Append(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestSubscribeRequestDecodeRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, _ := hex.DecodeString(tc.hex)
-			got, err := DecodeSubscribeRequest(b)
+			got, err := decodeSubscribeRequest(b)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("err %v, want %v", err, tc.err)
 			}
@@ -60,11 +60,11 @@ func TestSubscribeRequestDecodeRules(t *testing.T) {
 // nwaku's decoder requires request_id and status_code.
 func TestSubscribeResponseWritesEveryField(t *testing.T) {
 	r := SubscribeResponse{}
-	if got, want := hex.EncodeToString(r.Append(nil)), "0a0050005a00"; got != want {
+	if got, want := hex.EncodeToString(r.append(nil)), "0a0050005a00"; got != want {
 		t.Fatalf("empty response %s, want %s", got, want)
 	}
 	r = SubscribeResponse{RequestID: "x", StatusCode: 404, StatusDesc: notFound}
-	back, err := DecodeSubscribeResponse(r.Append(nil))
+	back, err := DecodeSubscribeResponse(r.append(nil))
 	if err != nil || back != r {
 		t.Fatalf("round trip %+v %v", back, err)
 	}
@@ -80,8 +80,8 @@ func TestPushFrame(t *testing.T) {
 	wire := m.Encode(nil)
 	for _, topic := range []string{"/waku/2/rs/0/0", ""} {
 		frame := AppendPushFrame(nil, topic, wire)
-		if len(frame) != PushFrameSize(topic, wire) {
-			t.Fatalf("size %d, PushFrameSize %d", len(frame), PushFrameSize(topic, wire))
+		if len(frame) != pushFrameSize(topic, wire) {
+			t.Fatalf("size %d, PushFrameSize %d", len(frame), pushFrameSize(topic, wire))
 		}
 		body, err := lpframe.Read(bytes.NewReader(frame), MaxPushSize)
 		if err != nil {
@@ -113,11 +113,11 @@ func FuzzDecodeSubscribeRequest(f *testing.F) {
 	f.Add(r.Append(nil))
 	f.Add([]byte{0x0a, 0x01, 0x31})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeSubscribeRequest(b)
+		r, err := decodeSubscribeRequest(b)
 		if err != nil {
 			return
 		}
-		back, err := DecodeSubscribeRequest(r.Append(nil))
+		back, err := decodeSubscribeRequest(r.Append(nil))
 		if err != nil || !reflect.DeepEqual(back, r) {
 			t.Fatalf("re-encoding changed %+v to %+v (%v)", r, back, err)
 		}
@@ -126,13 +126,13 @@ func FuzzDecodeSubscribeRequest(f *testing.F) {
 
 func FuzzDecodeSubscribeResponse(f *testing.F) {
 	r := SubscribeResponse{RequestID: "id", StatusCode: 200, StatusDesc: "OK"}
-	f.Add(r.Append(nil))
+	f.Add(r.append(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeSubscribeResponse(b)
 		if err != nil {
 			return
 		}
-		if back, err := DecodeSubscribeResponse(r.Append(nil)); err != nil || back != r {
+		if back, err := DecodeSubscribeResponse(r.append(nil)); err != nil || back != r {
 			t.Fatalf("re-encoding changed %+v to %+v (%v)", r, back, err)
 		}
 	})

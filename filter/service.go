@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
@@ -91,20 +92,19 @@ func (sub *subscriber) resetStream() {
 //
 // Locking: mu guards peers, index, topics, bytes and each subscriber's
 // criteria; seen has its own lock and is never taken while holding mu.
+// life's lock may be taken while holding mu (Closed, Go), never the other
+// way round: Close runs its stop step, which takes mu, after releasing it.
 type Service struct {
-	h      host.Host
-	cfg    Config
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	seen   *seenHashes
-	limit  *ratelimit.PerPeer
-	c      counters
-	now    func() time.Time
+	h     host.Host
+	cfg   Config
+	life  *lifecycle.Group
+	seen  *seenHashes
+	limit *ratelimit.PerPeer
+	c     counters
+	now   func() time.Time
 
-	mu     sync.RWMutex
-	closed bool
-	peers  map[peer.ID]*subscriber
+	mu    sync.RWMutex
+	peers map[peer.ID]*subscriber
 	// index holds the subscribers of each criterion, in no order, each
 	// knowing its place (subscriber.criteria): a slice, not a map, because
 	// one map per criterion would cost some 200 bytes more per criterion,
@@ -123,15 +123,13 @@ func New(h host.Host, cfg Config) (*Service, error) {
 	}
 	s := newService(h, cfg)
 	h.SetStreamHandler(SubscribeProtocolID, s.handle)
-	s.wg.Add(1)
-	go s.sweepLoop()
+	s.life.Go(s.sweepLoop)
 	return s, nil
 }
 
 func newService(h host.Host, cfg Config) *Service {
-	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{
-		h: h, cfg: cfg, ctx: ctx, cancel: cancel, now: time.Now,
+		h: h, cfg: cfg, life: lifecycle.New(), now: time.Now,
 		seen:   newSeenHashes(cfg.DedupSize, cfg.DedupTTL),
 		limit:  ratelimit.NewPerPeer(cfg.RateLimit, nil),
 		peers:  map[peer.ID]*subscriber{},
@@ -141,24 +139,20 @@ func newService(h host.Host, cfg Config) *Service {
 }
 
 // Close removes the stream handler, stops every writer and the sweep, and
-// waits for them. Queued pushes are abandoned. Close is idempotent.
+// waits for them. Queued pushes are abandoned. Calling it again returns
+// nil.
 func (s *Service) Close() error {
-	s.mu.Lock()
-	if s.closed {
+	return s.life.Close(func() error {
+		s.mu.Lock()
+		for id := range s.peers {
+			s.removeLocked(id)
+		}
 		s.mu.Unlock()
+		if s.h != nil {
+			s.h.RemoveStreamHandler(SubscribeProtocolID)
+		}
 		return nil
-	}
-	s.closed = true
-	for id := range s.peers {
-		s.removeLocked(id)
-	}
-	s.mu.Unlock()
-	if s.h != nil {
-		s.h.RemoveStreamHandler(SubscribeProtocolID)
-	}
-	s.cancel()
-	s.wg.Wait()
-	return nil
+	})
 }
 
 // handle answers one subscribe-protocol stream: one request, one response.
@@ -171,7 +165,7 @@ func (s *Service) handle(st network.Stream) {
 		// nwaku answers without reading the request (checkUsageLimit).
 		s.c.limited.Add(1)
 		resp := SubscribeResponse{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "filter request rejected due rate limit exceeded"}
-		if err := lpframe.Write(st, resp.Append(nil)); err != nil {
+		if err := lpframe.Write(st, resp.append(nil)); err != nil {
 			st.Reset()
 		}
 		return
@@ -183,7 +177,7 @@ func (s *Service) handle(st network.Stream) {
 		return
 	}
 	s.c.bytesIn.Add(uint64(len(b)))
-	req, err := DecodeSubscribeRequest(b)
+	req, err := decodeSubscribeRequest(b)
 	if err != nil {
 		s.c.badRequests.Add(1)
 		s.cfg.Logger.Debug("filter: undecodable subscribe request", "peer", st.Conn().RemotePeer(), "err", err)
@@ -191,7 +185,7 @@ func (s *Service) handle(st network.Stream) {
 		return
 	}
 	resp := s.Answer(st.Conn().RemotePeer(), req)
-	if err := lpframe.Write(st, resp.Append(nil)); err != nil {
+	if err := lpframe.Write(st, resp.append(nil)); err != nil {
 		st.Reset()
 	}
 }
@@ -218,7 +212,7 @@ func (s *Service) Answer(p peer.ID, req SubscribeRequest) SubscribeResponse {
 func (s *Service) apply(p peer.ID, req SubscribeRequest) (uint32, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.life.Closed() {
 		return StatusServiceUnavailable, "SERVICE_UNAVAILABLE: service closed"
 	}
 	now := s.now()
@@ -379,11 +373,10 @@ func (s *Service) unsubscribe(p peer.ID, req SubscribeRequest, now time.Time) (u
 
 func (s *Service) addPeerLocked(p peer.ID) *subscriber {
 	sub := &subscriber{id: p, criteria: map[Criterion]int{}, queue: make(chan []byte, s.cfg.PushQueueSize)}
-	sub.ctx, sub.leave = context.WithCancel(s.ctx)
+	sub.ctx, sub.leave = context.WithCancel(s.life.Context())
 	s.peers[p] = sub
 	if s.h != nil { // without a host (unit tests) frames stay queued
-		s.wg.Add(1)
-		go s.writeLoop(sub)
+		s.life.Go(func() { s.writeLoop(sub) })
 	}
 	return sub
 }
@@ -470,7 +463,7 @@ func (s *Service) queue(key Criterion, env *message.Envelope, now time.Time) {
 		return
 	}
 	wire := env.Wire()
-	frame := AppendPushFrame(make([]byte, 0, PushFrameSize(key.PubsubTopic, wire)), key.PubsubTopic, wire)
+	frame := AppendPushFrame(make([]byte, 0, pushFrameSize(key.PubsubTopic, wire)), key.PubsubTopic, wire)
 	s.c.messages.Add(1)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -490,7 +483,6 @@ func (s *Service) queue(key Criterion, env *message.Envelope, now time.Time) {
 // writeLoop writes sub's queued frames to its push stream until sub leaves
 // or the service closes.
 func (s *Service) writeLoop(sub *subscriber) {
-	defer s.wg.Done()
 	stop := context.AfterFunc(sub.ctx, sub.resetStream)
 	defer stop()
 	var st network.Stream
@@ -542,13 +534,12 @@ func (s *Service) write(sub *subscriber, st network.Stream, frame []byte) networ
 // sweepLoop removes expired subscribers every minute (nwaku's maintenance
 // interval), or every SubscriptionTimeout if that is shorter.
 func (s *Service) sweepLoop() {
-	defer s.wg.Done()
 	every := min(time.Minute, s.cfg.SubscriptionTimeout)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-s.life.Context().Done():
 			return
 		case <-t.C:
 			s.sweep()

@@ -126,7 +126,7 @@ func (c *Client) send(ctx context.Context, p peer.ID, req Request, frame []byte)
 	if err != nil {
 		return Response{}, err
 	}
-	resp, err := DecodeResponse(b)
+	resp, err := decodeResponse(b)
 	if err != nil {
 		return Response{}, err
 	}
@@ -149,7 +149,7 @@ func (c *Client) SendLegacy(ctx context.Context, p peer.ID, req LegacyRequest) e
 	if err != nil {
 		return err
 	}
-	back, err := DecodeLegacyRPC(b)
+	back, err := decodeLegacyRPC(b)
 	if err != nil {
 		return err
 	}

@@ -65,31 +65,26 @@ func (r *Request) appendHead(dst []byte) []byte {
 	return dst
 }
 
-// DecodeRequest parses a LightPushRequest without decoding the WakuMessage
+// decodeRequest parses a LightPushRequest without decoding the WakuMessage
 // inside. request_id and message are required, as in nwaku. Errors wrap
 // ErrMalformed or ErrMissingField.
-func DecodeRequest(data []byte) (Request, error) {
+func decodeRequest(data []byte) (Request, error) {
 	var r Request
 	var haveID, haveMsg bool
-	err := walk(data, func(num protowire.Number) (protowire.Type, bool) {
-		switch num {
-		case fieldRequestID, fieldPubsubTopic, fieldMessage:
-			return protowire.BytesType, true
-		}
-		return 0, false
-	}, func(num protowire.Number, v []byte, _ uint64) {
-		switch num {
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch rd.Num() {
 		case fieldRequestID:
-			r.RequestID, haveID = string(v), true
+			r.RequestID, haveID = string(rd.Bytes()), true
 		case fieldPubsubTopic:
-			r.PubsubTopic, r.HasPubsubTopic = string(v), true
+			r.PubsubTopic, r.HasPubsubTopic = string(rd.Bytes()), true
 		case fieldMessage:
-			r.Message, haveMsg = v[:len(v):len(v)], true
+			r.Message, haveMsg = rd.Bytes(), true
 		}
-	})
-	switch {
+	}
+	switch err := rd.Err(); {
 	case err != nil:
-		return Request{}, err
+		return Request{}, malformed(err)
 	case !haveID:
 		return Request{}, fmt.Errorf("%w: request_id", ErrMissingField)
 	case !haveMsg:
@@ -111,7 +106,7 @@ type Response struct {
 
 // Append appends the encoding of r to dst. request_id and status_code are
 // always written: nwaku's decoder requires them.
-func (r *Response) Append(dst []byte) []byte {
+func (r *Response) append(dst []byte) []byte {
 	dst = protowire.AppendTag(dst, fieldRequestID, protowire.BytesType)
 	dst = protowire.AppendString(dst, r.RequestID)
 	dst = protowire.AppendTag(dst, fieldStatusCode, protowire.VarintType)
@@ -127,34 +122,27 @@ func (r *Response) Append(dst []byte) []byte {
 	return dst
 }
 
-// DecodeResponse parses a LightPushResponse; request_id and status_code are
+// decodeResponse parses a LightPushResponse; request_id and status_code are
 // required, as in nwaku. Errors wrap ErrMalformed or ErrMissingField.
-func DecodeResponse(data []byte) (Response, error) {
+func decodeResponse(data []byte) (Response, error) {
 	var r Response
 	var haveID, haveCode bool
-	err := walk(data, func(num protowire.Number) (protowire.Type, bool) {
-		switch num {
-		case fieldRequestID, fieldStatusDesc:
-			return protowire.BytesType, true
-		case fieldStatusCode, fieldRelayPeerCount:
-			return protowire.VarintType, true
-		}
-		return 0, false
-	}, func(num protowire.Number, v []byte, x uint64) {
-		switch num {
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch rd.Num() {
 		case fieldRequestID:
-			r.RequestID, haveID = string(v), true
+			r.RequestID, haveID = string(rd.Bytes()), true
 		case fieldStatusCode:
-			r.StatusCode, haveCode = uint32(x), true
+			r.StatusCode, haveCode = uint32(rd.Varint()), true
 		case fieldStatusDesc:
-			r.StatusDesc = string(v)
+			r.StatusDesc = string(rd.Bytes())
 		case fieldRelayPeerCount:
-			r.RelayPeerCount, r.HasRelayPeerCount = uint32(x), true
+			r.RelayPeerCount, r.HasRelayPeerCount = uint32(rd.Varint()), true
 		}
-	})
-	switch {
+	}
+	switch err := rd.Err(); {
 	case err != nil:
-		return Response{}, err
+		return Response{}, malformed(err)
 	case !haveID:
 		return Response{}, fmt.Errorf("%w: request_id", ErrMissingField)
 	case !haveCode:
@@ -223,34 +211,34 @@ func (r *LegacyRPC) Append(dst []byte) []byte {
 	return dst
 }
 
-// DecodeLegacyRPC parses a PushRPC with nwaku's required fields: request_id;
+// decodeLegacyRPC parses a PushRPC with nwaku's required fields: request_id;
 // in a request pubsub_topic and message; in a response is_success. The
 // request's message is not decoded and aliases data. Errors wrap
 // ErrMalformed or ErrMissingField.
-func DecodeLegacyRPC(data []byte) (LegacyRPC, error) {
+func decodeLegacyRPC(data []byte) (LegacyRPC, error) {
 	var r LegacyRPC
 	var haveID bool
 	var req, resp []byte
-	err := walk(data, func(num protowire.Number) (protowire.Type, bool) {
-		return protowire.BytesType, num == fieldRPCRequestID || num == fieldRPCRequest || num == fieldRPCResponse
-	}, func(num protowire.Number, v []byte, _ uint64) {
-		switch num {
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch rd.Num() {
 		case fieldRPCRequestID:
-			r.RequestID, haveID = string(v), true
+			r.RequestID, haveID = string(rd.Bytes()), true
 		case fieldRPCRequest:
-			req = v
+			req = rd.Bytes()
 			r.Request = &LegacyRequest{}
 		case fieldRPCResponse:
-			resp = v
+			resp = rd.Bytes()
 			r.Response = &LegacyResponse{}
 		}
-	})
-	if err != nil {
-		return LegacyRPC{}, err
+	}
+	if err := rd.Err(); err != nil {
+		return LegacyRPC{}, malformed(err)
 	}
 	if !haveID {
 		return LegacyRPC{}, fmt.Errorf("%w: request_id", ErrMissingField)
 	}
+	var err error
 	if r.Request != nil {
 		if *r.Request, err = decodeLegacyRequest(req); err != nil {
 			return LegacyRPC{}, err
@@ -267,18 +255,18 @@ func DecodeLegacyRPC(data []byte) (LegacyRPC, error) {
 func decodeLegacyRequest(data []byte) (LegacyRequest, error) {
 	var q LegacyRequest
 	var haveTopic, haveMsg bool
-	err := walk(data, func(num protowire.Number) (protowire.Type, bool) {
-		return protowire.BytesType, num == fieldV2PubsubTopic || num == fieldV2Message
-	}, func(num protowire.Number, v []byte, _ uint64) {
-		if num == fieldV2PubsubTopic {
-			q.PubsubTopic, haveTopic = string(v), true
-		} else {
-			q.Message, haveMsg = v[:len(v):len(v)], true
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch rd.Num() {
+		case fieldV2PubsubTopic:
+			q.PubsubTopic, haveTopic = string(rd.Bytes()), true
+		case fieldV2Message:
+			q.Message, haveMsg = rd.Bytes(), true
 		}
-	})
-	switch {
+	}
+	switch err := rd.Err(); {
 	case err != nil:
-		return LegacyRequest{}, err
+		return LegacyRequest{}, malformed(err)
 	case !haveTopic:
 		return LegacyRequest{}, fmt.Errorf("%w: pubsub_topic", ErrMissingField)
 	case !haveMsg:
@@ -290,23 +278,17 @@ func decodeLegacyRequest(data []byte) (LegacyRequest, error) {
 func decodeLegacyResponse(data []byte) (LegacyResponse, error) {
 	var p LegacyResponse
 	var haveSuccess bool
-	err := walk(data, func(num protowire.Number) (protowire.Type, bool) {
-		switch num {
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch rd.Num() {
 		case fieldV2IsSuccess:
-			return protowire.VarintType, true
+			p.IsSuccess, haveSuccess = rd.Varint() != 0, true
 		case fieldV2Info:
-			return protowire.BytesType, true
+			p.Info = string(rd.Bytes())
 		}
-		return 0, false
-	}, func(num protowire.Number, v []byte, x uint64) {
-		if num == fieldV2IsSuccess {
-			p.IsSuccess, haveSuccess = x != 0, true
-		} else {
-			p.Info = string(v)
-		}
-	})
-	if err != nil {
-		return LegacyResponse{}, err
+	}
+	if err := rd.Err(); err != nil {
+		return LegacyResponse{}, malformed(err)
 	}
 	if !haveSuccess {
 		return LegacyResponse{}, fmt.Errorf("%w: is_success", ErrMissingField)
@@ -314,10 +296,5 @@ func decodeLegacyResponse(data []byte) (LegacyResponse, error) {
 	return p, nil
 }
 
-// walk is protowalk.Walk with its errors wrapping ErrMalformed.
-func walk(data []byte, known func(protowire.Number) (protowire.Type, bool), fn func(protowire.Number, []byte, uint64)) error {
-	if err := protowalk.Walk(data, known, fn); err != nil {
-		return fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	return nil
-}
+// malformed wraps a protowalk error in ErrMalformed.
+func malformed(err error) error { return fmt.Errorf("%w: %w", ErrMalformed, err) }

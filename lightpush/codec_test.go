@@ -18,14 +18,14 @@ func TestRequestGolden(t *testing.T) {
 	if got := hex.EncodeToString(r.Append(nil)); got != want {
 		t.Fatalf("got %s\nwant %s", got, want)
 	}
-	back, err := DecodeRequest(r.Append(nil))
+	back, err := decodeRequest(r.Append(nil))
 	if err != nil || !reflect.DeepEqual(back, r) {
 		t.Fatalf("round trip %+v %v", back, err)
 	}
-	if _, err := DecodeRequest([]byte{0x0a, 0x00}); !errors.Is(err, ErrMissingField) {
+	if _, err := decodeRequest([]byte{0x0a, 0x00}); !errors.Is(err, ErrMissingField) {
 		t.Fatalf("no message: %v", err)
 	}
-	if _, err := DecodeRequest([]byte{0xaa, 0x01, 0x00}); !errors.Is(err, ErrMissingField) {
+	if _, err := decodeRequest([]byte{0xaa, 0x01, 0x00}); !errors.Is(err, ErrMissingField) {
 		t.Fatalf("no request id: %v", err)
 	}
 }
@@ -34,14 +34,14 @@ func TestRequestGolden(t *testing.T) {
 // written even when zero: v3 request_id and status_code; v2 is_success.
 func TestResponseRequiredFields(t *testing.T) {
 	r := Response{}
-	if got := hex.EncodeToString(r.Append(nil)); got != "0a005000" {
+	if got := hex.EncodeToString(r.append(nil)); got != "0a005000" {
 		t.Fatalf("empty v3 response %s", got)
 	}
 	r = Response{RequestID: "x", StatusCode: 200, RelayPeerCount: 0, HasRelayPeerCount: true}
-	if got := hex.EncodeToString(r.Append(nil)); got != "0a0178"+"50c801"+"6000" {
+	if got := hex.EncodeToString(r.append(nil)); got != "0a0178"+"50c801"+"6000" {
 		t.Fatalf("v3 success with 0 peers %s", got)
 	}
-	back, err := DecodeResponse(r.Append(nil))
+	back, err := decodeResponse(r.append(nil))
 	if err != nil || back != r {
 		t.Fatalf("round trip %+v %v", back, err)
 	}
@@ -50,14 +50,14 @@ func TestResponseRequiredFields(t *testing.T) {
 	if got := hex.EncodeToString(v2.Append(nil)); got != "0a0178"+"1a0408001200" {
 		t.Fatalf("v2 refusal %s", got)
 	}
-	dec, err := DecodeLegacyRPC(v2.Append(nil))
+	dec, err := decodeLegacyRPC(v2.Append(nil))
 	if err != nil || dec.Response == nil || dec.Response.IsSuccess || dec.Request != nil {
 		t.Fatalf("v2 round trip %+v %v", dec, err)
 	}
-	if _, err := DecodeLegacyRPC([]byte{0x0a, 0x00, 0x1a, 0x02, 0x12, 0x00}); !errors.Is(err, ErrMissingField) {
+	if _, err := decodeLegacyRPC([]byte{0x0a, 0x00, 0x1a, 0x02, 0x12, 0x00}); !errors.Is(err, ErrMissingField) {
 		t.Fatalf("v2 response without is_success: %v", err)
 	}
-	if _, err := DecodeLegacyRPC([]byte{0x0a, 0x00, 0x12, 0x02, 0x12, 0x00}); !errors.Is(err, ErrMissingField) {
+	if _, err := decodeLegacyRPC([]byte{0x0a, 0x00, 0x12, 0x02, 0x12, 0x00}); !errors.Is(err, ErrMissingField) {
 		t.Fatalf("v2 request without pubsub topic: %v", err)
 	}
 }
@@ -66,11 +66,11 @@ func FuzzDecodeRequest(f *testing.F) {
 	r := Request{RequestID: "id", PubsubTopic: "/waku/2/rs/0/0", HasPubsubTopic: true, Message: []byte{0x0a, 0x00, 0x12, 0x00}}
 	f.Add(r.Append(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeRequest(b)
+		r, err := decodeRequest(b)
 		if err != nil {
 			return
 		}
-		if back, err := DecodeRequest(r.Append(nil)); err != nil || !reflect.DeepEqual(back, r) {
+		if back, err := decodeRequest(r.Append(nil)); err != nil || !reflect.DeepEqual(back, r) {
 			t.Fatalf("re-encoding changed %+v to %+v (%v)", r, back, err)
 		}
 	})
@@ -78,13 +78,13 @@ func FuzzDecodeRequest(f *testing.F) {
 
 func FuzzDecodeResponse(f *testing.F) {
 	r := Response{RequestID: "id", StatusCode: 505, StatusDesc: "No peers for topic, skipping publish"}
-	f.Add(r.Append(nil))
+	f.Add(r.append(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeResponse(b)
+		r, err := decodeResponse(b)
 		if err != nil {
 			return
 		}
-		if back, err := DecodeResponse(r.Append(nil)); err != nil || back != r {
+		if back, err := decodeResponse(r.append(nil)); err != nil || back != r {
 			t.Fatalf("re-encoding changed %+v to %+v (%v)", r, back, err)
 		}
 	})
@@ -95,11 +95,11 @@ func FuzzDecodeLegacyRPC(f *testing.F) {
 	f.Add(r.Append(nil))
 	f.Add((&LegacyRPC{RequestID: "id", Response: &LegacyResponse{Info: "OK", IsSuccess: true}}).Append(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeLegacyRPC(b)
+		r, err := decodeLegacyRPC(b)
 		if err != nil {
 			return
 		}
-		if back, err := DecodeLegacyRPC(r.Append(nil)); err != nil || !reflect.DeepEqual(back, r) {
+		if back, err := decodeLegacyRPC(r.Append(nil)); err != nil || !reflect.DeepEqual(back, r) {
 			t.Fatalf("re-encoding changed %+v to %+v (%v)", r, back, err)
 		}
 	})

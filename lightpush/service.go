@@ -13,9 +13,11 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/rln"
 	"github.com/couriernet/courier/shard"
 )
 
@@ -60,9 +62,37 @@ type Config struct {
 	// requests" (v2: is_success false, "TOO_MANY_REQUESTS"), request id
 	// "N/A", and is not read. The zero value sets no limit.
 	RateLimit ratelimit.Setting
+	// RLN, when set, is RLN relay's step of every push (see RLN). Nil
+	// means RLN relay is off.
+	RLN RLN
 	// Logger receives debug records. Nil means slog.Default().
 	Logger *slog.Logger
 }
+
+// RLN is RLN relay's step of a push (17/WAKU2-RLN-RELAY), as nwaku's relay
+// push handler takes it (waku_lightpush/callbacks.nim getRelayPushHandler,
+// and the same in waku_lightpush_legacy): a message without a proof gets
+// one of the service node's membership, and one with a proof, or any on a
+// node without a membership, must pass the RLN validator. It runs after
+// the message rules and the relay's Check, with the timestamp filled.
+type RLN interface {
+	// Prepare returns the message to publish on pubsubTopic, m itself or
+	// a copy carrying a new proof, and its decoded proof; m is not
+	// modified. An *OutOfRLNProofError is answered 504 OUT_OF_RLN_PROOF,
+	// any other error 420 INVALID_MESSAGE, each with the error's text
+	// (nwaku's: the proof's error, "RLN validation failed").
+	Prepare(pubsubTopic string, m *message.Message) (*message.Message, *rln.RateLimitProof, error)
+}
+
+// OutOfRLNProofError is RLN.Prepare's error when no proof could be made
+// (the membership's message ids of the epoch are spent, or its path is not
+// known). Its text is Err's.
+type OutOfRLNProofError struct{ Err error }
+
+func (e *OutOfRLNProofError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *OutOfRLNProofError) Unwrap() error { return e.Err }
 
 // DefaultTimeout is the default of Config.Timeout and ClientConfig.Timeout.
 const DefaultTimeout = 10 * time.Second
@@ -75,11 +105,7 @@ type Service struct {
 	limitV3 *ratelimit.Limiter
 	limitV2 *ratelimit.Limiter
 
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-	ctx    context.Context
-	cancel context.CancelFunc
+	life *lifecycle.Group
 }
 
 // setDefaults fills in the default of every zero field.
@@ -108,8 +134,7 @@ func New(h host.Host, cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{h: h, cfg: cfg, ctx: ctx, cancel: cancel,
+	s := &Service{h: h, cfg: cfg, life: lifecycle.New(),
 		limitV3: ratelimit.New(cfg.RateLimit, nil), limitV2: ratelimit.New(cfg.RateLimit, nil)}
 	if h != nil {
 		h.SetStreamHandler(ProtocolID, s.handleV3)
@@ -119,38 +144,21 @@ func New(h host.Host, cfg Config) (*Service, error) {
 }
 
 // Close removes the stream handlers, cancels requests in flight and waits
-// for them. It is idempotent.
+// for them. Calling it again returns nil.
 func (s *Service) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	return s.life.Close(func() error {
+		if s.h != nil {
+			s.h.RemoveStreamHandler(ProtocolID)
+			s.h.RemoveStreamHandler(LegacyProtocolID)
+		}
 		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
-	if s.h != nil {
-		s.h.RemoveStreamHandler(ProtocolID)
-		s.h.RemoveStreamHandler(LegacyProtocolID)
-	}
-	s.cancel()
-	s.wg.Wait()
-	return nil
-}
-
-func (s *Service) enter() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.wg.Add(1)
-	return true
+	})
 }
 
 // Answers to a request over the rate limit (nwaku waku_lightpush/common.nim
 // TooManyRequestsMessage, waku_lightpush_legacy/common.nim).
 var (
-	limitedV3 = (&Response{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "Request rejected due to too many requests"}).Append(nil)
+	limitedV3 = (&Response{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "Request rejected due to too many requests"}).append(nil)
 	limitedV2 = (&LegacyRPC{RequestID: "N/A", Response: &LegacyResponse{Info: "TOO_MANY_REQUESTS"}}).Append(nil)
 )
 
@@ -161,7 +169,7 @@ func (s *Service) handleV3(st network.Stream) {
 	}
 	s.serve(st, &s.c.bytesInV3, func(ctx context.Context, b []byte) []byte {
 		resp := s.answerV3(ctx, b)
-		return resp.Append(nil)
+		return resp.append(nil)
 	})
 }
 
@@ -190,12 +198,12 @@ func (s *Service) refuse(st network.Stream, version int, answer []byte) {
 // serve reads one request from st, adds its length to bytesIn, answers it
 // and closes the stream.
 func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(context.Context, []byte) []byte) {
-	if !s.enter() {
+	if !s.life.Enter() {
 		st.Reset()
 		return
 	}
-	defer s.wg.Done()
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	defer s.life.Leave()
+	ctx, cancel := context.WithTimeout(s.life.Context(), s.cfg.Timeout)
 	defer cancel()
 	st.SetDeadline(time.Now().Add(s.cfg.Timeout))
 	b, err := lpframe.Read(st, MaxRequestSize)
@@ -215,7 +223,7 @@ func (s *Service) serve(st network.Stream, bytesIn *atomic.Uint64, answer func(c
 // answerV3 answers one encoded LightPushRequest (nwaku
 // waku_lightpush/protocol.nim handleRequest).
 func (s *Service) answerV3(ctx context.Context, b []byte) Response {
-	req, err := DecodeRequest(b)
+	req, err := decodeRequest(b)
 	if err != nil {
 		s.c.count(3, StatusBadRequest)
 		return Response{RequestID: "N/A", StatusCode: StatusBadRequest, StatusDesc: "decode_rpc_failure: " + err.Error()}
@@ -239,7 +247,7 @@ func (s *Service) Push(ctx context.Context, req Request) Response {
 // answerV2 answers one encoded legacy PushRPC (nwaku
 // waku_lightpush_legacy/protocol.nim handleRequest).
 func (s *Service) answerV2(ctx context.Context, b []byte) LegacyRPC {
-	rpc, err := DecodeLegacyRPC(b)
+	rpc, err := decodeLegacyRPC(b)
 	var info string
 	switch {
 	case err != nil:
@@ -299,19 +307,39 @@ func (s *Service) push(ctx context.Context, wire []byte, topic string, hasTopic,
 	if err := s.cfg.Relay.Check(m); err != nil {
 		return StatusInvalidMessage, err.Error(), 0
 	}
-	var env *message.Envelope
-	if m.Timestamp == 0 {
+	reencode := m.Timestamp == 0
+	if reencode {
 		// nwaku's relay publish fills a zero timestamp with the current
-		// time (waku_relay/protocol.nim publish): the one case re-encoded.
+		// time (waku_relay/protocol.nim publish): re-encoded, as is a
+		// message RLN relay attaches a proof to.
 		filled := *m
 		filled.Timestamp, filled.Present = time.Now().UnixNano(), m.Present|message.HasTimestamp
-		shared, enc := filled.EncodeShared(s.cfg.Counters)
-		env = message.NewEnvelope(shared, topic, enc, s.cfg.Counters)
+		m = &filled
+	}
+	var proof *rln.RateLimitProof
+	if s.cfg.RLN != nil {
+		out, p, err := s.cfg.RLN.Prepare(topic, m)
+		var oop *OutOfRLNProofError
+		switch {
+		case errors.As(err, &oop):
+			return StatusOutOfRLNProof, err.Error(), 0
+		case err != nil:
+			return StatusInvalidMessage, err.Error(), 0
+		}
+		reencode = reencode || out != m
+		m, proof = out, p
+	}
+	if reencode {
+		shared, enc := m.EncodeShared(s.cfg.Counters)
+		if len(enc) > message.MaxSize {
+			return StatusInvalidMessage, fmt.Sprintf("Message size exceeded maximum of %d bytes", message.MaxSize), 0
+		}
+		m, wire = shared, enc
 		s.c.reencoded.Add(1)
 	} else {
-		env = message.NewEnvelope(m, topic, wire, s.cfg.Counters)
 		s.c.asArrived.Add(1)
 	}
+	env := message.NewEnvelopeWithProof(m, topic, wire, s.cfg.Counters, proof)
 	env.Hash()
 	peers, err := s.cfg.Relay.PublishEnvelope(ctx, env)
 	if err != nil {

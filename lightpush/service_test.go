@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/rln"
 )
 
 // fakeRelay records what it publishes and answers with a set peer count.
@@ -194,6 +195,92 @@ func TestPushTopicRules(t *testing.T) {
 			}
 			if published := len(fr.got); published != 2*boolInt(tc.code == 200) {
 				t.Fatalf("%d messages reached the relay", published)
+			}
+		})
+	}
+}
+
+// fakeRLN is an RLN step that answers with a set outcome and records the
+// messages it was given.
+type fakeRLN struct {
+	attach bool // return a copy with a proof, as a Publisher does
+	err    error
+	proof  *rln.RateLimitProof
+	got    []*message.Message
+}
+
+func (f *fakeRLN) Prepare(_ string, m *message.Message) (*message.Message, *rln.RateLimitProof, error) {
+	f.got = append(f.got, m)
+	if f.err != nil {
+		return nil, nil, f.err
+	}
+	if f.attach {
+		out := *m
+		out.RateLimitProof, out.Present = []byte("proof bytes"), m.Present|message.HasRateLimitProof
+		return &out, f.proof, nil
+	}
+	return m, f.proof, nil
+}
+
+// TestRLNStep checks RLN relay's step of a push as nwaku's relay push
+// handler takes it (waku_lightpush/callbacks.nim): a proof attached is
+// published re-encoded with the proof in the envelope, a message the
+// validator accepts as it arrived with its proof, no proof to be had is
+// 504 OUT_OF_RLN_PROOF with the proof's error, a refused one 420; the step
+// sees the filled timestamp. v2 answers with the same texts.
+func TestRLNStep(t *testing.T) {
+	const limitText = "could not get new message id to generate an rln proof: NonceLimitReached: Nonce limit reached. Please wait for the next epoch. requested nonce: 2 & nonceLimit: 2"
+	withProof := wire(&message.Message{Payload: []byte("hi"), ContentTopic: "/app/1/chat/proto", Timestamp: 42, RateLimitProof: []byte("p")})
+	for _, tc := range []struct {
+		name     string
+		rln      fakeRLN
+		msg      []byte
+		code     uint32
+		desc     string
+		asArrive bool
+	}{
+		{"attached", fakeRLN{attach: true, proof: &rln.RateLimitProof{}}, valid(), 200, "", false},
+		{"validated", fakeRLN{proof: &rln.RateLimitProof{}}, withProof, 200, "", true},
+		{"out of proofs", fakeRLN{err: &OutOfRLNProofError{Err: errors.New(limitText)}}, valid(), StatusOutOfRLNProof, limitText, false},
+		{"invalid", fakeRLN{err: errors.New("RLN validation failed")}, withProof, StatusInvalidMessage, "RLN validation failed", false},
+		{"zero timestamp", fakeRLN{attach: true, proof: &rln.RateLimitProof{}}, wire(&message.Message{Payload: []byte("x"), ContentTopic: "/app/1/chat/proto"}), 200, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fr := &fakeRelay{peers: 1}
+			s, err := New(nil, Config{Relay: fr, RLN: &tc.rln})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			resp := s.Push(context.Background(), Request{RequestID: "r", PubsubTopic: "/waku/2/rs/0/0", HasPubsubTopic: true, Message: tc.msg})
+			if resp.StatusCode != tc.code || resp.StatusDesc != tc.desc {
+				t.Fatalf("v3 %d %q, want %d %q", resp.StatusCode, resp.StatusDesc, tc.code, tc.desc)
+			}
+			if len(tc.rln.got) != 1 || tc.rln.got[0].Timestamp == 0 {
+				t.Fatalf("the RLN step saw %d messages, timestamp %d", len(tc.rln.got), tc.rln.got[0].Timestamp)
+			}
+			if tc.code != 200 {
+				if len(fr.got) != 0 {
+					t.Fatal("published a refused message")
+				}
+				if v2 := s.PushLegacy(context.Background(), LegacyRequest{PubsubTopic: "/waku/2/rs/0/0", Message: tc.msg}); v2.IsSuccess || v2.Info != tc.desc {
+					t.Fatalf("v2 %v %q, want %q", v2.IsSuccess, v2.Info, tc.desc)
+				}
+				return
+			}
+			env := fr.got[0]
+			if env.RateLimitProof() != tc.rln.proof {
+				t.Fatal("the envelope does not carry the step's proof")
+			}
+			m, err := message.Decode(env.Wire(), nil)
+			if err != nil || len(m.RateLimitProof) == 0 || m.Timestamp == 0 {
+				t.Fatalf("published %+v, %v: want a proof and a timestamp", m, err)
+			}
+			if w := env.Wire(); (&w[0] == &tc.msg[0]) != tc.asArrive {
+				t.Fatalf("published the request's bytes: %v, want %v", &w[0] == &tc.msg[0], tc.asArrive)
+			}
+			if st := s.Stats(); (st.PublishedAsArrived == 1) != tc.asArrive || (st.Reencoded == 1) == tc.asArrive {
+				t.Fatalf("stats %+v", st)
 			}
 		})
 	}

@@ -1,17 +1,23 @@
 package message
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/couriernet/courier/rln"
+)
 
 // Envelope is one message as a node carries it: the decoded Message, the
-// pubsub topic it travels on, its deterministic hash and its encoded bytes.
-// An Envelope is immutable and is shared by pointer among all consumers.
-// The hash is computed at most once, on the first call of Hash, so a
-// publisher whose message nobody asks the hash of pays nothing for it.
+// pubsub topic it travels on, its deterministic hash, its encoded bytes
+// and, with RLN relay, its verified RateLimitProof. An Envelope is
+// immutable and is shared by pointer among all consumers. The hash is
+// computed at most once, on the first call of Hash, so a publisher whose
+// message nobody asks the hash of pays nothing for it.
 type Envelope struct {
 	msg         *Message
 	pubsubTopic string
 	wire        []byte
 	counters    *Counters
+	proof       *rln.RateLimitProof
 
 	once sync.Once
 	hash Hash
@@ -24,6 +30,17 @@ type Envelope struct {
 // (see Wire).
 func NewEnvelope(msg *Message, pubsubTopic string, wire []byte, c *Counters) *Envelope {
 	return &Envelope{msg: msg, pubsubTopic: pubsubTopic, wire: wire[:len(wire):len(wire)], counters: c}
+}
+
+// NewEnvelopeWithProof is NewEnvelope for a message whose RateLimitProof
+// (field 21, 17/WAKU2-RLN-RELAY) has been decoded and checked once, by the
+// RLN relay validator or by the prover that made it: the envelope carries
+// proof so that no consumer decodes or verifies it again. proof must be
+// the decoding of msg.RateLimitProof; neither may be modified afterwards.
+func NewEnvelopeWithProof(msg *Message, pubsubTopic string, wire []byte, c *Counters, proof *rln.RateLimitProof) *Envelope {
+	e := NewEnvelope(msg, pubsubTopic, wire, c)
+	e.proof = proof
+	return e
 }
 
 // NewEnvelopeWithHash is NewEnvelope for a message whose hash is already
@@ -39,6 +56,12 @@ func (e *Envelope) Message() *Message { return e.msg }
 
 // PubsubTopic returns the pubsub topic the message travels on.
 func (e *Envelope) PubsubTopic() string { return e.pubsubTopic }
+
+// RateLimitProof returns the message's RateLimitProof as the RLN relay
+// checked it (see NewEnvelopeWithProof), or nil when none was checked: RLN
+// relay is off, or the envelope was made without it. It must not be
+// modified.
+func (e *Envelope) RateLimitProof() *rln.RateLimitProof { return e.proof }
 
 // Hash returns the deterministic message hash, computing it on first use.
 // It is safe for concurrent use.

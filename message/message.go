@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/couriernet/courier/internal/protowalk"
 )
 
 // Limits of 14/WAKU2-MESSAGE as nwaku and go-waku enforce them.
@@ -108,78 +110,47 @@ func (m *Message) decode(data []byte) error {
 		return fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))
 	}
 	var havePayload, haveTopic bool
-	for off := 0; off < len(data); {
-		num, typ, n := protowire.ConsumeTag(data[off:])
-		if n < 0 {
-			return fieldErr(ErrTruncated, 0, off, protowire.ParseError(n))
-		}
-		off += n
-		want, known := wireTypeOf(num)
-		if !known {
-			n = protowire.ConsumeFieldValue(num, typ, data[off:])
-			if n < 0 {
-				return fieldErr(ErrTruncated, num, off, protowire.ParseError(n))
-			}
-			off += n
-			continue
-		}
-		if typ != want {
-			return fmt.Errorf("%w: field %d has wire type %d at offset %d", ErrWireType, num, typ, off)
-		}
-		var v []byte
-		var x uint64
-		if typ == protowire.BytesType {
-			v, n = protowire.ConsumeBytes(data[off:])
-			v = v[:len(v):len(v)] // an append to a field must never write into data
-		} else {
-			x, n = protowire.ConsumeVarint(data[off:])
-		}
-		if n < 0 {
-			return fieldErr(ErrTruncated, num, off, protowire.ParseError(n))
-		}
-		off += n
-		switch num {
+	r := protowalk.NewReader(data)
+	for r.Next() {
+		switch r.Num() {
 		case fieldPayload:
-			m.Payload, havePayload = v, true
+			m.Payload, havePayload = r.Bytes(), true
 		case fieldContentTopic:
-			m.ContentTopic, haveTopic = aliasString(v), true
+			m.ContentTopic, haveTopic = aliasString(r.Bytes()), true
 		case fieldVersion:
-			m.Version, m.Present = uint32(x), m.Present|HasVersion
+			m.Version, m.Present = uint32(r.Varint()), m.Present|HasVersion
 		case fieldTimestamp:
-			m.Timestamp, m.Present = protowire.DecodeZigZag(x), m.Present|HasTimestamp
+			m.Timestamp, m.Present = protowire.DecodeZigZag(r.Varint()), m.Present|HasTimestamp
 		case fieldMeta:
+			v := r.Bytes()
 			if len(v) > MaxMetaSize {
 				return fmt.Errorf("%w: %d bytes", ErrMetaTooLong, len(v))
 			}
 			m.Meta, m.Present = v, m.Present|HasMeta
 		case fieldRateLimitProof:
-			m.RateLimitProof, m.Present = v, m.Present|HasRateLimitProof
+			m.RateLimitProof, m.Present = r.Bytes(), m.Present|HasRateLimitProof
 		case fieldEphemeral:
-			m.Ephemeral, m.Present = x != 0, m.Present|HasEphemeral
+			m.Ephemeral, m.Present = r.Varint() != 0, m.Present|HasEphemeral
 		}
 	}
-	if !havePayload {
+	switch err := r.Err(); {
+	case err != nil:
+		return decodeErr(err)
+	case !havePayload:
 		return ErrMissingPayload
-	}
-	if !haveTopic {
+	case !haveTopic:
 		return ErrMissingContentTopic
 	}
 	return nil
 }
 
-func fieldErr(sentinel error, num protowire.Number, off int, cause error) error {
-	return fmt.Errorf("%w: field %d at offset %d: %v", sentinel, num, off, cause)
-}
-
-// wireTypeOf gives the wire type of a known field number.
-func wireTypeOf(num protowire.Number) (protowire.Type, bool) {
-	switch num {
-	case fieldPayload, fieldContentTopic, fieldMeta, fieldRateLimitProof:
-		return protowire.BytesType, true
-	case fieldVersion, fieldTimestamp, fieldEphemeral:
-		return protowire.VarintType, true
+// decodeErr gives a protowalk error Decode's sentinel and wording.
+func decodeErr(err error) error {
+	e := err.(*protowalk.Error)
+	if e.Kind == protowalk.WrongType {
+		return fmt.Errorf("%w: field %d has wire type %d at offset %d", ErrWireType, e.Num, e.Type, e.Off)
 	}
-	return 0, false
+	return fmt.Errorf("%w: field %d at offset %d: %v", ErrTruncated, e.Num, e.Off, e.Err)
 }
 
 // aliasString returns the bytes of b as a string without copying. The bytes

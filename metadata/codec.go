@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/couriernet/courier/internal/protowalk"
 )
 
 // MaxRPCSize is the largest encoded request or response in bytes that is
@@ -20,7 +22,8 @@ const (
 	fieldShards           protowire.Number = 3
 )
 
-// Sentinel errors of Decode. Every error Decode returns wraps one of them.
+// Sentinel errors of the codec: every decoding error (Service.Request's
+// included) wraps one of them.
 var (
 	// ErrTooLarge: an encoded RPC over MaxRPCSize bytes.
 	ErrTooLarge = errors.New("metadata: rpc over 1024 bytes")
@@ -40,15 +43,15 @@ type RPC struct {
 	Shards []uint32
 }
 
-// Append appends the encoding of r to dst, as nwaku and go-waku write it:
+// append appends the encoding of r to dst, as nwaku and go-waku write it:
 // field 1 when HasClusterID (zero included: a cluster id of 0 is set
 // explicitly), then every shard unpacked in the deprecated field 2, then all
 // shards packed in field 3 (omitted when there are none). When that is over
 // MaxRPCSize bytes, the deprecated field 2 is left out: nwaku, go-waku and
-// Decode read field 3 first, and a peer drops an RPC over MaxRPCSize. An
+// decode read field 3 first, and a peer drops an RPC over MaxRPCSize. An
 // RPC whose field 3 alone is over MaxRPCSize is still encoded whole; see
 // CheckShards.
-func (r *RPC) Append(dst []byte) []byte {
+func (r *RPC) append(dst []byte) []byte {
 	if r.HasClusterID {
 		dst = protowire.AppendTag(dst, fieldClusterID, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, uint64(r.ClusterID))
@@ -70,8 +73,8 @@ func (r *RPC) Append(dst []byte) []byte {
 	return dst
 }
 
-// Size returns the length in bytes of the encoding Append produces.
-func (r *RPC) Size() int {
+// size returns the length in bytes of the encoding append produces.
+func (r *RPC) size() int {
 	n := r.headerSize() + r.packedSize()
 	if len(r.Shards) > 0 && n+r.deprecatedSize() <= MaxRPCSize {
 		n += r.deprecatedSize()
@@ -126,55 +129,40 @@ func CheckShards(clusterID uint16, shards []uint16) error {
 	for i, s := range shards {
 		r.Shards[i] = uint32(s)
 	}
-	if n := r.Size(); n > MaxRPCSize {
+	if n := r.size(); n > MaxRPCSize {
 		return fmt.Errorf("%w: %d shards take %d bytes even packed (field 3 alone), and peers read at most %d (nwaku's RpcResponseMaxBytes); relay at most %d shards, or fewer above shard 127",
 			ErrTooLarge, len(shards), n, MaxRPCSize, MinShardsFit)
 	}
 	return nil
 }
 
-// Decode parses one encoded RPC of at most MaxRPCSize bytes. It does not
+// decode parses one encoded RPC of at most MaxRPCSize bytes. It does not
 // alias data; Shards has len == cap. Shards are read from field 3 if it holds any, else from packed
 // field 2, else from unpacked field 2, the order of nwaku's decoder. A varint
 // wider than 32 bits is truncated, as protobuf does for uint32. Unknown
 // fields are skipped; a repeated cluster id takes the last value. Errors wrap
 // ErrTooLarge or ErrMalformed.
-func Decode(data []byte) (RPC, error) {
+func decode(data []byte) (RPC, error) {
 	if len(data) > MaxRPCSize {
 		return RPC{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))
 	}
 	var r RPC
 	var s3, packed2, unpacked2 []uint32
-	for off := 0; off < len(data); {
-		num, typ, n := protowire.ConsumeTag(data[off:])
-		if n < 0 {
-			return RPC{}, fmt.Errorf("%w: tag at offset %d: %v", ErrMalformed, off, protowire.ParseError(n))
-		}
-		off += n
-		var err error
-		switch {
-		case num == fieldClusterID && typ == protowire.VarintType:
-			var v uint64
-			v, n = protowire.ConsumeVarint(data[off:])
-			r.ClusterID, r.HasClusterID = uint32(v), true
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch num, typ := rd.Num(), rd.Type(); {
 		case num == fieldClusterID:
-			err = fmt.Errorf("%w: field 1 has wire type %d", ErrMalformed, typ)
+			r.ClusterID, r.HasClusterID = uint32(rd.Varint()), true
 		case num == fieldShards:
-			s3, n, err = consumeShards(typ, data[off:], s3)
+			s3 = appendShards(&rd, s3)
 		case num == fieldShardsDeprecated && typ == protowire.BytesType:
-			packed2, n, err = consumeShards(typ, data[off:], packed2)
+			packed2 = appendShards(&rd, packed2)
 		case num == fieldShardsDeprecated:
-			unpacked2, n, err = consumeShards(typ, data[off:], unpacked2)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, data[off:])
+			unpacked2 = appendShards(&rd, unpacked2)
 		}
-		if err != nil {
-			return RPC{}, err
-		}
-		if n < 0 {
-			return RPC{}, fmt.Errorf("%w: field %d at offset %d: %v", ErrMalformed, num, off, protowire.ParseError(n))
-		}
-		off += n
+	}
+	if err := rd.Err(); err != nil {
+		return RPC{}, malformed(err)
 	}
 	switch {
 	case len(s3) > 0:
@@ -188,28 +176,26 @@ func Decode(data []byte) (RPC, error) {
 	return r, nil
 }
 
-// consumeShards reads one element (varint) or a packed run (bytes) of a
-// repeated uint32 field from b and appends it to dst. It returns the bytes
-// consumed, or a negative protowire error code.
-func consumeShards(typ protowire.Type, b []byte, dst []uint32) ([]uint32, int, error) {
-	switch typ {
-	case protowire.VarintType:
-		v, n := protowire.ConsumeVarint(b)
-		if n >= 0 {
-			dst = append(dst, uint32(v))
-		}
-		return dst, n, nil
-	case protowire.BytesType:
-		run, n := protowire.ConsumeBytes(b)
-		for len(run) > 0 && n >= 0 {
-			v, m := protowire.ConsumeVarint(run)
-			if m < 0 {
-				return nil, 0, fmt.Errorf("%w: packed shards: %v", ErrMalformed, protowire.ParseError(m))
-			}
-			dst = append(dst, uint32(v))
-			run = run[m:]
-		}
-		return dst, n, nil
+// appendShards reads one element (varint) or a packed run (bytes) of a
+// repeated uint32 field and appends it to dst; any other wire type is an
+// error of rd.
+func appendShards(rd *protowalk.Reader, dst []uint32) []uint32 {
+	if rd.Type() == protowire.VarintType {
+		return append(dst, uint32(rd.Varint()))
 	}
-	return nil, 0, fmt.Errorf("%w: shards field has wire type %d", ErrMalformed, typ)
+	return protowalk.AppendPacked(rd, dst)
+}
+
+// malformed gives a protowalk error ErrMalformed's wording.
+func malformed(err error) error {
+	e := err.(*protowalk.Error)
+	switch {
+	case e.Kind == protowalk.BadTag:
+		return fmt.Errorf("%w: tag at offset %d: %v", ErrMalformed, e.Off, e.Err)
+	case e.Kind == protowalk.WrongType && e.Num == fieldClusterID:
+		return fmt.Errorf("%w: field 1 has wire type %d", ErrMalformed, e.Type)
+	case e.Kind == protowalk.WrongType:
+		return fmt.Errorf("%w: shards field has wire type %d", ErrMalformed, e.Type)
+	}
+	return fmt.Errorf("%w: field %d at offset %d: %v", ErrMalformed, e.Num, e.Off, e.Err)
 }

@@ -22,11 +22,11 @@ func TestAppendBytes(t *testing.T) {
 		{"nothing", RPC{}, nil},
 	}
 	for _, c := range cases {
-		got := c.rpc.Append(nil)
+		got := c.rpc.append(nil)
 		if !bytes.Equal(got, c.want) {
 			t.Fatalf("%s: Append = % x, want % x", c.name, got, c.want)
 		}
-		back, err := Decode(got)
+		back, err := decode(got)
 		if err != nil {
 			t.Fatalf("%s: Decode: %v", c.name, err)
 		}
@@ -71,7 +71,7 @@ func TestDecodeOrder(t *testing.T) {
 			[]uint32{0}},
 	}
 	for _, c := range cases {
-		got, err := Decode(c.in)
+		got, err := decode(c.in)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -79,11 +79,11 @@ func TestDecodeOrder(t *testing.T) {
 			t.Fatalf("%s: shards %v, want %v", c.name, got.Shards, c.want)
 		}
 	}
-	got, err := Decode([]byte{0x08, 0x05, 0x08, 0x10})
+	got, err := decode([]byte{0x08, 0x05, 0x08, 0x10})
 	if err != nil || !got.HasClusterID || got.ClusterID != 16 {
 		t.Fatalf("last cluster id wins: %+v, %v", got, err)
 	}
-	got, err = Decode(nil)
+	got, err = decode(nil)
 	if err != nil || got.HasClusterID || got.Shards != nil {
 		t.Fatalf("empty: %+v, %v", got, err)
 	}
@@ -105,7 +105,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"too large", make([]byte, MaxRPCSize+1), ErrTooLarge},
 	}
 	for _, c := range cases {
-		if _, err := Decode(c.in); !errors.Is(err, c.want) {
+		if _, err := decode(c.in); !errors.Is(err, c.want) {
 			t.Fatalf("%s: error = %v, want %v", c.name, err, c.want)
 		}
 	}
@@ -141,7 +141,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{0x10, 0x07, 0x12, 0x02, 0x08, 0x09})
 	f.Add([]byte{0x1a, 0x05, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := Decode(data)
+		r, err := decode(data)
 		if err != nil {
 			return
 		}
@@ -149,7 +149,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Shards len %d, cap %d", len(r.Shards), cap(r.Shards))
 		}
 		// Whatever decodes re-encodes to bytes that decode to the same RPC.
-		again, err := Decode(r.Append(nil))
+		again, err := decode(r.append(nil))
 		if err != nil && !errors.Is(err, ErrTooLarge) {
 			t.Fatalf("re-decode: %v", err)
 		}
@@ -178,7 +178,7 @@ func TestDecodeShardsCapped(t *testing.T) {
 		{0x08, 0x01, 0x18, 0x00, 0x18, 0x01, 0x18, 0x02}, // unpacked field 3
 		{0x08, 0x01, 0x12, 0x03, 0x00, 0x01, 0x02},       // packed field 2 (deprecated)
 	} {
-		r, err := Decode(data)
+		r, err := decode(data)
 		if err != nil {
 			t.Fatalf("% x: %v", data, err)
 		}
@@ -205,14 +205,14 @@ func TestAppendDropsDeprecatedField(t *testing.T) {
 	// (128*1 + 172*2 = 472) = 475 bytes; field 2 would add 128*2 + 172*3 =
 	// 772 bytes, 1249 in all.
 	r := RPC{ClusterID: 0, HasClusterID: true, Shards: shardRange(0, 300)}
-	got := r.Append(nil)
-	if len(got) != 477 || r.Size() != 477 {
-		t.Fatalf("300 shards: Append gives %d bytes, Size %d; want 477 (field 3 alone)", len(got), r.Size())
+	got := r.append(nil)
+	if len(got) != 477 || r.size() != 477 {
+		t.Fatalf("300 shards: Append gives %d bytes, Size %d; want 477 (field 3 alone)", len(got), r.size())
 	}
 	if want := []byte{0x08, 0x00, 0x1a, 0xd8, 0x03, 0x00, 0x01}; !bytes.HasPrefix(got, want) {
 		t.Fatalf("300 shards: encoding starts % x, want % x", got[:len(want)], want)
 	}
-	back, err := Decode(got)
+	back, err := decode(got)
 	if err != nil || !equalShards(back.Shards, r.Shards) || !back.HasClusterID {
 		t.Fatalf("300 shards: Decode = %d shards, %v", len(back.Shards), err)
 	}
@@ -222,16 +222,16 @@ func TestAppendDropsDeprecatedField(t *testing.T) {
 	// 2 + n*2 + 1 + (n < 128 ? 1 : 2) + n bytes.
 	for n := uint32(1); n < 400; n++ {
 		r := RPC{ClusterID: 0, HasClusterID: true, Shards: shardRange(0, n)}
-		enc := r.Append(nil)
-		if len(enc) != r.Size() {
-			t.Fatalf("%d shards: Append %d bytes, Size %d", n, len(enc), r.Size())
+		enc := r.append(nil)
+		if len(enc) != r.size() {
+			t.Fatalf("%d shards: Append %d bytes, Size %d", n, len(enc), r.size())
 		}
 		both := bytes.Contains(enc[:3], []byte{0x10}) // field 2's tag right after field 1
 		full := 2 + r.deprecatedSize() + r.packedSize()
 		if both != (full <= MaxRPCSize) {
 			t.Fatalf("%d shards: field 2 written %v, both fields take %d bytes", n, both, full)
 		}
-		if back, err := Decode(enc); err != nil || !equalShards(back.Shards, r.Shards) {
+		if back, err := decode(enc); err != nil || !equalShards(back.Shards, r.Shards) {
 			t.Fatalf("%d shards: round trip %d shards, %v", n, len(back.Shards), err)
 		}
 	}
@@ -271,7 +271,7 @@ func TestCheckShards(t *testing.T) {
 		for _, s := range c.shards {
 			r.Shards = append(r.Shards, uint32(s))
 		}
-		if _, derr := Decode(r.Append(nil)); c.fits != (derr == nil) {
+		if _, derr := decode(r.append(nil)); c.fits != (derr == nil) {
 			t.Errorf("%s: Decode of the encoding: %v, want fits %v", c.name, derr, c.fits)
 		}
 	}

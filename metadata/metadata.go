@@ -40,6 +40,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/couriernet/courier/internal/lifecycle"
 )
 
 // ProtocolID is the libp2p protocol id of the metadata protocol.
@@ -56,8 +58,6 @@ var (
 	ErrNoClusterID = errors.New("metadata: peer reported no cluster id")
 	// ErrClusterMismatch: the peer's cluster id differs from ours.
 	ErrClusterMismatch = errors.New("metadata: peer is on another cluster")
-	// ErrClosed: the Service is closed.
-	ErrClosed = errors.New("metadata: service closed")
 )
 
 // Config configures a Service. Zero values of the tunables take the
@@ -158,15 +158,12 @@ type Service struct {
 	h      host.Host
 	cfg    Config
 	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
+	life   *lifecycle.Group
 	queue  chan peer.ID
 	notify *network.NotifyBundle
-	wg     sync.WaitGroup
 	stats  counters
 
 	mu      sync.Mutex
-	closed  bool
 	pending map[peer.ID]struct{} // queued or being checked
 	peers   map[peer.ID]PeerInfo // checked and kept
 
@@ -185,10 +182,9 @@ func New(h host.Host, cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
 		h: h, cfg: cfg, log: cfg.Logger.With("protocol", string(ProtocolID)),
-		ctx: ctx, cancel: cancel,
+		life:    lifecycle.New(),
 		queue:   make(chan peer.ID, cfg.QueueSize),
 		pending: make(map[peer.ID]struct{}),
 		peers:   make(map[peer.ID]PeerInfo),
@@ -199,8 +195,7 @@ func New(h host.Host, cfg Config) (*Service, error) {
 	}
 	h.SetStreamHandler(ProtocolID, s.handle)
 	for range cfg.Workers {
-		s.wg.Add(1)
-		go s.work()
+		s.life.Go(s.work)
 	}
 	h.Network().Notify(s.notify)
 	for _, p := range h.Network().Peers() {
@@ -211,20 +206,13 @@ func New(h host.Host, cfg Config) (*Service, error) {
 
 // Close removes the stream handler and the event subscription, cancels
 // checks and answers in flight and waits for every goroutine of the Service
-// to end. Peers are not disconnected. Close is idempotent.
+// to end. Peers are not disconnected. Calling it again returns nil.
 func (s *Service) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	return s.life.Close(func() error {
+		s.h.Network().StopNotify(s.notify)
+		s.h.RemoveStreamHandler(ProtocolID)
 		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
-	s.h.Network().StopNotify(s.notify)
-	s.h.RemoveStreamHandler(ProtocolID)
-	s.cancel()
-	s.wg.Wait()
-	return nil
+	})
 }
 
 // Peer returns the metadata of a connected peer that passed the check.
@@ -260,7 +248,8 @@ func (s *Service) local() RPC {
 // Request opens a metadata stream to p (dialing if ctx allows it), sends the
 // local metadata and returns the peer's response. ctx bounds the exchange;
 // its deadline, if any, becomes the stream deadline. Errors are stream,
-// framing (too large, truncated) or Decode errors.
+// framing (too large, truncated) or decoding errors (ErrTooLarge,
+// ErrMalformed).
 func (s *Service) Request(ctx context.Context, p peer.ID) (RPC, error) {
 	st, err := s.h.NewStream(ctx, p, ProtocolID)
 	if err != nil {
@@ -272,7 +261,7 @@ func (s *Service) Request(ctx context.Context, p peer.ID) (RPC, error) {
 		st.SetDeadline(dl)
 	}
 	req := s.local()
-	if err := writeFrame(st, req.Append(nil)); err != nil {
+	if err := writeFrame(st, req.append(nil)); err != nil {
 		st.Reset()
 		return RPC{}, fmt.Errorf("metadata: write request: %w", err)
 	}
@@ -283,21 +272,17 @@ func (s *Service) Request(ctx context.Context, p peer.ID) (RPC, error) {
 		return RPC{}, fmt.Errorf("metadata: read response: %w", err)
 	}
 	st.Close()
-	return Decode(frame)
+	return decode(frame)
 }
 
 // handle answers one inbound request.
 func (s *Service) handle(st network.Stream) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.life.Enter() {
 		st.Reset()
 		return
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.wg.Done()
-	stop := context.AfterFunc(s.ctx, func() { st.Reset() })
+	defer s.life.Leave()
+	stop := context.AfterFunc(s.life.Context(), func() { st.Reset() })
 	defer stop()
 	if err := s.answer(st); err != nil {
 		s.stats.refused.Add(1)
@@ -315,11 +300,11 @@ func (s *Service) answer(st network.Stream) error {
 	if err != nil {
 		return err
 	}
-	if _, err := Decode(frame); err != nil {
+	if _, err := decode(frame); err != nil {
 		return err
 	}
 	resp := s.local()
-	return writeFrame(st, resp.Append(nil))
+	return writeFrame(st, resp.append(nil))
 }
 
 // enqueue queues p for a check unless it is queued, being checked or
@@ -327,7 +312,7 @@ func (s *Service) answer(st network.Stream) error {
 func (s *Service) enqueue(p peer.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.life.Closed() {
 		return
 	}
 	if _, ok := s.pending[p]; ok {
@@ -356,10 +341,9 @@ func (s *Service) forget(p peer.ID) {
 }
 
 func (s *Service) work() {
-	defer s.wg.Done()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-s.life.Context().Done():
 			return
 		case p := <-s.queue:
 			s.check(p)
@@ -370,14 +354,14 @@ func (s *Service) work() {
 // check requests p's metadata without dialing and disconnects p unless it
 // reports our cluster id (nwaku peer_manager.nim onPeerMetadata).
 func (s *Service) check(p peer.ID) {
-	ctx, cancel := context.WithTimeout(network.WithNoDial(s.ctx, "metadata check"), s.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(network.WithNoDial(s.life.Context(), "metadata check"), s.cfg.Timeout)
 	resp, err := s.Request(ctx, p)
 	cancel()
 	var info PeerInfo
 	if err == nil {
 		info, err = s.verify(resp)
 	}
-	if s.ctx.Err() != nil {
+	if s.life.Context().Err() != nil {
 		return // closing: leave the peer alone
 	}
 	s.record(p, info, err)

@@ -140,7 +140,7 @@ func TestManyShardsStayConnected(t *testing.T) {
 func TestOtherClusterDisconnected(t *testing.T) {
 	a := newHost(t)
 	sa, ra := newService(t, a, 1, 0)
-	other := rawPeer(t, (&RPC{ClusterID: 2, HasClusterID: true, Shards: []uint32{0}}).Append(nil))
+	other := rawPeer(t, (&RPC{ClusterID: 2, HasClusterID: true, Shards: []uint32{0}}).append(nil))
 	connect(t, a, other)
 	if err := waitFor(t, ra, other.ID()); !errors.Is(err, ErrClusterMismatch) {
 		t.Fatalf("check error = %v, want ErrClusterMismatch", err)
@@ -160,13 +160,13 @@ func TestClusterZeroIsChecked(t *testing.T) {
 	a := newHost(t)
 	sa, ra := newService(t, a, 0)
 	// A response without field 1: nwaku disconnects ("empty cluster-id reported").
-	noCluster := rawPeer(t, (&RPC{Shards: []uint32{0}}).Append(nil))
+	noCluster := rawPeer(t, (&RPC{Shards: []uint32{0}}).append(nil))
 	connect(t, a, noCluster)
 	if err := waitFor(t, ra, noCluster.ID()); !errors.Is(err, ErrNoClusterID) {
 		t.Fatalf("check error = %v, want ErrNoClusterID", err)
 	}
 	// A response with cluster 0 set explicitly passes.
-	zero := rawPeer(t, (&RPC{HasClusterID: true}).Append(nil))
+	zero := rawPeer(t, (&RPC{HasClusterID: true}).append(nil))
 	connect(t, a, zero)
 	if err := waitFor(t, ra, zero.ID()); err != nil {
 		t.Fatalf("cluster 0 peer: %v", err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/rest"
 )
@@ -165,7 +167,7 @@ func testConnectednessAfterStop(t *testing.T, n1 *Node, id3 string) {
 		}
 		return p
 	}
-	testwait.Until(t, "node 3 CanConnect", func() bool { return peerOf(id3).Connected == rest.CanConnect })
+	testwait.Until(t, "node 3 CanConnect", func() bool { return peerOf(id3).Connected == state.CanConnect })
 	if p := peerOf(id3); !slices.Equal(p.Shards, []uint16{5}) {
 		t.Errorf("node 3 after it left: shards %v, want [5]", p.Shards)
 	}
@@ -175,7 +177,7 @@ func testConnectednessAfterStop(t *testing.T, n1 *Node, id3 string) {
 	if code, body := restCall(t, n1, "POST", "/admin/v1/peers", `["`+wrong+`"]`); code != 400 || body != "Failed to connect to peer at index: 0 - "+wrong {
 		t.Fatalf("POST /admin/v1/peers %s: %d %s", wrong, code, body)
 	}
-	if p := peerOf(wrongID); p.Connected != rest.CannotConnect || p.Multiaddr != wrong {
+	if p := peerOf(wrongID); p.Connected != state.CannotConnect || p.Multiaddr != wrong {
 		t.Errorf("peer of the failed dial: %+v, want CannotConnect at %s", p, wrong)
 	}
 

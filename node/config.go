@@ -2,27 +2,36 @@ package node
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
-	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/archive/dburl"
-	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
-	"github.com/couriernet/courier/shard"
+	"github.com/couriernet/courier/rln/membership"
 )
+
+// DefaultArchiveTimestampDrift is nwaku's MaxMessageTimestampVariance
+// (waku/waku_archive/archive.nim), Config.ArchiveTimestampDrift's
+// default.
+const DefaultArchiveTimestampDrift = 20 * time.Second
 
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("node: invalid config")
 
-// Config configures a Node. Field names follow nwaku's flags; the zero
-// value of a field means its documented default unless it says otherwise.
+// Config configures a Node. Field names follow nwaku's flags.
+//
+// The zero value of each field is its documented default, so that
+// New(Config{}) starts a node: no relay, no store, listening on a free TCP
+// port of every IPv4 interface, and with REST or metrics asked for, those
+// on a free port of 127.0.0.1. DefaultConfig gives nwaku's defaults
+// instead, those of `courier node` without flags (relay on, TCP port
+// 60000, REST port 8645, ...); the fields where they differ from the zero
+// value say so. New resolves a Config once, checking every field and
+// returning the first error, which wraps ErrConfig and names the flag of
+// the field.
 type Config struct {
 	// ListenAddress is the IPv4 or IPv6 address to listen on
 	// (--listen-address), as nwaku takes it (an IpAddress in
@@ -126,7 +135,7 @@ type Config struct {
 	//     PATH (relative to the working directory, as nwaku resolves it)
 	//     and its payload segments in the directory PATH.segments;
 	//   - "postgres://user:password@host:port/db": the Postgres archive;
-	//   - "" : DataDir/archive when DataDir is set, else DefaultDBURL
+	//   - "" : DataDir/archive when DataDir is set, else dburl.Default
 	//     (nwaku's sqlite://store.sqlite3); "embedded": DataDir/archive.
 	DBURL string
 	// StoreNode is the multiaddr, with /p2p/<id>, of the store node the
@@ -147,7 +156,9 @@ type Config struct {
 	// (--agent-string). Default Version.
 	AgentString string
 	// REST serves the REST API on RESTAddress:RESTPort (--rest,
-	// --rest-address, --rest-port). DefaultConfig: 127.0.0.1:8645.
+	// --rest-address, --rest-port). RESTAddress is an IPv4 or IPv6
+	// address, default 127.0.0.1; RESTPort 0 picks a free port, and
+	// DefaultConfig sets nwaku's 8645.
 	REST        bool
 	RESTAddress string
 	RESTPort    int
@@ -163,7 +174,9 @@ type Config struct {
 	RESTCacheCapacity int
 	// MetricsServer serves Prometheus metrics on /metrics at
 	// MetricsAddress:MetricsPort (--metrics-server, --metrics-server-address,
-	// --metrics-server-port). DefaultConfig: 127.0.0.1:8008.
+	// --metrics-server-port). MetricsAddress is an IPv4 or IPv6 address,
+	// default 127.0.0.1; MetricsPort 0 picks a free port, and DefaultConfig
+	// sets nwaku's 8008.
 	MetricsServer  bool
 	MetricsAddress string
 	MetricsPort    int
@@ -173,8 +186,10 @@ type Config struct {
 	// DefaultConfig: true, nwaku's default.
 	MetricsLogging bool
 	// ArchiveConfig tunes the archive (the settings of both drivers, see
-	// archive/dburl.Config); zero means their defaults. Its OnInsert and
-	// OnQuery are replaced by the node's metrics'.
+	// archive/dburl.Config); zero means their defaults: a Retention of ""
+	// keeps every message, and DefaultConfig sets nwaku's
+	// archive.DefaultRetention (two days). Its OnInsert and OnQuery are
+	// replaced by the node's metrics'.
 	ArchiveConfig dburl.Config
 	// RelayHandlerQueue is the queue length of each relay handler in
 	// envelopes. Zero means the relay's default (1024).
@@ -184,6 +199,13 @@ type Config struct {
 	// archive does not keep (ephemeral, duplicate, or a timestamp outside
 	// ArchiveTimestampDrift) is acknowledged with err nil.
 	OnArchived func(env *message.Envelope, err error)
+	// OnFilterPush, when set, receives every message a filter service
+	// pushes to this node's filter client (Node.FilterClient; subscribe
+	// there), as an envelope decoded once from the push, with the peer
+	// that pushed it. It runs on that push stream's goroutine, so a slow
+	// handler slows that stream only; the envelope is shared with the REST
+	// API's filter cache and must not be modified.
+	OnFilterPush func(env *message.Envelope, from peer.ID)
 	// ArchiveTimestampDrift bounds how far a relayed message's timestamp
 	// may be from the node's clock, either way, for the archive to keep it:
 	// nwaku's archive keeps no relayed message whose sender timestamp is
@@ -200,6 +222,9 @@ type Config struct {
 	StaticRedialMin, StaticRedialMax time.Duration
 	// Discovery configures the node's ENR and how it finds peers.
 	Discovery DiscoveryConfig
+	// RLNRelay configures RLN relay (17/WAKU2-RLN-RELAY): off unless
+	// RLNRelay.Enabled.
+	RLNRelay RLNRelayConfig
 	// LogLevel, when set, is the level of Logger's handler, changed by
 	// POST /admin/v1/log-level/{level}. Nil: the level cannot be changed.
 	LogLevel *slog.LevelVar
@@ -207,15 +232,94 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultConfig returns nwaku's defaults: relay on, store off, cluster 0,
-// shard 0, TCP port 60000 on all interfaces.
+// DefaultConfig returns nwaku v0.38.1's defaults
+// (tools/confutils/cli_args.nim), those of `courier node` without flags:
+// relay on, store off, cluster 0, shard 0, TCP port 60000 on every IPv4
+// interface, WebSocket port 8000 (WebSocket off), REST and metrics off,
+// on 127.0.0.1:8645 and 127.0.0.1:8008 when turned on, metrics logging on,
+// 150 connections, peer exchange served, discv5's UDP port 9000 (discv5
+// off), a retention of two days; courier's own where nwaku's name nwaku or
+// probe the network (the agent string is Version, --nat is none). It
+// differs from the zero Config only in the fields that say so; the others
+// hold the zero value's defaults, filled as New fills them. The defaults
+// the services own (the filter's limits, store-sync's intervals, the REST
+// cache) stay zero, which means them.
 func DefaultConfig() Config {
-	return Config{
-		ListenAddress: "0.0.0.0", TCPPort: 60000, WebSocketPort: 8000, Relay: true, MaxConnections: 150,
-		RESTAddress: "127.0.0.1", RESTPort: 8645, MetricsAddress: "127.0.0.1", MetricsPort: 8008, MetricsLogging: true,
-		Discovery: DefaultDiscoveryConfig(),
+	c := Config{
+		TCPPort: 60000, WebSocketPort: 8000, Relay: true,
+		RESTPort: 8645, MetricsPort: 8008, MetricsLogging: true,
+		ArchiveConfig: dburl.Config{Config: archive.Config{Retention: archive.DefaultRetention}},
+		Discovery:     DefaultDiscoveryConfig(),
 	}
+	c.fillDefaults()
+	return c
 }
+
+// RLNRelayConfig configures RLN relay (17/WAKU2-RLN-RELAY) as nwaku
+// v0.38.1's --rln-relay-* flags do (tools/confutils/cli_args.nim;
+// waku/waku_rln_relay): every relayed message must carry a valid
+// RateLimitProof of a member of the membership contract, within the
+// member's message limit per epoch, or it is dropped and its forwarder's
+// gossipsub score lowered. A node with a membership (CredPath) attaches
+// proofs to the messages it publishes through the REST API and the
+// lightpush service. The zero value of each field is its documented
+// default.
+type RLNRelayConfig struct {
+	// Enabled turns RLN relay on (--rln-relay). It needs Relay.
+	Enabled bool
+	// Dynamic is --rln-relay-dynamic, on-chain group management. nwaku
+	// v0.38.1 has no other (its static group manager was removed), and
+	// neither has courier: the membership always comes from the chain,
+	// whatever the value.
+	Dynamic bool
+	// EthClientAddresses are the Ethereum JSON-RPC endpoints, http(s)://
+	// or ws(s)://, tried in order (--rln-relay-eth-client-address,
+	// repeatable). Default DefaultRLNEthClientAddress, nwaku's.
+	EthClientAddresses []string
+	// EthContractAddress is the membership contract, 0x and 40 hex digits
+	// (--rln-relay-eth-contract-address). Required.
+	EthContractAddress string
+	// ChainID is the chain the endpoints must serve (--rln-relay-chain-id).
+	// 0 takes the first endpoint's.
+	ChainID uint64
+	// EthPrivateKey is an Ethereum private key in hex
+	// (--rln-relay-eth-private-key), for registrations only: a running node
+	// sends no transaction.
+	EthPrivateKey string
+	// CredPath and CredPassword are the keystore with the node's
+	// membership and its password (--rln-relay-cred-path,
+	// --rln-relay-cred-password), both or neither. Without them the node
+	// validates and relays but makes no proofs: its REST API and lightpush
+	// service publish only messages that carry a valid proof.
+	CredPath, CredPassword string
+	// MembershipIndex selects the keystore's credential by its tree index
+	// (--rln-relay-membership-index). Nil means 0, as nwaku; a keystore
+	// with one credential gives it whatever the index.
+	MembershipIndex *uint64
+	// UserMessageLimit is --rln-relay-user-message-limit: when not 0 and
+	// below the membership's registered limit, the node spends at most
+	// this many message ids per epoch. 0 means the registered limit. (nwaku
+	// counts against this flag, default 1, while its proofs use the
+	// registered limit.)
+	UserMessageLimit uint64
+	// EpochSec is the epoch length in seconds (--rln-relay-epoch-sec).
+	// Default 1, nwaku's; The Waku Network uses 600.
+	EpochSec uint64
+	// CircuitDir holds zerokit's circuit files a node with a membership
+	// proves with (--rln-relay-circuit-dir, courier's). Empty means
+	// rln.DefaultCircuitDir(): $COURIER_RLN_CIRCUIT_DIR, else
+	// $XDG_DATA_HOME/courier/rln, else ~/.local/share/courier/rln.
+	CircuitDir string
+	// Membership tunes the chain client: poll interval, call timeout,
+	// retries, history, Dial (see rln/membership.Config; zero values are
+	// its defaults). Its Endpoints, Contract, ChainID, PrivateKey,
+	// MembershipIndex and Logger are set from the fields above.
+	Membership membership.Config
+}
+
+// DefaultRLNEthClientAddress is nwaku's default
+// --rln-relay-eth-client-address.
+const DefaultRLNEthClientAddress = "http://localhost:8540/"
 
 // Stream muxer names for Config.Muxers.
 const (
@@ -223,163 +327,91 @@ const (
 	MuxerMplex = "mplex"
 )
 
-func (c *Config) setDefaults() {
-	if len(c.Muxers) == 0 {
-		c.Muxers = []string{MuxerYamux, MuxerMplex}
-	}
-	if c.WebSocketSecure {
-		c.WebSocket = true
-	}
-	if c.ListenAddress == "" {
-		c.ListenAddress = "0.0.0.0"
-	}
-	if c.MaxConnections == 0 {
-		c.MaxConnections = 150
-	}
-	if c.AgentString == "" {
-		c.AgentString = Version
-	}
-	if len(c.Shards) == 0 {
-		switch {
-		case c.NumShardsInNetwork > 0:
-			for s := range c.NumShardsInNetwork {
-				c.Shards = append(c.Shards, uint16(s))
-			}
-		case len(c.PubsubTopics) == 0:
-			c.Shards = []uint16{0}
-		}
-	}
-	if c.StaticRedialMin == 0 {
-		c.StaticRedialMin = time.Second
-	}
-	if c.ArchiveTimestampDrift == 0 {
-		c.ArchiveTimestampDrift = DefaultArchiveTimestampDrift
-	}
-	if c.StaticRedialMax == 0 {
-		c.StaticRedialMax = 30 * time.Second
-	}
-	if c.Counters == nil {
-		c.Counters = new(message.Counters)
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	c.Discovery.setDefaults()
+// DiscoveryConfig configures how the node says where it is (its ENR) and
+// how it finds peers. Field names follow nwaku v0.38.1's flags
+// (tools/confutils/cli_args.nim); the zero value of each field means its
+// documented default.
+type DiscoveryConfig struct {
+	// ExtMultiaddrs are addresses others reach the node at
+	// (--ext-multiaddr), announced besides the listen addresses. An
+	// /ip4/<ip>/tcp/<port> one gives the record's ip and tcp; the others
+	// (/dns4, /ws, /wss ...) go in its multiaddrs field.
+	ExtMultiaddrs []string
+	// ExtMultiaddrOnly announces only ExtMultiaddrs (--ext-multiaddr-only).
+	ExtMultiaddrOnly bool
+	// NAT is how the node learns its public address (--nat): "none" (the
+	// default; nwaku's default "any" probes UPnP and NAT-PMP routers),
+	// "extip:<IPv4>" (that address), or "any", "upnp" or "pmp" (go-libp2p's
+	// port mapping, which tries both protocols).
+	NAT string
+	// DNS4DomainName is a domain name resolving to the node's public IPv4
+	// address (--dns4-domain-name); it is announced as /dns4/<name>/tcp/...
+	DNS4DomainName string
+
+	// Discv5 runs discovery v5 (--discv5-discovery).
+	Discv5 bool
+	// Discv5UDPPort is its UDP port (--discv5-udp-port). DefaultConfig sets
+	// 9000, as nwaku; 0 picks a free port.
+	Discv5UDPPort int
+	// Discv5BootstrapNodes are ENRs in text form to start from
+	// (--discv5-bootstrap-node).
+	Discv5BootstrapNodes []string
+	// Discv5ENRAutoUpdate lets discv5 replace the record's IP with the one
+	// peers report (--discv5-enr-auto-update).
+	Discv5ENRAutoUpdate bool
+	// Discv5TableIPLimit, Discv5BucketIPLimit and Discv5BitsPerHop are
+	// nwaku's routing-table tunables (defaults 10, 2 and 1). go-ethereum's
+	// table has the same limits built in (10 per /24 in the table, 2 per
+	// /24 in a bucket, LAN addresses exempt) and one bit per hop; other
+	// values are refused.
+	Discv5TableIPLimit, Discv5BucketIPLimit, Discv5BitsPerHop int
+
+	// RelayServiceRatio splits MaxConnections between relay and service
+	// peers (--relay-service-ratio), "relay:service" summing to 100.
+	// Default "50:50", as nwaku v0.38.1. A third of the relay share is
+	// dialled out, the rest left to inbound peers (nwaku peer_manager.nim).
+	RelayServiceRatio string
+	// IPColocationLimit is the most connected peers from one IP address
+	// (--ip-colocation-limit). 0 means nwaku's default 5; negative means no
+	// limit (nwaku's 0). Static peers are exempt.
+	IPColocationLimit int
+	// PeerStoreCapacity bounds the peers the manager keeps
+	// (--peer-store-capacity). Default 1000.
+	PeerStoreCapacity int
+	// PeerPersistence keeps the known peers in DataDir/peers.json across
+	// restarts (--peer-persistence).
+	PeerPersistence bool
+
+	// DNSDiscovery fetches DNSDiscoveryURL at start (--dns-discovery): its
+	// records are dialled (origin Dns) and, with discv5 on, bootstrap it.
+	DNSDiscovery bool
+	// DNSDiscoveryURL is an EIP-1459 tree, enrtree://<key>@<domain>
+	// (--dns-discovery-url).
+	DNSDiscoveryURL string
+	// DNSNameServers are the name servers asked (--dns-addrs-name-server):
+	// IP addresses (port 53, as nwaku) or, courier's extension, IP:port.
+	// Empty means nwaku's 1.1.1.1 and 1.0.0.1.
+	DNSNameServers []string
+
+	// PeerExchange serves peer exchange (--peer-exchange). Default true via
+	// DefaultDiscoveryConfig, as nwaku; a Config built by hand has it off.
+	PeerExchange bool
+	// PeerExchangeNode is a multiaddr with /p2p/<id> asked for peers at
+	// start and every PeerExchangeInterval after (--peer-exchange-node).
+	PeerExchangeNode string
+	// PeerExchangeInterval is the pause between two requests to
+	// PeerExchangeNode. Default 5 minutes; a failed request is retried
+	// after 10 s.
+	PeerExchangeInterval time.Duration
 }
 
-func (c *Config) validate() error {
-	if net.ParseIP(c.ListenAddress) == nil {
-		return fmt.Errorf("%w: --listen-address %q is not an IP address", ErrConfig, c.ListenAddress)
-	}
-	// nwaku parses both as IP addresses (cli_args.nim), never names.
-	if c.REST && net.ParseIP(c.RESTAddress) == nil {
-		return fmt.Errorf("%w: --rest-address %q is not an IP address", ErrConfig, c.RESTAddress)
-	}
-	if c.MetricsServer && net.ParseIP(c.MetricsAddress) == nil {
-		return fmt.Errorf("%w: --metrics-server-address %q is not an IP address", ErrConfig, c.MetricsAddress)
-	}
-	if _, err := c.staticPeers(); err != nil {
-		return err
-	}
-	for _, p := range []struct {
-		flag string
-		port int
-	}{{"--tcp-port", c.TCPPort}, {"--websocket-port", c.WebSocketPort}, {"--rest-port", c.RESTPort}, {"--metrics-server-port", c.MetricsPort}} {
-		if p.port < 0 || p.port > 65535 {
-			return fmt.Errorf("%w: %s %d not in 0..65535", ErrConfig, p.flag, p.port)
-		}
-	}
-	if c.NumShardsInNetwork < 0 || c.NumShardsInNetwork > 1024 {
-		return fmt.Errorf("%w: num-shards-in-network %d not in 0..1024", ErrConfig, c.NumShardsInNetwork)
-	}
-	if err := c.validateShards(); err != nil {
-		return err
-	}
-	if _, err := c.locateArchive(); err != nil {
-		return err
-	}
-	if _, err := archive.ParseRetention(c.ArchiveConfig.Retention); c.Store && err != nil {
-		return fmt.Errorf("%w: --store-message-retention-policy=%s: %w", ErrConfig, c.ArchiveConfig.Retention, err)
-	}
-	if _, err := ratelimit.Parse(c.RateLimit); err != nil {
-		return fmt.Errorf("%w: --rate-limit: %w", ErrConfig, err)
-	}
-	if c.StoreSync && !c.Store {
-		return fmt.Errorf("%w: store-sync needs store", ErrConfig)
-	}
-	if c.StoreResume && !c.Store {
-		return fmt.Errorf("%w: store-resume needs store", ErrConfig)
-	}
-	if c.Lightpush && !c.Relay {
-		return fmt.Errorf("%w: lightpush needs relay (nwaku mounts lightpush only with relay)", ErrConfig)
-	}
-	if c.FilterMaxPeersToServe < 0 || c.FilterMaxCriteria < 0 || c.FilterSubscriptionTimeout < 0 {
-		return fmt.Errorf("%w: filter limits must not be negative", ErrConfig)
-	}
-	if c.StaticRedialMin < 0 || c.StaticRedialMax < c.StaticRedialMin {
-		return fmt.Errorf("%w: static re-dial backoff %v..%v", ErrConfig, c.StaticRedialMin, c.StaticRedialMax)
-	}
-	return c.Discovery.validate()
+// DefaultDiscoveryConfig returns nwaku v0.38.1's defaults with courier's
+// --nat=none, as DefaultConfig has them.
+func DefaultDiscoveryConfig() DiscoveryConfig {
+	c := DiscoveryConfig{Discv5UDPPort: 9000, PeerExchange: true}
+	c.fillDefaults()
+	return c
 }
 
-// validateShards checks the relayed shards against the cluster and the
-// sharding: shards below 1024, under autosharding below the number of
-// shards in the network (nwaku networks_config.nim validateShards), and
-// pubsub topics of the form /waku/2/rs/<ClusterID>/<shard>.
-func (c *Config) validateShards() error {
-	for i, m := range c.Muxers {
-		if m != MuxerYamux && m != MuxerMplex || slices.Contains(c.Muxers[:i], m) {
-			return fmt.Errorf("%w: muxers %q: want yamux and/or mplex, each once", ErrConfig, c.Muxers)
-		}
-	}
-	if c.WebSocketSecure && (c.WebSocketSecureKeyPath == "" || c.WebSocketSecureCertPath == "") {
-		return fmt.Errorf("%w: secure WebSocket needs a key path and a cert path", ErrConfig)
-	}
-	for _, s := range c.Shards {
-		if _, err := shard.NewRelayShard(c.ClusterID, s); err != nil {
-			return fmt.Errorf("%w: --shard %d: %w", ErrConfig, s, err)
-		}
-		if n := c.NumShardsInNetwork; n > 0 && int(s) >= n {
-			return fmt.Errorf("%w: --shard %d: validateShards invalid shard: %d when numShardsInCluster: %d", ErrConfig, s, s, n)
-		}
-	}
-	for _, t := range c.PubsubTopics {
-		rs, err := shard.ParsePubsubTopic(t)
-		if err != nil {
-			return fmt.Errorf("%w: --pubsub-topic %s: %w", ErrConfig, t, err)
-		}
-		if rs.ClusterID != c.ClusterID {
-			return fmt.Errorf("%w: --pubsub-topic %s is on cluster %d, the node on cluster %d (--cluster-id)", ErrConfig, t, rs.ClusterID, c.ClusterID)
-		}
-		if n := c.NumShardsInNetwork; n > 0 && int(rs.ShardID) >= n {
-			return fmt.Errorf("%w: --pubsub-topic %s: shard %d is not in the network's %d shards (--num-shards-in-network)", ErrConfig, t, rs.ShardID, n)
-		}
-	}
-	return nil
-}
-
-// staticPeers parses StaticNodes, each a multiaddr with /p2p/<id>.
-func (c *Config) staticPeers() ([]peer.AddrInfo, error) {
-	var peers []peer.AddrInfo
-	for _, s := range c.StaticNodes {
-		addr, err := ma.NewMultiaddr(s)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --staticnode %q: %w", ErrConfig, s, err)
-		}
-		pi, err := peer.AddrInfoFromP2pAddr(addr)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --staticnode %q needs /p2p/<peer id>: %w", ErrConfig, s, err)
-		}
-		peers = append(peers, *pi)
-	}
-	return peers, nil
-}
-
-// pubsubTopics returns every pubsub topic the node relays.
-func (c *Config) pubsubTopics() []string {
-	var out []string
-	for _, s := range c.Shards {
-		out = append(out, shard.RelayShard{ClusterID: c.ClusterID, ShardID: s}.PubsubTopic())
-	}
-	return append(out, c.PubsubTopics...)
-}
+// natNone is courier's default --nat: no probes leave the machine.
+const natNone = "none"

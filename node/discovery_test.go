@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/node/internal/health"
+	"github.com/couriernet/courier/node/internal/peers"
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/libp2p/go-libp2p/core/network"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -69,7 +73,7 @@ func TestNodeENRInInfo(t *testing.T) {
 	if p.ID != n.Host().ID() {
 		t.Errorf("ENR peer %s, node %s", p.ID, n.Host().ID())
 	}
-	tcp, _ := n.boundPorts()
+	tcp, _ := peers.BoundPorts(n.Host())
 	if got, want := addrStrings(p.Addrs), []string{"/ip4/127.0.0.1/tcp/" + strconv.Itoa(tcp)}; !slices.Equal(got, want) {
 		t.Errorf("ENR addrs %q, want %q", got, want)
 	}
@@ -121,11 +125,8 @@ func TestRecordConfigAddresses(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer n.Stop(context.Background())
-			rc, err := n.recordConfig(9000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tcp, ws := n.boundPorts()
+			rc := n.peers.RecordConfig(9000)
+			tcp, ws := peers.BoundPorts(n.Host())
 			wantTCP := tc.tcp
 			if wantTCP == -1 {
 				wantTCP = tcp
@@ -145,8 +146,7 @@ func TestRecordConfigAddresses(t *testing.T) {
 	}
 	for _, bad := range []DiscoveryConfig{{NAT: "stun"}, {NAT: "extip:host"}, {ExtMultiaddrs: []string{"nope"}}, {ExtMultiaddrOnly: true}} {
 		cfg := Config{Discovery: bad}
-		cfg.setDefaults()
-		if err := cfg.validate(); !errors.Is(err, ErrConfig) {
+		if _, err := cfg.resolve(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}
@@ -193,7 +193,7 @@ func TestDiscv5PeerManagerMeshes(t *testing.T) {
 		}
 	}
 	n := nodes[3]
-	if st := n.discv5.Stats(); st.Found == 0 {
+	if st := n.peers.DiscoveryStats().Discv5; st.Found == 0 {
 		t.Errorf("discv5 stats %+v", st)
 	}
 	if v := metricValue(t, n, "courier_discv5_records_total", "result", "kept"); v < 1 {
@@ -234,9 +234,9 @@ func TestPeerExchangeLearnsDiscv5Peers(t *testing.T) {
 	others := []*Node{discv5Node(t, 16, boot.ENR()), discv5Node(t, 16, boot.ENR())}
 	// Wait until the bootstrap node has found both through discv5.
 	deadline := time.Now().Add(60 * time.Second)
-	for len(boot.peers.exchangePool()) < 2 {
+	for len(boot.peers.ExchangePool()) < 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("bootstrap node's exchange pool: %d", len(boot.peers.exchangePool()))
+			t.Fatalf("bootstrap node's exchange pool: %d", len(boot.peers.ExchangePool()))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -251,9 +251,9 @@ func TestPeerExchangeLearnsDiscv5Peers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range others {
-		for light.peerOrigin(o.Host().ID()) != rest.PeerExchange || light.Host().Network().Connectedness(o.Host().ID()) != network.Connected {
+		for light.peers.Origin(o.Host().ID()) != state.PeerExchange || light.Host().Network().Connectedness(o.Host().ID()) != network.Connected {
 			if time.Now().After(deadline) {
-				t.Fatalf("light node: peer %s origin %s, stats %+v", o.Host().ID(), light.peerOrigin(o.Host().ID()), light.PeerStats())
+				t.Fatalf("light node: peer %s origin %s, stats %+v", o.Host().ID(), light.peers.Origin(o.Host().ID()), light.PeerStats())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -270,16 +270,16 @@ func TestPeerExchangeLearnsDiscv5Peers(t *testing.T) {
 	}
 	pxHealth := func(n *Node) rest.ProtocolHealth {
 		for _, p := range n.healthReport().ProtocolsHealth {
-			if p.Protocol == HealthPeerExchange {
+			if p.Protocol == health.PeerExchange {
 				return p
 			}
 		}
 		return rest.ProtocolHealth{}
 	}
-	if h := pxHealth(boot); h.Health != rest.Ready {
+	if h := pxHealth(boot); h.Health != state.Ready {
 		t.Errorf("health %+v", h)
 	}
-	if h := pxHealth(light); h.Health != rest.NotMounted {
+	if h := pxHealth(light); h.Health != state.NotMounted {
 		t.Errorf("light node health %+v", h)
 	}
 }
@@ -348,13 +348,13 @@ func TestAnnouncedAddresses(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer n.Stop(context.Background())
-			tcp, ws := n.boundPorts()
+			tcp, ws := peers.BoundPorts(n.Host())
 			var want []string
 			for _, m := range tc.want {
 				m = strings.ReplaceAll(m, "TCP", strconv.Itoa(tcp))
 				want = append(want, strings.ReplaceAll(m, "WS", strconv.Itoa(ws))+"/p2p/"+n.Host().ID().String())
 			}
-			if got := n.announcedAddresses(); !slices.Equal(got, want) {
+			if got := n.peers.Announced(); !slices.Equal(got, want) {
 				t.Errorf("announced %q, want %q", got, want)
 			}
 		})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/node/state"
+
 	gcrypto "github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/p2p/dnsdisc"
 	"github.com/ethereum/go-ethereum/p2p/enode"
@@ -15,7 +17,6 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/couriernet/courier/discovery"
-	"github.com/couriernet/courier/rest"
 )
 
 // serveTree serves tree's TXT records for domain from a DNS server on
@@ -90,9 +91,9 @@ func TestDNSDiscoveryConnects(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for _, o := range []*Node{a, b} {
-		for n.Host().Network().Connectedness(o.Host().ID()) != network.Connected || n.peerOrigin(o.Host().ID()) != rest.DNS {
+		for n.Host().Network().Connectedness(o.Host().ID()) != network.Connected || n.peers.Origin(o.Host().ID()) != state.DNS {
 			if time.Now().After(deadline) {
-				t.Fatalf("not connected to %s (origin %s), stats %+v", o.Host().ID(), n.peerOrigin(o.Host().ID()), n.PeerStats())
+				t.Fatalf("not connected to %s (origin %s), stats %+v", o.Host().ID(), n.peers.Origin(o.Host().ID()), n.PeerStats())
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

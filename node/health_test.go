@@ -11,13 +11,14 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/rest"
 )
 
 // getHealth answers GET /health through the REST handler over n.
 func getHealth(t *testing.T, n *Node) string {
 	t.Helper()
-	srv, err := rest.New(restBackend{n}, rest.Config{})
+	srv, err := rest.New(rest.Config{Node: n.restAPI()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +69,11 @@ func TestHealthGolden(t *testing.T) {
 	}
 	wantGolden(t, getHealth(t, a), "health_alone.json")
 
-	a.MarkMounted(HealthLightpush, "/vac/waku/lightpush/3.0.0")
-	a.MarkMounted(HealthLegacyLightpush, "/vac/waku/lightpush/2.0.0-beta1")
-	a.MarkMounted(HealthFilter, "/vac/waku/filter-subscribe/2.0.0-beta1")
-	a.MarkMounted(HealthPeerExchange, "/vac/waku/peer-exchange/2.0.0-alpha1")
-	a.MarkMounted(HealthStoreClient, "/vac/waku/store-query/3.0.0")
+	a.health.Mount(health.Lightpush, "/vac/waku/lightpush/3.0.0")
+	a.health.Mount(health.LegacyLightpush, "/vac/waku/lightpush/2.0.0-beta1")
+	a.health.Mount(health.Filter, "/vac/waku/filter-subscribe/2.0.0-beta1")
+	a.health.Mount(health.PeerExchange, "/vac/waku/peer-exchange/2.0.0-alpha1")
+	a.health.Mount(health.StoreClient, "/vac/waku/store-query/3.0.0")
 	wantGolden(t, getHealth(t, a), "health_mounted_alone.json")
 
 	b, err := New(Config{ListenAddress: "127.0.0.1", Relay: true})
@@ -101,47 +102,6 @@ func TestHealthGolden(t *testing.T) {
 	wantGolden(t, getHealth(t, a), "health_shutting_down.json")
 }
 
-// TestConnectionStatus is nwaku's table of connection states
-// (tests/node/test_wakunode_health_monitor.nim, suite "Health Monitor -
-// health state calculation"), D_low 4 and HealthyThreshold 2.
-func TestConnectionStatus(t *testing.T) {
-	ready := func(names ...string) []rest.ProtocolHealth {
-		var out []rest.ProtocolHealth
-		for _, n := range names {
-			out = append(out, rest.ProtocolHealth{Protocol: n, Health: rest.Ready})
-		}
-		return out
-	}
-	notReady := func(name string) rest.ProtocolHealth {
-		return rest.ProtocolHealth{Protocol: name, Health: rest.NotReady, Desc: "mock"}
-	}
-	cases := []struct {
-		name     string
-		report   []rest.ProtocolHealth
-		strength map[string]int
-		want     rest.ConnectionStatus
-	}{
-		{"Disconnected, zero peers", []rest.ProtocolHealth{notReady(HealthRelay), notReady(HealthStoreClient), notReady(HealthFilterClient), notReady(HealthLightpushClient)},
-			nil, rest.StatusDisconnected},
-		{"PartiallyConnected, weak relay", ready(HealthRelay), map[string]int{HealthRelay: 3}, rest.StatusPartiallyConnected},
-		{"Connected, robust relay", ready(HealthRelay), map[string]int{HealthRelay: 4}, rest.StatusConnected},
-		{"Connected, robust edge", append([]rest.ProtocolHealth{{Protocol: HealthRelay, Health: rest.NotMounted}}, ready(HealthLightpushClient, HealthFilterClient, HealthStoreClient)...),
-			map[string]int{HealthLightpushClient: 2, HealthFilterClient: 2, HealthStoreClient: 2}, rest.StatusConnected},
-		{"Disconnected, edge missing store", append(ready(HealthLightpushClient, HealthFilterClient), notReady(HealthStoreClient)),
-			map[string]int{HealthLightpushClient: 2, HealthFilterClient: 2}, rest.StatusDisconnected},
-		{"PartiallyConnected, edge meets minimum failover requirement", ready(HealthLightpushClient, HealthFilterClient, HealthStoreClient),
-			map[string]int{HealthLightpushClient: 1, HealthFilterClient: 1, HealthStoreClient: 1}, rest.StatusPartiallyConnected},
-		{"Connected, robust relay ignores store server", ready(HealthRelay, HealthStore), map[string]int{HealthRelay: 4}, rest.StatusConnected},
-		{"Connected, robust relay ignores store client", append(ready(HealthRelay, HealthStore), notReady(HealthStoreClient)),
-			map[string]int{HealthRelay: 4}, rest.StatusConnected},
-	}
-	for _, tc := range cases {
-		if got := connectionStatus(tc.report, tc.strength); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestInfoAnnouncedAddresses checks that a node listening on 0.0.0.0 lists
 // one address per transport in /debug/v1/info, not one per interface.
 func TestInfoAnnouncedAddresses(t *testing.T) {
@@ -150,7 +110,7 @@ func TestInfoAnnouncedAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Stop(context.Background())
-	info := restBackend{n}.Info()
+	info := n.restAPI().Info()
 	if len(info.ListenAddresses) != 1 || strings.Contains(info.ListenAddresses[0], "/0.0.0.0/") ||
 		!strings.HasSuffix(info.ListenAddresses[0], "/p2p/"+n.Host().ID().String()) {
 		t.Errorf("listenAddresses %q, want one announced TCP address", info.ListenAddresses)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -20,8 +22,8 @@ import (
 	"github.com/couriernet/courier/filter"
 	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/relay"
-	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/shard"
 )
 
@@ -123,7 +125,7 @@ func TestLightClientThroughNodes(t *testing.T) {
 	}
 	health := func(n *Node) string {
 		var s string
-		for _, p := range (restBackend{n}).Health().ProtocolsHealth {
+		for _, p := range n.restAPI().Health().ProtocolsHealth {
 			s += fmt.Sprintf("%s=%s ", p.Protocol, p.Health)
 		}
 		return s
@@ -207,9 +209,9 @@ func TestLightClientsWithoutNodeFlags(t *testing.T) {
 	}
 	clients := func() string {
 		var out []string
-		for _, p := range (restBackend{c}).Health().ProtocolsHealth {
+		for _, p := range c.restAPI().Health().ProtocolsHealth {
 			switch p.Protocol {
-			case HealthLightpushClient, HealthLegacyLightpushClient, HealthFilterClient:
+			case health.LightpushClient, health.LegacyLightpushClient, health.FilterClient:
 				out = append(out, p.Protocol+"="+string(p.Health)+" "+p.Desc)
 			}
 		}
@@ -292,7 +294,7 @@ func TestServicePeerFromDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ma.StringCast("/ip4/127.0.0.1/tcp/1")
-	n.peers.add(discovery.Peer{ID: id, Addrs: []ma.Multiaddr{addr}, Caps: discovery.Lightpush | discovery.Filter, HasCaps: true}, rest.Discv5)
+	n.peers.Add(discovery.Peer{ID: id, Addrs: []ma.Multiaddr{addr}, Caps: discovery.Lightpush | discovery.Filter, HasCaps: true}, state.Discv5)
 	for _, tc := range []struct {
 		codec protocol.ID
 		ok    bool

@@ -3,45 +3,31 @@ package node
 import (
 	"context"
 	cryptotls "crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/decred/dcrd/dcrec/secp256k1/v4"
-	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
-	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
-	noise "github.com/libp2p/go-libp2p/p2p/security/noise"
-	tls "github.com/libp2p/go-libp2p/p2p/security/tls"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
-	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/couriernet/courier/archive"
-	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/internal/dirlock"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
-	"github.com/couriernet/courier/mplex"
+	"github.com/couriernet/courier/node/internal/archivegate"
+	"github.com/couriernet/courier/node/internal/health"
+	"github.com/couriernet/courier/node/internal/metrics"
+	"github.com/couriernet/courier/node/internal/nodekey"
+	"github.com/couriernet/courier/node/internal/peers"
+	"github.com/couriernet/courier/node/internal/resume"
+	"github.com/couriernet/courier/node/internal/rlnnode"
 	"github.com/couriernet/courier/peerexchange"
 	"github.com/couriernet/courier/relay"
-	"github.com/couriernet/courier/rest"
 	"github.com/couriernet/courier/shard"
-	"github.com/couriernet/courier/storesync"
 )
 
 // Errors of the node's API.
@@ -54,97 +40,53 @@ var (
 
 // Node is a Waku node: a libp2p host with relay, metadata and an archive.
 type Node struct {
-	cfg     Config
+	cfg     *plan
 	host    host.Host
-	relay   *relay.Relay
+	relay   *relay.Relay    // nil when relay is off
 	archive archive.Archive // nil when store is off
-	// archiveGate checks relayed messages' timestamps before the archive;
-	// nil without archive or with the check off.
-	archiveGate *archiveGate
-	metadata    *metadata.Service
-	ping        *ping.PingService
-	auto        *shard.Autosharding // nil under static sharding
-	// topics are the pubsub topics relayed from the start (startTopics).
-	topics []string
+	store   storeParts
+	light   light
 	// shardMu is held from the shard-count check of a relay subscription
 	// (checkMoreShards) until the subscription is made.
-	shardMu sync.Mutex
-	// resumeLimits bound store resume: defaultResumeLimits.
-	resumeLimits resumeLimits
-	// sameIDWarned is set once a peer with the node's own id was warned of.
-	sameIDWarned atomic.Bool
-
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	servers    []*http.Server
-	httpAddrs  []string
-	removeREST func()
-	static     map[peer.ID]bool
-	// refused holds the static nodes the metadata check disconnected for
-	// their cluster, with the reason; they are not dialled again.
-	refused   map[peer.ID]error
-	lock      *os.File // flock on DataDir/LOCK
-	key       crypto.PrivKey
-	record    *discovery.LocalRecord
-	dns4IP    net.IP // --dns4-domain-name resolved at start, nil without it or with --nat=extip:
-	discv5    *discovery.Discv5
-	peers     *peerManager
-	pxServer  *peerexchange.Server
-	pxClient  *peerexchange.Client
-	rest      *rest.Server
-	storeSync *storesync.Service
-	store     storeParts
-	light     light
-
-	health health
-
-	reg   *prometheus.Registry
-	nwaku nwakuMetrics
-
-	stopOnce sync.Once
-
-	mu      sync.Mutex
-	state   string
-	started bool // Start or Stop has been called
+	shardMu  sync.Mutex
+	metadata *metadata.Service
+	peers    *peers.Manager
+	http     httpParts
+	health   health.Monitor
+	metrics  *metrics.Metrics
+	rln      *rlnnode.RLN // nil without RLN relay
+	lock     *os.File     // flock on DataDir/LOCK
+	life     lifecycle
 }
 
-// New builds a node from cfg without starting it: it loads or creates the
-// node key, opens the archive and creates the libp2p host (already
-// listening) with relay and metadata mounted.
+// lifecycle is the node's state through Start and Stop.
+type lifecycle struct {
+	mu      sync.Mutex
+	state   string // INITIALIZING, READY, SHUTTING_DOWN (state.HealthStatus)
+	started bool   // Start or Stop has been called
+	// cancel ends what Start began; wg waits for it.
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// New builds a node from cfg without starting it: it resolves the
+// configuration (every field is checked here; an error wraps ErrConfig and
+// names the field's flag), loads or creates the node key, opens the
+// archive and creates the libp2p host (already listening) with relay and
+// metadata mounted.
 func New(cfg Config) (*Node, error) {
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	n := &Node{cfg: cfg, state: "INITIALIZING", resumeLimits: defaultResumeLimits}
-	n.newRegistry()
-	if cfg.NumShardsInNetwork > 0 {
-		auto, err := shard.NewAutosharding(cfg.ClusterID, cfg.NumShardsInNetwork)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		n.auto = &auto
-	}
-	for _, ct := range cfg.ContentTopics {
-		if _, err := shard.ParseContentTopic(ct); err != nil {
-			return nil, fmt.Errorf("%w: --content-topic %s: %w", ErrConfig, ct, err)
-		}
-	}
-	topics, err := n.startTopics()
+	p, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
-	n.topics = topics
-	shards := cfg.Shards
-	if cfg.Relay {
-		shards = n.clusterShards(topics)
+	if len(p.ContentTopics) > 0 && p.auto == nil {
+		p.Logger.Warn("static sharding: --content-topic gives no shard to relay, as in nwaku; set --num-shards-in-network for autosharding",
+			"content_topics", p.ContentTopics)
 	}
-	if err := n.checkShards(shards); err != nil {
-		return nil, fmt.Errorf("%w: %w (--shard, --pubsub-topic and --content-topic)", ErrConfig, err)
-	}
+	n := &Node{cfg: p, store: storeParts{resumeLimits: resume.DefaultLimits}, metrics: metrics.New(), life: lifecycle{state: "INITIALIZING"}}
 	if err := n.build(); err != nil {
-		n.closeParts()
-		return nil, err
+		return nil, errors.Join(err, n.closeParts())
 	}
 	return n, nil
 }
@@ -163,7 +105,7 @@ func (n *Node) build() error {
 		}
 		n.lock = lock
 	}
-	key, err := loadKey(n.cfg.NodeKey, n.cfg.DataDir)
+	key, err := n.loadKey()
 	if err != nil {
 		return err
 	}
@@ -174,7 +116,6 @@ func (n *Node) build() error {
 	if err := n.refuseOwnStatic(self); err != nil {
 		return err
 	}
-	n.key = key
 	if n.cfg.Store {
 		if err := n.openArchive(); err != nil {
 			return err
@@ -183,15 +124,19 @@ func (n *Node) build() error {
 	if n.host, err = n.newHost(key); err != nil {
 		return err
 	}
-	n.peers = newPeerManager(n)
-	n.ping = ping.NewPingService(n.host)
+	n.peers = peers.New(n.host, key, n.cfg.peers)
+	ping.NewPingService(n.host) // unmounted by closeParts
 	if n.cfg.Relay {
-		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger}
-		n.nwaku.observeRelay(&rc)
+		rc := relay.Config{Counters: n.cfg.Counters, ArchiveDone: n.cfg.OnArchived, HandlerQueueSize: n.cfg.RelayHandlerQueue, Logger: n.cfg.Logger,
+			PeerTopics: n.cfg.isClusterTopic}
+		n.metrics.ObserveRelay(&rc)
+		if err := n.buildRLN(&rc); err != nil {
+			return err
+		}
 		switch {
 		case n.archive != nil && n.cfg.ArchiveTimestampDrift > 0:
-			n.archiveGate = newArchiveGate(n.archive, n.cfg.ArchiveTimestampDrift)
-			rc.Archive = n.archiveGate
+			n.store.gate = archivegate.New(n.archive, n.cfg.ArchiveTimestampDrift)
+			rc.Archive = n.store.gate
 		case n.archive != nil:
 			rc.Archive = n.archive
 		}
@@ -208,151 +153,49 @@ func (n *Node) build() error {
 	if err := n.buildLight(); err != nil {
 		return err
 	}
-	n.watchConnectedness()
 	n.metadata, err = metadata.New(n.host, metadata.Config{ClusterID: n.cfg.ClusterID, Shards: n.shards, OnChecked: n.onMetadataChecked, Logger: n.cfg.Logger})
-	return err
+	if err != nil {
+		return err
+	}
+	if err := n.newREST(); err != nil {
+		return err
+	}
+	n.metrics.SetSources(n.metricSources())
+	return nil
 }
 
+// newHost makes the libp2p host (peers.NewHost) of the configuration, the
+// certificate for secure WebSocket loaded.
 func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
-	cm, err := connmgr.NewConnManager(max(1, n.cfg.MaxConnections*4/5), n.cfg.MaxConnections)
-	if err != nil {
-		return nil, fmt.Errorf("node: connection manager: %w", err)
-	}
-	opts := []libp2p.Option{
-		libp2p.Identity(key),
-		// Without SO_REUSEPORT, so that a second process cannot listen on a
-		// port a node already holds and take half of its inbound dials.
-		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
-		// TLS 1.3 first, then Noise: go-libp2p's defaults, which go-waku uses.
-		// nwaku speaks Noise only, and multistream-select settles on it.
-		libp2p.Security(tls.ID, tls.New),
-		libp2p.Security(noise.ID, noise.New),
-		libp2p.ConnectionManager(cm),
-		libp2p.Ping(false), // mounted by the node itself, below
-		libp2p.UserAgent(n.cfg.AgentString),
-	}
+	hc := peers.HostConfig{MaxConnections: n.cfg.MaxConnections, AgentString: n.cfg.AgentString, WebSocket: n.cfg.WebSocket,
+		PortMapping: n.cfg.Discovery.portMapping(), Listen: n.cfg.listen, Registerer: n.metrics.Registry()}
 	// By default yamux first, then mplex for js-libp2p clients (js-waku),
 	// which speak nothing else; nwaku offers both.
 	for _, m := range n.cfg.Muxers {
-		if m == MuxerMplex {
-			opts = append(opts, libp2p.Muxer(mplex.ID, mplex.DefaultTransport()))
-		} else {
-			opts = append(opts, libp2p.Muxer(yamux.ID, yamux.DefaultTransport))
+		hc.Mplex = append(hc.Mplex, m == MuxerMplex)
+	}
+	if n.cfg.WebSocketSecure {
+		cert, err := cryptotls.LoadX509KeyPair(n.cfg.WebSocketSecureCertPath, n.cfg.WebSocketSecureKeyPath)
+		if err != nil {
+			return nil, fmt.Errorf("node: secure WebSocket certificate: %w", err)
 		}
+		hc.WSSCert = &cert
 	}
-	ws, err := n.webSocket()
-	if err != nil {
-		return nil, err
-	}
-	opts = append(opts, ws...)
-	if n.cfg.Discovery.portMapping() {
-		opts = append(opts, libp2p.NATPortMap())
-	}
-	var listen []listenAddr
-	if n.cfg.NoListen {
-		opts = append(opts, libp2p.NoListenAddrs)
-	} else {
-		if listen, err = n.cfg.configuredListen(ipMultiaddr(net.ParseIP(n.cfg.ListenAddress))); err != nil {
-			return nil, err
-		}
-		opts = append(opts, libp2p.ListenAddrs(listenAddrs(listen)...))
-	}
-	opts = append(opts, libp2p.PrometheusRegisterer(n.reg))
-	h, err := libp2p.New(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("node: start libp2p host: %w", err)
-	}
-	if err := checkListening(h, listen); err != nil {
-		h.Close()
-		return nil, err
-	}
-	return h, nil
+	return peers.NewHost(key, hc)
 }
 
-// ipMultiaddr returns ip as the first part of a multiaddr: /ip4/<ip> or,
-// for an IPv6 address, /ip6/<ip>, as nim-libp2p's MultiAddress.init of
-// an IpAddress gives nwaku's listen address (waku/node/net_config.nim).
-func ipMultiaddr(ip net.IP) string {
-	if ip4 := ip.To4(); ip4 != nil {
-		return "/ip4/" + ip4.String()
+// loadKey returns the key of --nodekey, else the one kept in DataDir
+// (created on the first start), else an ephemeral one.
+func (n *Node) loadKey() (crypto.PrivKey, error) {
+	if n.cfg.key != nil {
+		return n.cfg.key, nil
 	}
-	return "/ip6/" + ip.String()
-}
-
-// webSocket returns the options that add the WebSocket transport, with
-// the certificate for /wss loaded, or none when WebSocket is off.
-func (n *Node) webSocket() ([]libp2p.Option, error) {
-	if !n.cfg.WebSocket {
-		return nil, nil
+	key, err := nodekey.Load(n.cfg.DataDir)
+	var invalid *nodekey.InvalidError
+	if errors.As(err, &invalid) {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if !n.cfg.WebSocketSecure {
-		return []libp2p.Option{libp2p.Transport(websocket.New)}, nil
-	}
-	cert, err := cryptotls.LoadX509KeyPair(n.cfg.WebSocketSecureCertPath, n.cfg.WebSocketSecureKeyPath)
-	if err != nil {
-		return nil, fmt.Errorf("node: secure WebSocket certificate: %w", err)
-	}
-	conf := &cryptotls.Config{Certificates: []cryptotls.Certificate{cert}, MinVersion: cryptotls.VersionTLS12}
-	return []libp2p.Option{libp2p.Transport(websocket.New, websocket.WithTLSConfig(conf))}, nil
-}
-
-// loadKey parses hexKey, or else reads DataDir/nodekey, or else creates it
-// there (mode 0600), or else generates an ephemeral key.
-func loadKey(hexKey, dataDir string) (crypto.PrivKey, error) {
-	source := "--nodekey"
-	if hexKey == "" && dataDir != "" {
-		path := filepath.Join(dataDir, "nodekey")
-		b, err := os.ReadFile(path)
-		switch {
-		case err == nil:
-			hexKey, source = strings.TrimSpace(string(b)), path
-		case errors.Is(err, os.ErrNotExist):
-			return createKey(path)
-		default:
-			return nil, fmt.Errorf("node: read node key: %w", err)
-		}
-	}
-	if hexKey == "" {
-		k, _, err := crypto.GenerateSecp256k1Key(nil)
-		return k, err
-	}
-	k, err := parseKey(hexKey)
-	if err != nil {
-		return nil, fmt.Errorf("%w: node key from %s: %w", ErrConfig, source, err)
-	}
-	return k, nil
-}
-
-// parseKey parses a secp256k1 private key given as 64 hex digits (an
-// optional 0x prefix); the scalar must be in 1..n-1, n the curve order.
-func parseKey(hexKey string) (crypto.PrivKey, error) {
-	raw, err := hex.DecodeString(strings.TrimPrefix(hexKey, "0x"))
-	if err != nil || len(raw) != 32 {
-		return nil, errors.New("want 32 bytes as 64 hex digits (secp256k1)")
-	}
-	var s secp256k1.ModNScalar
-	if overflow := s.SetByteSlice(raw); overflow || s.IsZero() {
-		return nil, errors.New("not a secp256k1 private key: zero or not below the curve order")
-	}
-	return crypto.UnmarshalSecp256k1PrivateKey(raw)
-}
-
-func createKey(path string) (crypto.PrivKey, error) {
-	k, _, err := crypto.GenerateSecp256k1Key(nil)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := k.Raw()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("node: create data dir: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(hex.EncodeToString(raw)+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("node: write node key: %w", err)
-	}
-	return k, nil
+	return key, err
 }
 
 // shards returns the shards of the node's cluster that the relay is
@@ -363,7 +206,7 @@ func (n *Node) shards() []uint16 {
 	if n.relay == nil {
 		return n.cfg.Shards
 	}
-	return n.clusterShards(n.relay.Topics())
+	return n.cfg.clusterShards(n.relay.Topics())
 }
 
 // Start subscribes the relay to the node's pubsub topics and starts
@@ -375,32 +218,31 @@ func (n *Node) shards() []uint16 {
 // once; a second Start, or a Start after Stop, returns ErrStarted. Whether
 // Start succeeded or not, Stop releases everything New and Start took.
 func (n *Node) Start(ctx context.Context) error {
-	n.mu.Lock()
-	again := n.started
-	n.started = true
-	n.mu.Unlock()
+	n.life.mu.Lock()
+	again := n.life.started
+	n.life.started = true
+	n.life.mu.Unlock()
 	if again {
 		return ErrStarted
 	}
 	if err := startCanceled(ctx); err != nil {
 		return err
 	}
+	if err := n.startRLN(ctx); err != nil {
+		return err
+	}
 	if n.relay != nil {
-		for _, t := range n.topics {
+		for _, t := range n.cfg.topics {
 			if err := n.relay.Subscribe(t, relay.OwnerConfig); err != nil {
 				return err
 			}
 		}
 	}
-	peers, err := n.cfg.staticPeers()
-	if err != nil {
-		return err
-	}
 	if err := n.startStoreSync(ctx); err != nil {
 		return err
 	}
 	n.startLight()
-	if err := n.startDiscovery(); err != nil {
+	if err := n.peers.Start(); err != nil {
 		return err
 	}
 	if err := startCanceled(ctx); err != nil {
@@ -409,36 +251,35 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.startHTTP(); err != nil {
 		return err
 	}
-	n.mu.Lock()
-	n.static, n.refused = map[peer.ID]bool{}, map[peer.ID]error{}
-	for _, pi := range peers {
-		n.static[pi.ID] = true
-	}
-	n.mu.Unlock()
 	runCtx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	for _, pi := range peers {
-		n.wg.Add(1)
-		go n.keepConnected(runCtx, pi)
-	}
+	n.life.cancel = cancel
 	if n.cfg.StoreResume && n.archive != nil {
-		n.wg.Add(1)
-		go n.resume(runCtx)
+		rc := resume.Config{Host: n.host, Archive: n.archive, Peer: n.connectedStorePeer, Counters: n.cfg.Counters,
+			Limits: n.store.resumeLimits, Logger: n.cfg.Logger}
+		if n.store.sync != nil {
+			rc.Archived = n.store.sync.Ingest
+		}
+		n.life.wg.Add(1)
+		go func() {
+			defer n.life.wg.Done()
+			resume.Run(runCtx, rc)
+		}()
 	}
 	// nwaku logs its totals only along with its metrics server
 	// (waku/node/waku_metrics.nim startMetricsServerAndLogging).
 	if n.cfg.MetricsServer && n.cfg.MetricsLogging {
-		n.wg.Add(1)
+		n.life.wg.Add(1)
 		go func() {
-			defer n.wg.Done()
-			logTotals(runCtx, n.reg, n.cfg.Logger, metricsLogInterval)
+			defer n.life.wg.Done()
+			metrics.LogTotals(runCtx, n.metrics.Registry(), n.cfg.Logger, metrics.LogInterval)
 		}()
 	}
 	if err := startCanceled(ctx); err != nil {
 		return err
 	}
-	if err := n.runPeerManager(runCtx, peers); err != nil {
-		return err
+	n.peers.Run(runCtx)
+	if n.cfg.Discovery.PeerExchange {
+		n.health.Mount(health.PeerExchange, peerexchange.ProtocolID)
 	}
 	n.setState("READY")
 	return nil
@@ -450,77 +291,6 @@ func startCanceled(ctx context.Context) error {
 		return fmt.Errorf("node: start: %w", err)
 	}
 	return nil
-}
-
-// keepConnected dials pi now and again whenever it is not connected. Each
-// dial, failed or not, doubles the wait before the next check, from
-// StaticRedialMin up to StaticRedialMax; the wait starts over only when
-// the peer was found connected at two checks in a row, so a peer that
-// drops us soon after each dial is not re-dialled at the shortest wait.
-// The first failure of a run of failures is logged as a warning, the
-// others at debug level. A peer the metadata check disconnected for its
-// cluster is not dialled again: nwaku disconnects such a peer and deletes
-// it from its peer store (waku/node/peer_manager/peer_manager.nim
-// refreshPeerMetadata), so never dials it again either; that is logged
-// once, as a warning.
-func (n *Node) keepConnected(ctx context.Context, pi peer.AddrInfo) {
-	defer n.wg.Done()
-	backoff := n.cfg.StaticRedialMin
-	failing, wasConnected := false, false
-	for {
-		if err := n.staticRefused(pi.ID); err != nil {
-			n.cfg.Logger.Warn("static node refused by the metadata check; not dialling it again", "peer", pi.ID, "reason", err)
-			return
-		}
-		connected := n.host.Network().Connectedness(pi.ID) == network.Connected
-		switch {
-		case connected && wasConnected:
-			backoff = n.cfg.StaticRedialMin
-		case !connected:
-			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := n.connect(dctx, pi)
-			cancel()
-			switch {
-			case err != nil && !failing:
-				n.cfg.Logger.Warn("static node unreachable; retrying", "peer", pi.ID, "err", err, "retry_in", backoff)
-			case err != nil:
-				n.cfg.Logger.Debug("static node dial failed", "peer", pi.ID, "err", err, "retry_in", backoff)
-			default:
-				n.cfg.Logger.Info("connected to static node", "peer", pi.ID)
-			}
-			failing = err != nil
-			backoff = min(backoff*2, n.cfg.StaticRedialMax)
-		}
-		wasConnected = connected
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// refuseStatic records that the metadata check disconnected the static
-// node id because of its cluster (metadata.ErrClusterMismatch or
-// ErrNoClusterID); other failures, a timeout say, leave it to the backoff.
-func (n *Node) refuseStatic(id peer.ID, err error) {
-	if !errors.Is(err, metadata.ErrClusterMismatch) && !errors.Is(err, metadata.ErrNoClusterID) {
-		return
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.static[id] {
-		n.refused[id] = err
-	}
-}
-
-// staticRefused returns why the metadata check refused id, or nil.
-func (n *Node) staticRefused(id peer.ID) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.refused[id]
 }
 
 // Stop shuts the node down: the HTTP servers finish the requests in
@@ -536,7 +306,7 @@ func (n *Node) staticRefused(id peer.ID) error {
 // commit).
 func (n *Node) Stop(ctx context.Context) error {
 	var err error
-	n.stopOnce.Do(func() { err = n.stop(ctx) })
+	n.life.stopOnce.Do(func() { err = n.stop(ctx) })
 	return err
 }
 
@@ -545,60 +315,41 @@ func (n *Node) Stop(ctx context.Context) error {
 const StopGrace = 5 * time.Second
 
 func (n *Node) stop(ctx context.Context) error {
-	n.mu.Lock()
-	n.started = true // no Start after Stop
-	n.mu.Unlock()
+	n.life.mu.Lock()
+	n.life.started = true // no Start after Stop
+	n.life.mu.Unlock()
 	n.setState("SHUTTING_DOWN")
 	herr := n.stopHTTP(ctx)
-	if n.cancel != nil {
-		n.cancel()
+	if n.life.cancel != nil {
+		n.life.cancel()
 	}
-	defer n.dropPeersAfter(ctx, StopGrace)()
-	n.wg.Wait()
+	defer peers.DropAfter(ctx, n.host, StopGrace, n.cfg.Logger)()
+	n.life.wg.Wait()
 	return errors.Join(herr, n.closeParts())
 }
 
-// dropPeersAfter closes the host's network, and so every connection and
-// stream, once grace has passed or ctx ended, whichever is first, unless
-// the returned func is called before.
-func (n *Node) dropPeersAfter(ctx context.Context, grace time.Duration) (cancel func()) {
-	if n.host == nil {
-		return func() {}
-	}
-	var once sync.Once
-	drop := func() {
-		once.Do(func() {
-			n.cfg.Logger.Warn("stop: services still busy with peers; closing the connections", "grace", grace)
-			n.host.Network().Close()
-		})
-	}
-	timer := time.AfterFunc(grace, drop)
-	stopCtx := context.AfterFunc(ctx, drop)
-	return func() {
-		timer.Stop()
-		stopCtx()
-	}
-}
-
-func (n *Node) isStatic(id peer.ID) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.static[id]
-}
-
 func (n *Node) getState() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.state
+	n.life.mu.Lock()
+	defer n.life.mu.Unlock()
+	return n.life.state
 }
 
 func (n *Node) closeParts() error {
+	if n.peers != nil {
+		n.peers.Close()
+	}
 	errs := []error{n.closeLight(), n.closeStore()}
+	if n.rln != nil {
+		errs = append(errs, n.rln.ClosePublisher())
+	}
 	if n.relay != nil {
 		errs = append(errs, n.relay.Close())
 	}
-	if n.storeSync != nil {
-		errs = append(errs, n.storeSync.Close())
+	if n.rln != nil {
+		n.rln.CloseMembership()
+	}
+	if n.store.sync != nil {
+		errs = append(errs, n.store.sync.Close())
 	}
 	if n.archive != nil {
 		errs = append(errs, n.archive.Close())
@@ -606,13 +357,10 @@ func (n *Node) closeParts() error {
 	if n.metadata != nil {
 		errs = append(errs, n.metadata.Close())
 	}
-	if n.ping != nil {
-		n.host.RemoveStreamHandler(ping.ID)
-	}
 	if n.host != nil {
+		n.host.RemoveStreamHandler(ping.ID)
 		errs = append(errs, n.host.Close())
 	}
-	n.closeDiscovery()
 	if n.lock != nil {
 		errs = append(errs, n.lock.Close())
 	}
@@ -620,9 +368,9 @@ func (n *Node) closeParts() error {
 }
 
 func (n *Node) setState(s string) {
-	n.mu.Lock()
-	n.state = s
-	n.mu.Unlock()
+	n.life.mu.Lock()
+	n.life.state = s
+	n.life.mu.Unlock()
 }
 
 // Publish relays msg on pubsubTopic. A zero timestamp is set to the current
@@ -634,9 +382,12 @@ func (n *Node) Publish(ctx context.Context, pubsubTopic string, msg *message.Mes
 	if msg.Timestamp == 0 {
 		msg.Timestamp = time.Now().UnixNano()
 	}
+	if n.rln != nil {
+		return n.publishRLN(ctx, pubsubTopic, msg)
+	}
 	env, err := n.relay.Publish(ctx, pubsubTopic, msg)
 	if err != nil {
-		n.nwaku.nodeErrors.WithLabelValues("publish_failure").Inc()
+		n.metrics.NodeError("publish_failure")
 	}
 	return env, err
 }
@@ -651,6 +402,9 @@ func (n *Node) PublishWith(ctx context.Context, pubsubTopic string, msg *message
 	}
 	if msg.Timestamp == 0 {
 		msg.Timestamp = time.Now().UnixNano()
+	}
+	if n.rln != nil {
+		return n.publishWithRLN(ctx, pubsubTopic, msg, payloadLen, fill)
 	}
 	return n.relay.PublishWith(ctx, pubsubTopic, msg, payloadLen, fill)
 }
@@ -673,42 +427,56 @@ func (n *Node) Metadata() *metadata.Service { return n.metadata }
 // Autosharding returns the node's autosharding of content topics; ok is
 // false under static sharding (NumShardsInNetwork 0).
 func (n *Node) Autosharding() (a shard.Autosharding, ok bool) {
-	if n.auto == nil {
+	if n.cfg.auto == nil {
 		return shard.Autosharding{}, false
 	}
-	return *n.auto, true
-}
-
-// startTopics returns the pubsub topics relayed from the start: the
-// configured shards and pubsub topics and, under autosharding, the shards
-// of the configured content topics, each once.
-func (n *Node) startTopics() ([]string, error) {
-	topics := n.cfg.pubsubTopics()
-	if len(n.cfg.ContentTopics) > 0 && n.auto == nil {
-		n.cfg.Logger.Warn("static sharding: --content-topic gives no shard to relay, as in nwaku; set --num-shards-in-network for autosharding",
-			"content_topics", n.cfg.ContentTopics)
-	}
-	if n.auto != nil {
-		for _, ct := range n.cfg.ContentTopics {
-			t, err := n.auto.PubsubTopic(ct)
-			if err != nil {
-				return nil, fmt.Errorf("%w: --content-topic %s: %w", ErrConfig, ct, err)
-			}
-			topics = append(topics, t)
-		}
-	}
-	slices.Sort(topics)
-	return slices.Compact(topics), nil
+	return *n.cfg.auto, true
 }
 
 // ListenAddresses returns the host's listen addresses with /p2p/<id>.
 // Secure WebSocket is written /wss, as nwaku writes it, where go-libp2p
 // writes the equivalent /tls/ws.
-func (n *Node) ListenAddresses() []string {
-	var out []string
-	for _, a := range n.host.Addrs() {
-		s := strings.Replace(a.String(), "/tls/ws", "/wss", 1)
-		out = append(out, fmt.Sprintf("%s/p2p/%s", s, n.host.ID()))
+func (n *Node) ListenAddresses() []string { return peers.ListenAddresses(n.host) }
+
+// onMetadataChecked tells the peer manager what the metadata check of id
+// found.
+func (n *Node) onMetadataChecked(id peer.ID, err error) {
+	var shards []uint16
+	if err == nil {
+		info, ok := n.metadata.Peer(id)
+		if !ok {
+			return
+		}
+		shards = info.Shards
 	}
-	return out
+	n.peers.MetadataChecked(id, shards, err)
+}
+
+// PeerStats returns a copy of the peer manager's counters.
+func (n *Node) PeerStats() PeerStats { return PeerStats(n.peers.Stats()) }
+
+// PeerExchangeStats returns the peer exchange server's and client's
+// counters (zero values for what does not run).
+func (n *Node) PeerExchangeStats() (peerexchange.ServerStats, peerexchange.ClientStats) {
+	s := n.peers.DiscoveryStats()
+	return s.PxServer, s.PxClient
+}
+
+// ENR returns the node's current record in its text form, "enr:...", or ""
+// before Start.
+func (n *Node) ENR() string { return n.peers.ENR() }
+
+// PeerStats counts the peer manager's work. Take a copy with
+// Node.PeerStats.
+type PeerStats struct {
+	Added          uint64 // peers learned (any origin)
+	Dials          uint64 // dials of discovered peers
+	DialFailures   uint64 // of which failed
+	Removed        uint64 // peers forgotten after five failed dials (nwaku's MaxFailedAttempts)
+	MetadataPruned uint64 // peers forgotten after failing the metadata check
+	Colocation     uint64 // connections closed over the IP colocation limit
+	InboundPruned  uint64 // inbound relay connections closed over the target
+	StoreFull      uint64 // peers not kept: the store was full of connected ones
+	DNSFailures    uint64 // DNS trees that could not be fetched or verified
+	DNSRejected    uint64 // records of DNS trees whose Waku fields did not decode
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"net"
 	"os"
@@ -14,13 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/pgtest"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/shard"
 )
 
@@ -60,26 +59,26 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			tc.mod(&cfg)
-			cfg.setDefaults()
-			if err := cfg.validate(); !errors.Is(err, ErrConfig) {
-				t.Fatalf("validate = %v, want ErrConfig", err)
+			if _, err := cfg.resolve(); !errors.Is(err, ErrConfig) {
+				t.Fatalf("resolve = %v, want ErrConfig", err)
 			}
 		})
 	}
-	cfg := DefaultConfig()
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+	p, err := DefaultConfig().resolve()
+	if err != nil {
 		t.Fatalf("default config: %v", err)
 	}
-	if got := cfg.pubsubTopics(); len(got) != 1 || got[0] != "/waku/2/rs/0/0" {
+	if got := p.pubsubTopics(); len(got) != 1 || got[0] != "/waku/2/rs/0/0" {
 		t.Fatalf("default topics %v", got)
 	}
 	// Autosharding without --shard relays every shard of the network, as
 	// nwaku (waku/factory/conf_builder/waku_conf_builder.nim buildShardingConf).
-	cfg = DefaultConfig()
+	cfg := DefaultConfig()
 	cfg.ClusterID, cfg.NumShardsInNetwork = 5, 3
-	cfg.setDefaults()
-	if got := cfg.pubsubTopics(); !slices.Equal(got, []string{"/waku/2/rs/5/0", "/waku/2/rs/5/1", "/waku/2/rs/5/2"}) {
+	if p, err = cfg.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.pubsubTopics(); !slices.Equal(got, []string{"/waku/2/rs/5/0", "/waku/2/rs/5/1", "/waku/2/rs/5/2"}) {
 		t.Fatalf("autosharding topics %v", got)
 	}
 }
@@ -105,7 +104,7 @@ func TestIPv6ListenAddress(t *testing.T) {
 	if len(addrs) != 1 || !strings.HasPrefix(addrs[0], "/ip6/::1/tcp/") {
 		t.Fatalf("listen addresses %q, want one /ip6/::1/tcp/...", addrs)
 	}
-	if got := n.announcedAddresses(); !slices.Equal(got, addrs) {
+	if got := n.peers.Announced(); !slices.Equal(got, addrs) {
 		t.Fatalf("announced %q, want %q", got, addrs)
 	}
 
@@ -116,44 +115,12 @@ func TestIPv6ListenAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { any6.Stop(context.Background()) })
-	got := any6.announcedAddresses()
+	got := any6.peers.Announced()
 	if len(got) != 1 || !strings.HasPrefix(got[0], "/ip6/") || strings.HasPrefix(got[0], "/ip6/::/") {
 		t.Fatalf("announced on :: %q, want one /ip6/ address of an interface", got)
 	}
-	if ip := any6.listenIP(); ip.To4() != nil {
+	if ip := peers.ListenIP(net.ParseIP(any6.cfg.ListenAddress)); ip.To4() != nil {
 		t.Fatalf("listenIP on :: = %v, want an IPv6 address", ip)
-	}
-}
-
-func TestNodeKeyKeptInDataDir(t *testing.T) {
-	dir := t.TempDir()
-	k1, err := loadKey("", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k2, err := loadKey("", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !k1.Equals(k2) {
-		t.Fatal("second start made a new key")
-	}
-	if fi, err := os.Stat(filepath.Join(dir, "nodekey")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("nodekey file: %v %v", fi, err)
-	}
-	raw, _ := k1.Raw()
-	k3, err := loadKey("0x"+strings.ToUpper(hex.EncodeToString(raw)), "")
-	if err != nil || !k3.Equals(k1) {
-		t.Fatalf("hex key: %v", err)
-	}
-	const order = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141" // secp256k1 n
-	for _, bad := range []string{"zz", "abcd", strings.Repeat("0", 64), order, order[:62] + "42"} {
-		if _, err := loadKey(bad, ""); err == nil {
-			t.Errorf("loadKey(%q) accepted", bad)
-		}
-	}
-	if _, ok := k1.(*crypto.Secp256k1PrivateKey); !ok {
-		t.Fatalf("key type %T, want secp256k1", k1)
 	}
 }
 
@@ -277,9 +244,12 @@ func TestNodeKeyFileError(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "nodekey"), []byte("zz\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := loadKey("", dir)
+	n, err := New(Config{ListenAddress: "127.0.0.1", NoListen: true, DataDir: dir})
+	if err == nil {
+		n.Stop(t.Context())
+	}
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), filepath.Join(dir, "nodekey")) {
-		t.Fatalf("loadKey = %v; want ErrConfig naming the file", err)
+		t.Fatalf("New = %v; want ErrConfig naming the file", err)
 	}
 }
 

@@ -265,7 +265,7 @@ func TestFilterFailuresCounted(t *testing.T) {
 	server := start(Config{Relay: true, Filter: true})
 	client := start(Config{FilterNode: server.ListenAddresses()[0]})
 	topic := shard.RelayShard{}.PubsubTopic()
-	send, err := restBackend{client}.FilterService()
+	send, err := client.restAPI().FilterService()
 	if err != nil {
 		t.Fatal(err)
 	}

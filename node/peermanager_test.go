@@ -2,45 +2,30 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 
-	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/relay"
-	"github.com/couriernet/courier/rest"
 )
-
-func TestBackoffIsNwakus(t *testing.T) {
-	for failed, want := range map[int]time.Duration{1: 120 * time.Second, 2: 480 * time.Second, 3: 1920 * time.Second, 4: 7680 * time.Second} {
-		if got := backoff(failed); got != want {
-			t.Errorf("backoff(%d) = %v, want %v", failed, got, want)
-		}
-	}
-}
 
 func TestRelayTargetsFromRatio(t *testing.T) {
 	for _, tc := range []struct {
-		max       int
 		ratio     string
-		out, in   int
+		share     float64
 		wantError bool
-	}{{150, "50:50", 25, 50, false}, {50, "60:40", 10, 20, false}, {150, "50:40", 0, 0, true}, {150, "x", 0, 0, true}} {
-		cfg := Config{ListenAddress: "127.0.0.1", NoListen: true, MaxConnections: tc.max, Discovery: DiscoveryConfig{RelayServiceRatio: tc.ratio}}
-		n, err := New(cfg)
+	}{{"50:50", 0.5, false}, {"60:40", 0.6, false}, {"50:40", 0, true}, {"x", 0, true}} {
+		cfg := Config{ListenAddress: "127.0.0.1", NoListen: true, Discovery: DiscoveryConfig{RelayServiceRatio: tc.ratio}}
+		p, err := cfg.resolve()
 		if tc.wantError {
 			if !errors.Is(err, ErrConfig) {
 				t.Errorf("%s: %v", tc.ratio, err)
@@ -50,98 +35,10 @@ func TestRelayTargetsFromRatio(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.peers.outTarget != tc.out || n.peers.inTarget != tc.in {
-			t.Errorf("%d %s: out %d in %d, want %d %d", tc.max, tc.ratio, n.peers.outTarget, n.peers.inTarget, tc.out, tc.in)
+		// The targets of the share: peers.TestRelayTargetsFromShare.
+		if p.peers.RelayShare != tc.share {
+			t.Errorf("%s: relay share %v, want %v", tc.ratio, p.peers.RelayShare, tc.share)
 		}
-		n.Stop(context.Background())
-	}
-}
-
-func randomPeer(t *testing.T, addr string) discovery.Peer {
-	t.Helper()
-	_, pub, err := crypto.GenerateSecp256k1Key(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, _ := peer.IDFromPublicKey(pub)
-	return discovery.Peer{ID: id, Addrs: []ma.Multiaddr{ma.StringCast(addr)}, HasCaps: true, Caps: discovery.Relay}
-}
-
-// TestPeerManagerForgetsFailingPeers: a peer nobody answers for is backed
-// off after each failed dial and forgotten after the fifth; a peer that
-// fails the metadata check is forgotten at once; a full store evicts the
-// peer with most failures.
-func TestPeerManagerForgetsFailingPeers(t *testing.T) {
-	cfg := Config{ListenAddress: "127.0.0.1", Discovery: DiscoveryConfig{PeerStoreCapacity: 2}}
-	n, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop(context.Background())
-	pm := n.peers
-	dead := randomPeer(t, "/ip4/127.0.0.1/tcp/1")
-	pm.add(dead, rest.Discv5)
-	if o, _ := pm.origin(dead.ID); o != rest.Discv5 {
-		t.Fatalf("origin %s", o)
-	}
-	for i := 1; i <= maxFailedAttempts; i++ {
-		if i > 1 && len(pm.candidates()) != 0 {
-			t.Fatalf("after %d failures the peer is dialled again within its backoff", i-1)
-		}
-		pm.dial(context.Background(), peer.AddrInfo{ID: dead.ID, Addrs: dead.Addrs})
-	}
-	if _, ok := pm.origin(dead.ID); ok {
-		t.Fatal("peer kept after five failed dials")
-	}
-	if st := n.PeerStats(); st.DialFailures != maxFailedAttempts || st.Removed != 1 {
-		t.Errorf("stats %+v", st)
-	}
-
-	bad := randomPeer(t, "/ip4/127.0.0.1/tcp/2")
-	pm.add(bad, rest.PeerExchange)
-	n.onMetadataChecked(bad.ID, errors.New("metadata: peer is on another cluster"))
-	if _, ok := pm.origin(bad.ID); ok || n.PeerStats().MetadataPruned != 1 {
-		t.Fatal("peer that failed the metadata check kept")
-	}
-
-	a, b, c := randomPeer(t, "/ip4/127.0.0.1/tcp/3"), randomPeer(t, "/ip4/127.0.0.1/tcp/4"), randomPeer(t, "/ip4/127.0.0.1/tcp/5")
-	pm.add(a, rest.Discv5)
-	pm.add(b, rest.Discv5)
-	pm.dial(context.Background(), peer.AddrInfo{ID: a.ID, Addrs: a.Addrs})
-	pm.add(c, rest.DNS)
-	if _, ok := pm.origin(a.ID); ok {
-		t.Error("full store kept the failing peer")
-	}
-	if o, _ := pm.origin(c.ID); o != rest.DNS {
-		t.Errorf("new peer origin %q", o)
-	}
-}
-
-// TestPeerPersistence writes the known peers at Stop and reads them back
-// at the next start on the same data directory.
-func TestPeerPersistence(t *testing.T) {
-	dir := t.TempDir()
-	cfg := Config{ListenAddress: "127.0.0.1", DataDir: dir, Discovery: DiscoveryConfig{PeerPersistence: true}}
-	n, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	p := randomPeer(t, "/ip4/127.0.0.1/tcp/1")
-	n.peers.add(p, rest.PeerExchange)
-	if err := n.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	n2, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n2.Stop(context.Background())
-	n2.peers.load()
-	if o, ok := n2.peers.origin(p.ID); !ok || o != rest.PeerExchange {
-		t.Fatalf("after restart: origin %q, known %v", o, ok)
 	}
 }
 
@@ -215,7 +112,7 @@ func TestPeerPersistenceKeepsEveryPeer(t *testing.T) {
 	}
 	cfg := Config{DataDir: t.TempDir(), Discovery: DiscoveryConfig{PeerPersistence: true}}
 	n1, viaAdmin, inbound := start(cfg), start(Config{}), start(Config{})
-	if err := (restBackend{n1}).ConnectPeer(ctx, viaAdmin.ListenAddresses()[0]); err != nil {
+	if err := n1.restAPI().ConnectPeer(ctx, viaAdmin.ListenAddresses()[0]); err != nil {
 		t.Fatal(err)
 	}
 	if err := inbound.Host().Connect(ctx, peer.AddrInfo{ID: n1.Host().ID(), Addrs: n1.Host().Addrs()}); err != nil {
@@ -246,72 +143,14 @@ func TestPeerPersistenceKeepsEveryPeer(t *testing.T) {
 		}
 		return true
 	})
-	known := map[string]rest.Origin{}
-	for _, p := range (restBackend{n1}).Peers() {
+	known := map[string]state.Origin{}
+	for _, p := range n1.restAPI().Peers() {
 		_, id, _ := strings.Cut(p.Multiaddr, "/p2p/")
 		known[id] = p.Origin
 	}
 	for _, id := range ids {
-		if o, ok := known[id.String()]; !ok || o != rest.UnknownOrigin {
+		if o, ok := known[id.String()]; !ok || o != state.UnknownOrigin {
 			t.Errorf("peer %s after restart: origin %q, listed %v", id, o, ok)
 		}
-	}
-}
-
-// TestPeerPersistenceBounded: peers.json holds at most
-// --peer-store-capacity peers, inbound ones included, with their saved
-// protocols and origins read back.
-func TestPeerPersistenceBounded(t *testing.T) {
-	cfg := Config{ListenAddress: "127.0.0.1", DataDir: t.TempDir(), Discovery: DiscoveryConfig{PeerPersistence: true, PeerStoreCapacity: 2}}
-	n, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop(context.Background())
-	pm := n.peers
-	a, b, c := randomPeer(t, "/ip4/127.0.0.1/tcp/1"), randomPeer(t, "/ip4/127.0.0.1/tcp/2"), randomPeer(t, "/ip4/127.0.0.1/tcp/3")
-	pm.add(a, rest.DNS)
-	pm.connected(b.ID)
-	n.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
-	if err := n.host.Peerstore().AddProtocols(b.ID, relay.ProtocolID); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.host.Peerstore().Put(b.ID, "AgentVersion", "nwaku-test"); err != nil {
-		t.Fatal(err)
-	}
-	pm.save()
-	pm.connected(c.ID) // evicts the oldest
-	pm.save()
-	b2, err := os.ReadFile(filepath.Join(cfg.DataDir, "peers.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var saved []savedPeer
-	if err := json.Unmarshal(b2, &saved); err != nil {
-		t.Fatal(err)
-	}
-	if len(saved) != 2 {
-		t.Fatalf("saved %d peers, want 2: %s", len(saved), b2)
-	}
-	if err := n.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	n2, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n2.Stop(context.Background())
-	relayPeers := n2.peers.load()
-	if len(relayPeers) != 1 || relayPeers[0].ID != b.ID || relayPeers[0].Addrs[0].String() != "/ip4/127.0.0.1/tcp/2" {
-		t.Errorf("relay peers to reconnect: %v", relayPeers)
-	}
-	if o, ok := n2.peers.origin(b.ID); !ok || o != rest.UnknownOrigin {
-		t.Errorf("inbound peer: origin %q, known %v", o, ok)
-	}
-	if p := (restBackend{n2}).peer(b.ID); p.Agent != "nwaku-test" || !slices.Equal(p.Protocols, []string{string(relay.ProtocolID)}) {
-		t.Errorf("inbound peer after restart: agent %q, protocols %v", p.Agent, p.Protocols)
-	}
-	if _, ok := n2.peers.origin(c.ID); !ok {
-		t.Error("peer without addresses not kept")
 	}
 }

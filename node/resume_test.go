@@ -15,6 +15,7 @@ import (
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/node/internal/resume"
 	"github.com/couriernet/courier/shard"
 	"github.com/couriernet/courier/store"
 )
@@ -153,7 +154,7 @@ func fakeStorePeer(t *testing.T, page func(req *store.Request, n int) *store.Res
 // resumeFrom starts a store node that resumes from the peer at addr, with
 // limits changed by adjust (nil: the defaults), and returns it with the
 // record its resume ended with.
-func resumeFrom(t *testing.T, addr string, adjust func(*resumeLimits)) (*Node, slog.Record) {
+func resumeFrom(t *testing.T, addr string, adjust func(*resume.Limits)) (*Node, slog.Record) {
 	t.Helper()
 	logs := make(resumeLog, 4)
 	b, err := New(Config{ListenAddress: "127.0.0.1", Relay: true, Store: true, StoreResume: true, DataDir: t.TempDir(),
@@ -163,7 +164,7 @@ func resumeFrom(t *testing.T, addr string, adjust func(*resumeLimits)) (*Node, s
 	}
 	t.Cleanup(func() { b.Stop(context.Background()) })
 	if adjust != nil {
-		adjust(&b.resumeLimits)
+		adjust(&b.store.resumeLimits)
 	}
 	if err := b.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -288,7 +289,7 @@ func TestStoreResumeTimeLimit(t *testing.T) {
 		kv := resumeKV(n, now-1e12+int64(n))
 		return &store.Response{Messages: []store.KeyValue{kv}, Cursor: &kv.Hash}
 	})
-	_, rec := resumeFrom(t, addr, func(l *resumeLimits) { l.timeout = time.Second })
+	_, rec := resumeFrom(t, addr, func(l *resume.Limits) { l.Timeout = time.Second })
 	if rec.Message != "store resume stopped at its limit" || !strings.Contains(attr(rec, "err"), "1s in all") {
 		t.Fatalf("resume ended with %q err=%q; want the 1 s limit", rec.Message, attr(rec, "err"))
 	}

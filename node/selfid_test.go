@@ -8,10 +8,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/couriernet/courier/node/state"
+
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/discovery"
-	"github.com/couriernet/courier/rest"
 )
 
 // sameKey is a node key two tests' nodes share (any scalar below the
@@ -44,17 +45,17 @@ func TestPeerWithOwnIDWarns(t *testing.T) {
 	n := startTestNode(t, Config{Relay: true, NodeKey: sameKey,
 		Logger: slog.New(levelCounter{level: slog.LevelWarn, match: "a peer presents this node's own peer id", n: &warnings})})
 	own := n.Host().Addrs()
-	n.peers.add(discovery.Peer{ID: n.Host().ID(), Addrs: own}, rest.Discv5)
+	n.peers.Add(discovery.Peer{ID: n.Host().ID(), Addrs: own}, state.Discv5)
 	if got := warnings.Load(); got != 0 {
 		t.Fatalf("the node's own record: %d warnings, want none", got)
 	}
 	other := ma.StringCast("/ip4/192.0.2.7/tcp/60000")
-	n.peers.add(discovery.Peer{ID: n.Host().ID(), Addrs: []ma.Multiaddr{other}}, rest.PeerExchange)
-	n.peers.add(discovery.Peer{ID: n.Host().ID(), Addrs: []ma.Multiaddr{other}}, rest.PeerExchange)
+	n.peers.Add(discovery.Peer{ID: n.Host().ID(), Addrs: []ma.Multiaddr{other}}, state.PeerExchange)
+	n.peers.Add(discovery.Peer{ID: n.Host().ID(), Addrs: []ma.Multiaddr{other}}, state.PeerExchange)
 	if got := warnings.Load(); got != 1 {
 		t.Fatalf("a peer with the node's id at %s: %d warnings, want 1", other, got)
 	}
-	if _, known := n.peers.origin(n.Host().ID()); known {
+	if _, known := n.peers.Learned(n.Host().ID()); known {
 		t.Fatal("the node keeps itself as a peer")
 	}
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -112,20 +111,4 @@ func TestServiceMetricsScraped(t *testing.T) {
 			t.Errorf("%s listed; nwaku never counts it", key)
 		}
 	}
-}
-
-// TestFilterObserversDoNotAllocate: once a request type has its series,
-// the filter's duration hooks allocate nothing per call.
-func TestFilterObserversDoNotAllocate(t *testing.T) {
-	m := newNwakuMetrics()
-	var cfg filter.Config
-	m.observeFilter(&cfg)
-	cfg.OnRequest(filter.Subscribe, time.Millisecond)
-	if a := testing.AllocsPerRun(100, func() {
-		cfg.OnRequest(filter.Subscribe, 2*time.Millisecond)
-		cfg.OnMessage(3 * time.Millisecond)
-	}); a != 0 {
-		t.Errorf("%v allocations per observation", a)
-	}
-	cfg.OnRequest(filter.RequestType(9), time.Millisecond) // unknown: ignored
 }

@@ -19,10 +19,10 @@ var ErrTooManyShards = errors.New("node: too many shards for the metadata protoc
 
 // clusterShards returns the shard ids of the node's cluster among the pubsub
 // topics, sorted, each once; other topics are left out.
-func (n *Node) clusterShards(topics []string) []uint16 {
+func (c *Config) clusterShards(topics []string) []uint16 {
 	var out []uint16
 	for _, t := range topics {
-		if rs, err := shard.ParsePubsubTopic(t); err == nil && rs.ClusterID == n.cfg.ClusterID {
+		if rs, err := shard.ParsePubsubTopic(t); err == nil && rs.ClusterID == c.ClusterID {
 			out = append(out, rs.ShardID)
 		}
 	}
@@ -30,11 +30,20 @@ func (n *Node) clusterShards(topics []string) []uint16 {
 	return slices.Compact(out)
 }
 
-// checkShards returns an error wrapping ErrTooManyShards when the shards
-// are more than the metadata protocol carries.
-func (n *Node) checkShards(shards []uint16) error {
-	if err := metadata.CheckShards(n.cfg.ClusterID, shards); err != nil {
-		return fmt.Errorf("%w: relaying %d shards of cluster %d: %w", ErrTooManyShards, len(shards), n.cfg.ClusterID, err)
+// isClusterTopic reports whether pubsubTopic is a static-shard topic of
+// the node's cluster: the topics whose peers the relay keeps track of
+// without having joined them (relay.Config.PeerTopics), those a lightpush
+// may be published on.
+func (c *Config) isClusterTopic(pubsubTopic string) bool {
+	rs, err := shard.ParsePubsubTopic(pubsubTopic)
+	return err == nil && rs.ClusterID == c.ClusterID
+}
+
+// checkShardCount returns an error wrapping ErrTooManyShards when the
+// shards are more than the metadata protocol carries.
+func (c *Config) checkShardCount(shards []uint16) error {
+	if err := metadata.CheckShards(c.ClusterID, shards); err != nil {
+		return fmt.Errorf("%w: relaying %d shards of cluster %d: %w", ErrTooManyShards, len(shards), c.ClusterID, err)
 	}
 	return nil
 }
@@ -43,5 +52,5 @@ func (n *Node) checkShards(shards []uint16) error {
 // caller holds n.shardMu until it has subscribed, so that two subscriptions
 // cannot pass the check together.
 func (n *Node) checkMoreShards(topics []string) error {
-	return n.checkShards(n.clusterShards(append(n.relay.Topics(), topics...)))
+	return n.cfg.checkShardCount(n.cfg.clusterShards(append(n.relay.Topics(), topics...)))
 }

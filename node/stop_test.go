@@ -22,6 +22,7 @@ import (
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/mplex"
+	"github.com/couriernet/courier/node/internal/peers"
 	"github.com/couriernet/courier/shard"
 	"github.com/couriernet/courier/store"
 )
@@ -279,19 +280,19 @@ func TestDropPeersAfter(t *testing.T) {
 	}
 	t.Run("grace", func(t *testing.T) {
 		n, _ := connected(t)
-		defer n.dropPeersAfter(context.Background(), 50*time.Millisecond)()
+		defer peers.DropAfter(context.Background(), n.Host(), 50*time.Millisecond, n.cfg.Logger)()
 		waitDropped(t, n)
 	})
 	t.Run("context", func(t *testing.T) {
 		n, _ := connected(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		defer n.dropPeersAfter(ctx, time.Hour)()
+		defer peers.DropAfter(ctx, n.Host(), time.Hour, n.cfg.Logger)()
 		waitDropped(t, n)
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		n, h := connected(t)
-		n.dropPeersAfter(context.Background(), 50*time.Millisecond)()
+		peers.DropAfter(context.Background(), n.Host(), 50*time.Millisecond, n.cfg.Logger)()
 		time.Sleep(200 * time.Millisecond)
 		if len(n.Host().Network().ConnsToPeer(h.ID())) != 1 {
 			t.Fatal("connection closed after the guard was cancelled")

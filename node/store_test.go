@@ -23,33 +23,6 @@ import (
 	"github.com/couriernet/courier/shard"
 )
 
-func TestLocateArchive(t *testing.T) {
-	for _, tt := range []struct {
-		url, dataDir string
-		want         dburl.Location
-		err          bool
-	}{
-		{"", "", dburl.Location{Dir: "store.sqlite3.segments", Index: "store.sqlite3"}, false},
-		{"", "/d", dburl.Location{Dir: "/d/archive"}, false},
-		{"embedded", "/d", dburl.Location{Dir: "/d/archive"}, false},
-		{"sqlite://store.sqlite3", "/d", dburl.Location{Dir: "store.sqlite3.segments", Index: "store.sqlite3"}, false},
-		{"sqlite:///var/waku/db.sqlite3", "", dburl.Location{Dir: "/var/waku/db.sqlite3.segments", Index: "/var/waku/db.sqlite3"}, false},
-		{"postgres://u:p@127.0.0.1:5432/waku", "", dburl.Location{Postgres: "postgres://u:p@127.0.0.1:5432/waku"}, false},
-		{"postgresql://u:p@127.0.0.1:5432/waku", "", dburl.Location{Postgres: "postgresql://u:p@127.0.0.1:5432/waku"}, false},
-		{"sqlite://", "", dburl.Location{}, true},
-		{"mysql://u:p@h:1/db", "", dburl.Location{}, true},
-	} {
-		c := Config{DBURL: tt.url, DataDir: tt.dataDir}
-		got, err := c.locateArchive()
-		if (err != nil) != tt.err || got != tt.want {
-			t.Errorf("%q in %q: %+v, %v", tt.url, tt.dataDir, got, err)
-		}
-		if err != nil && !errors.Is(err, ErrConfig) {
-			t.Errorf("%q: %v does not wrap ErrConfig", tt.url, err)
-		}
-	}
-}
-
 // TestStoreThroughNodes: A archives what it relays and serves store; B
 // (no store, --storenode A) answers GET /store/v3/messages from A, and A
 // answers it from its own archive, with the same messages. /health
@@ -141,7 +114,7 @@ func TestStoreThroughNodes(t *testing.T) {
 	}
 	health := func(n *Node) string {
 		var s []string
-		for _, p := range (restBackend{n}).Health().ProtocolsHealth {
+		for _, p := range n.restAPI().Health().ProtocolsHealth {
 			if strings.HasPrefix(p.Protocol, "Store") {
 				s = append(s, fmt.Sprintf("%s=%s", p.Protocol, p.Health))
 			}

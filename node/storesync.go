@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/couriernet/courier/storesync"
 )
 
@@ -26,7 +24,7 @@ func (n *Node) buildStoreSync() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	n.storeSync = svc
+	n.store.sync = svc
 	return nil
 }
 
@@ -34,55 +32,14 @@ func (n *Node) buildStoreSync() error {
 // relay's dispatcher (the envelope's hash, no second one) and mounts the
 // protocols.
 func (n *Node) startStoreSync(ctx context.Context) error {
-	if n.storeSync == nil {
+	if n.store.sync == nil {
 		return nil
 	}
 	if n.relay != nil {
-		n.relay.AddHandler("store-sync", n.storeSync.Ingest)
+		n.relay.AddHandler("store-sync", n.store.sync.Ingest)
 	}
-	return n.storeSync.Start(ctx)
+	return n.store.sync.Start(ctx)
 }
 
 // StoreSync returns the store-sync service, nil when it is off.
-func (n *Node) StoreSync() *storesync.Service { return n.storeSync }
-
-// Store-sync metrics, with nwaku's names (waku_store_sync/protocols_metrics.nim)
-// where nwaku has one.
-var (
-	descSyncBytes    = prometheus.NewDesc("total_bytes_exchanged_total", "Bytes of store-sync frames, by protocol and direction.", []string{"protocol", "direction"}, nil)
-	descSyncMessages = prometheus.NewDesc("total_transfer_messages_exchanged_total", "Messages transferred by store-sync, by direction.", []string{"direction"}, nil)
-	descSyncCached   = prometheus.NewDesc("total_messages_cached", "Items in the store-sync index.", nil, nil)
-	descSyncRounds   = prometheus.NewDesc("courier_store_sync_rounds_total", "Store-sync sessions, by role and result.", []string{"role", "result"}, nil)
-	descSyncRanges   = prometheus.NewDesc("courier_store_sync_ranges_total", "Ranges received in store-sync payloads.", nil, nil)
-	descSyncRejected = prometheus.NewDesc("courier_store_sync_rejected_total", "Transferred messages refused: undecodable, or not found missing by reconciliation.", nil, nil)
-)
-
-type storeSyncCollector struct{ n *Node }
-
-func (c storeSyncCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSyncBytes, descSyncMessages, descSyncCached, descSyncRounds, descSyncRanges, descSyncRejected} {
-		ch <- d
-	}
-}
-
-func (c storeSyncCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.n.storeSync == nil {
-		return
-	}
-	s := c.n.storeSync.Stats()
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	counter(descSyncBytes, s.ReconciliationBytesSent, "reconciliation", "sent")
-	counter(descSyncBytes, s.ReconciliationBytesReceived, "reconciliation", "receive")
-	counter(descSyncBytes, s.TransferBytesSent, "transfer", "sent")
-	counter(descSyncBytes, s.TransferBytesReceived, "transfer", "receive")
-	counter(descSyncMessages, s.MessagesSent, "sent")
-	counter(descSyncMessages, s.MessagesReceived, "receive")
-	ch <- prometheus.MustNewConstMetric(descSyncCached, prometheus.GaugeValue, float64(s.Items))
-	counter(descSyncRounds, s.Rounds-s.RoundsFailed, "initiator", "ok")
-	counter(descSyncRounds, s.RoundsFailed, "initiator", "failed")
-	counter(descSyncRounds, s.Served, "responder", "served")
-	counter(descSyncRanges, s.Ranges)
-	counter(descSyncRejected, s.Rejected)
-}
+func (n *Node) StoreSync() *storesync.Service { return n.store.sync }

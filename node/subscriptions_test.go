@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/internal/testwait"
+	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/relay"
 )
 
@@ -99,5 +102,49 @@ func TestAutoPublishWithoutPeers(t *testing.T) {
 	}
 	if code, body := post("/relay/v1/auto/messages", msg); code != 200 || body != "OK" {
 		t.Errorf("auto, one peer: %d %q", code, body)
+	}
+}
+
+// TestConfiguredContentTopicsCached: the REST cache follows the content
+// topics of --content-topic from the start, as nwaku's pre-subscribed
+// cache does (waku/rest_api/endpoint/builder.nim
+// startRestServerProtocolSupport), under autosharding only: a GET answers
+// 200 without a subscription first, and a relayed message on the topic
+// is kept; under static sharding the content topic has no shard and no
+// cache.
+func TestConfiguredContentTopicsCached(t *testing.T) {
+	const ct = "/app/1/cached/proto"
+	get := func(n *Node, topic string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + n.HTTPAddrs()[0] + "/relay/v1/auto/messages/" + url.PathEscape(topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	auto := startTestNode(t, Config{Relay: true, NumShardsInNetwork: 8, ContentTopics: []string{ct}, REST: true})
+	if code, body := get(auto, ct); code != http.StatusOK || body != "[]" {
+		t.Fatalf("configured content topic: %d %q, want 200 []", code, body)
+	}
+	a, _ := auto.Autosharding()
+	topic, err := a.PubsubTopic(ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auto.Publish(t.Context(), topic, &message.Message{Payload: []byte("kept"), ContentTopic: ct}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the message in the cache", func() bool {
+		code, body := get(auto, ct)
+		return code == http.StatusOK && strings.Contains(body, `"payload":"a2VwdA=="`)
+	})
+	if code, _ := get(auto, "/app/1/other/proto"); code != http.StatusNotFound {
+		t.Errorf("content topic not configured: %d, want 404", code)
+	}
+	static := startTestNode(t, Config{Relay: true, ContentTopics: []string{ct}, REST: true})
+	if code, _ := get(static, ct); code != http.StatusNotFound {
+		t.Errorf("static sharding: %d, want 404", code)
 	}
 }

@@ -47,7 +47,7 @@ func TestWebSocket(t *testing.T) {
 			defer n.Stop(ctx)
 
 			var info struct{ ListenAddresses []string }
-			resp, err := http.Get("http://" + n.httpAddrs[0] + "/debug/v1/info")
+			resp, err := http.Get("http://" + n.HTTPAddrs()[0] + "/debug/v1/info")
 			if err != nil {
 				t.Fatal(err)
 			}

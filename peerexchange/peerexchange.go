@@ -35,8 +35,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/couriernet/courier/discovery"
+	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/peerexchange/internal/wire"
 )
 
 // ProtocolID is the libp2p protocol id of peer exchange.
@@ -58,6 +60,8 @@ const (
 var (
 	// ErrStatus: the server answered with a status other than 200.
 	ErrStatus = errors.New("peerexchange: request refused")
+	// ErrMalformed: the response does not decode.
+	ErrMalformed = wire.ErrMalformed
 )
 
 // Config configures a Server.
@@ -85,6 +89,7 @@ type Server struct {
 	h       host.Host
 	cfg     Config
 	limiter *ratelimit.Limiter
+	life    *lifecycle.Group
 
 	requests, badRequests, rateLimited, peersSent atomic.Uint64
 }
@@ -102,13 +107,19 @@ func (c *Config) setDefaults() {
 // NewServer mounts the peer exchange handler on h.
 func NewServer(h host.Host, cfg Config) *Server {
 	cfg.setDefaults()
-	s := &Server{h: h, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, nil)}
+	s := &Server{h: h, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, nil), life: lifecycle.New()}
 	h.SetStreamHandler(ProtocolID, s.handle)
 	return s
 }
 
-// Close removes the handler.
-func (s *Server) Close() { s.h.RemoveStreamHandler(ProtocolID) }
+// Close removes the handler, resets the exchanges in progress and waits for
+// their handlers to return. Calling it again returns nil.
+func (s *Server) Close() error {
+	return s.life.Close(func() error {
+		s.h.RemoveStreamHandler(ProtocolID)
+		return nil
+	})
+}
 
 // Stats returns a copy of the counters.
 func (s *Server) Stats() ServerStats {
@@ -116,19 +127,26 @@ func (s *Server) Stats() ServerStats {
 }
 
 func (s *Server) handle(st network.Stream) {
+	if !s.life.Enter() {
+		st.Reset()
+		return
+	}
+	defer s.life.Leave()
+	stop := context.AfterFunc(s.life.Context(), func() { st.Reset() })
+	defer stop()
 	defer st.Close()
 	st.SetDeadline(time.Now().Add(s.cfg.Timeout))
 	s.requests.Add(1)
 	remote := st.Conn().RemotePeer()
 	if !s.limiter.Allow(string(remote)) {
 		s.rateLimited.Add(1)
-		s.write(st, Response{StatusCode: StatusTooManyRequests})
+		s.write(st, wire.Response{StatusCode: wire.StatusTooManyRequests})
 		return
 	}
 	frame, err := lpframe.Read(st, MaxRPCSize)
-	var rpc RPC
+	var rpc wire.RPC
 	if err == nil {
-		rpc, err = DecodeRPC(frame)
+		rpc, err = wire.DecodeRPC(frame)
 	}
 	if err == nil && !rpc.HasQuery {
 		err = fmt.Errorf("%w: no query (field 1)", ErrMalformed)
@@ -136,11 +154,11 @@ func (s *Server) handle(st network.Stream) {
 	if err != nil {
 		s.badRequests.Add(1)
 		s.cfg.Logger.Info("peer exchange: bad request", "peer", remote, "err", err)
-		s.write(st, Response{StatusCode: StatusBadRequest, StatusDesc: err.Error()})
+		s.write(st, wire.Response{StatusCode: wire.StatusBadRequest, StatusDesc: err.Error()})
 		return
 	}
 	enrs := s.sample(rpc.NumPeers)
-	if s.write(st, Response{ENRs: enrs, StatusCode: StatusSuccess}) == nil {
+	if s.write(st, wire.Response{ENRs: enrs, StatusCode: wire.StatusSuccess}) == nil {
 		s.peersSent.Add(uint64(len(enrs)))
 	}
 }
@@ -170,8 +188,8 @@ func (s *Server) sample(n uint64) [][]byte {
 	return out
 }
 
-func (s *Server) write(st network.Stream, r Response) error {
-	if err := lpframe.Write(st, EncodeResponse(r)); err != nil {
+func (s *Server) write(st network.Stream, r wire.Response) error {
+	if err := lpframe.Write(st, wire.EncodeResponse(r)); err != nil {
 		s.cfg.Logger.Debug("peer exchange: write response", "peer", st.Conn().RemotePeer(), "err", err)
 		return err
 	}
@@ -239,7 +257,7 @@ func (c *Client) request(ctx context.Context, p peer.ID, numPeers uint64) ([]dis
 	if d, ok := ctx.Deadline(); ok {
 		st.SetDeadline(d)
 	}
-	if err := lpframe.Write(st, EncodeRequest(numPeers)); err != nil {
+	if err := lpframe.Write(st, wire.EncodeRequest(numPeers)); err != nil {
 		st.Reset()
 		return nil, fmt.Errorf("peerexchange: write request: %w", err)
 	}
@@ -249,11 +267,11 @@ func (c *Client) request(ctx context.Context, p peer.ID, numPeers uint64) ([]dis
 		st.Reset()
 		return nil, fmt.Errorf("peerexchange: read response: %w", err)
 	}
-	rpc, err := DecodeRPC(frame)
+	rpc, err := wire.DecodeRPC(frame)
 	if err != nil {
 		return nil, err
 	}
-	if rpc.Response.StatusCode != StatusSuccess {
+	if rpc.Response.StatusCode != wire.StatusSuccess {
 		return nil, fmt.Errorf("%w: %d %s", ErrStatus, rpc.Response.StatusCode, rpc.Response.StatusDesc)
 	}
 	var out []discovery.Peer

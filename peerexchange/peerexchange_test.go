@@ -1,7 +1,6 @@
 package peerexchange
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -20,54 +19,8 @@ import (
 	"github.com/couriernet/courier/discovery"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/peerexchange/internal/wire"
 )
-
-func TestCodecWire(t *testing.T) {
-	// Request: {1: {1: 5}}.
-	if got, want := EncodeRequest(5), []byte{0x0a, 0x02, 0x08, 0x05}; !bytes.Equal(got, want) {
-		t.Errorf("request % x, want % x", got, want)
-	}
-	// Response: {1: {}, 2: {1: {1: "ab"}, 10: 200}}; field 1 always, as nwaku needs.
-	got := EncodeResponse(Response{ENRs: [][]byte{[]byte("ab")}, StatusCode: 200})
-	want := []byte{0x0a, 0x00, 0x12, 0x09, 0x0a, 0x04, 0x0a, 0x02, 'a', 'b', 0x50, 0xc8, 0x01}
-	if !bytes.Equal(got, want) {
-		t.Errorf("response % x, want % x", got, want)
-	}
-	rpc, err := DecodeRPC(got)
-	if err != nil || !rpc.HasQuery || !rpc.HasResponse || rpc.Response.StatusCode != 200 || len(rpc.Response.ENRs) != 1 {
-		t.Fatalf("%+v %v", rpc, err)
-	}
-	// go-waku writes no status: success with peers, else unavailable.
-	for _, tc := range []struct {
-		b    []byte
-		code uint32
-	}{{[]byte{0x12, 0x06, 0x0a, 0x04, 0x0a, 0x02, 'a', 'b'}, StatusSuccess}, {[]byte{0x12, 0x00}, StatusServiceUnavailable}} {
-		rpc, err := DecodeRPC(tc.b)
-		if err != nil || rpc.Response.StatusCode != tc.code {
-			t.Errorf("% x: %+v %v", tc.b, rpc, err)
-		}
-	}
-	for _, bad := range [][]byte{{0x0a}, {0x0a, 0x05, 0x08}, {0x12, 0x03, 0x0a, 0x09, 0x00}, {0xff}} {
-		if _, err := DecodeRPC(bad); !errors.Is(err, ErrMalformed) {
-			t.Errorf("% x: %v", bad, err)
-		}
-	}
-}
-
-func FuzzDecodeRPC(f *testing.F) {
-	f.Add(EncodeRequest(5))
-	f.Add(EncodeResponse(Response{ENRs: [][]byte{{1, 2}}, StatusCode: 200, StatusDesc: "ok"}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		rpc, err := DecodeRPC(b)
-		if err != nil || !rpc.HasResponse {
-			return
-		}
-		again, err := DecodeRPC(EncodeResponse(rpc.Response))
-		if err != nil || len(again.Response.ENRs) != len(rpc.Response.ENRs) || again.Response.StatusCode != rpc.Response.StatusCode {
-			t.Fatalf("re-encoded: %+v %v", again, err)
-		}
-	})
-}
 
 func newHost(t *testing.T) host.Host {
 	t.Helper()
@@ -141,7 +94,7 @@ func TestClientRejectsGarbageENRs(t *testing.T) {
 	server.SetStreamHandler(ProtocolID, func(st network.Stream) {
 		defer st.Close()
 		lpframe.Read(st, MaxRPCSize)
-		lpframe.Write(st, EncodeResponse(Response{StatusCode: 200, ENRs: [][]byte{{0xc0}, []byte("garbage"), make([]byte, 400), forged, goodRaw}}))
+		lpframe.Write(st, wire.EncodeResponse(wire.Response{StatusCode: 200, ENRs: [][]byte{{0xc0}, []byte("garbage"), make([]byte, 400), forged, goodRaw}}))
 	})
 	connect(t, client, server)
 	c := NewClient(client, nil)
@@ -162,7 +115,7 @@ func TestServerBadRequestAndRateLimit(t *testing.T) {
 	s := NewServer(server, Config{RateLimit: ratelimit.Setting{Volume: 2, Period: time.Hour}})
 	defer s.Close()
 	connect(t, client, server)
-	ask := func(req []byte) Response {
+	ask := func(req []byte) wire.Response {
 		st, err := client.NewStream(context.Background(), server.ID(), ProtocolID)
 		if err != nil {
 			t.Fatal(err)
@@ -173,23 +126,63 @@ func TestServerBadRequestAndRateLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rpc, err := DecodeRPC(b)
+		rpc, err := wire.DecodeRPC(b)
 		if err != nil || !rpc.HasQuery {
 			t.Fatalf("%+v %v", rpc, err)
 		}
 		return rpc.Response
 	}
-	if r := ask([]byte{0x12, 0x00}); r.StatusCode != StatusBadRequest {
+	if r := ask([]byte{0x12, 0x00}); r.StatusCode != wire.StatusBadRequest {
 		t.Errorf("no query: %d", r.StatusCode)
 	}
 	codes := []uint32{}
 	for range 4 {
-		codes = append(codes, ask(EncodeRequest(1)).StatusCode)
+		codes = append(codes, ask(wire.EncodeRequest(1)).StatusCode)
 	}
-	if codes[len(codes)-1] != StatusTooManyRequests {
+	if codes[len(codes)-1] != wire.StatusTooManyRequests {
 		t.Errorf("codes %v, want the last 429", codes)
 	}
 	if _, err := NewClient(client, nil).Request(context.Background(), server.ID(), 1); !errors.Is(err, ErrStatus) {
 		t.Errorf("client over the limit: %v", err)
+	}
+}
+
+// TestServerClose: Close resets an exchange in progress (a client that
+// never sends its request) and waits for its handler; a second Close
+// returns nil, and a request after Close gets no answer.
+func TestServerClose(t *testing.T) {
+	server, client := newHost(t), newHost(t)
+	s := NewServer(server, Config{})
+	connect(t, client, server)
+	st, err := client.NewStream(context.Background(), server.ID(), ProtocolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Reset()
+	st.Write([]byte{0x05}) // a length prefix, then nothing: the handler waits for the frame
+	for s.Stats().Requests == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan error)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(DefaultTimeout / 2):
+		t.Fatal("Close waited for the stalled request's deadline instead of resetting it")
+	}
+	if st := s.Stats(); st.BadRequests != 1 {
+		t.Fatalf("Close returned before the handler did: %+v", st)
+	}
+	if _, err := lpframe.Read(st, MaxRPCSize); err == nil {
+		t.Fatal("the stalled exchange was answered after Close")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := NewClient(client, nil).Request(context.Background(), server.ID(), 1); err == nil {
+		t.Fatal("a request was answered after Close")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/rln"
 )
 
 // ProtocolID is the relay protocol id of 11/WAKU2-RELAY.
@@ -41,6 +42,13 @@ type Config struct {
 	// farther than this from local time (64/WAKU2-NETWORK uses 20 s). Zero
 	// turns the rule off, nwaku's default without RLN.
 	MaxTimestampSkew time.Duration
+	// RLN, when set, is RLN relay's check (17/WAKU2-RLN-RELAY, package
+	// rln/rlnrelay), run on every message received from a peer after the
+	// relay's own rules; a message it does not Accept is dropped with its
+	// result (counted as DropRLN), and the proof it returns rides in the
+	// envelope (message.Envelope.RateLimitProof). Nil means RLN relay is
+	// off.
+	RLN MessageValidator
 	// Counters receives the node's decode and hash counts. Nil means a
 	// private set, read through Relay.Counters.
 	Counters *message.Counters
@@ -56,8 +64,27 @@ type Config struct {
 	// where nwaku observes waku_histogram_message_size (its relay handler,
 	// waku/node/kernel_api/relay.nim traceHandler).
 	OnDelivered func(env *message.Envelope)
+	// PeerTopics reports whether the relay keeps track of the peers
+	// subscribed to pubsubTopic while it has not joined the topic itself,
+	// so that PublishEnvelope can reach them (the lightpush service's
+	// case). A peer's subscriptions to other topics are dropped as they
+	// arrive (see the package doc, "Peers' subscriptions"). It is called
+	// from gossipsub's event loop and must not block nor call the Relay.
+	// Nil keeps track of the topics the relay has joined only.
+	PeerTopics func(pubsubTopic string) bool
 	// Logger receives warnings. Nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// MessageValidator is a network's rule that the relay's topic validator
+// applies to every message received from a peer, after message.Decode,
+// message.Validate and Check: RLN relay's (rln/rlnrelay.Validator).
+// ValidateMessage must be safe for concurrent use: gossipsub runs the
+// validator on all its validation workers at once. m must not be modified
+// or kept beyond the returned proof, which is m.RateLimitProof as decoded
+// and verified (nil when the result is not Accept); the envelope carries it.
+type MessageValidator interface {
+	ValidateMessage(pubsubTopic string, m *message.Message) (*rln.RateLimitProof, pubsub.ValidationResult)
 }
 
 // ErrConfig is wrapped by every configuration error.

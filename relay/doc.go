@@ -28,7 +28,8 @@
 // so the peer that forwarded one is not penalised, but this node neither
 // forwards nor archives it. The timestamp window of 64/WAKU2-NETWORK is a
 // network policy: it is off unless Config.MaxTimestampSkew is set, and then
-// Ignores.
+// Ignores. RLN relay (Config.RLN, package rln/rlnrelay) runs last, with its
+// own results: nwaku Rejects every message that fails it.
 //
 // # Topics
 //
@@ -41,6 +42,20 @@
 // operator's, hand in static-shard topics too. PublishEnvelope,
 // lightpush's way in, joins a topic only when a peer follows it, so a push
 // that reaches nobody (and is refused) leaves nothing behind.
+//
+// # Peers' subscriptions
+//
+// gossipsub remembers every topic a peer says it subscribes to, for as
+// long as the peer stays connected, and go-libp2p-pubsub (like
+// nim-libp2p, whose topicsHigh nwaku leaves unlimited) puts no bound on
+// them: one peer sending 60 MB of SUBSCRIBE entries for new 24-byte topics
+// grew a node's heap by 830 MB, and could go on. The relay keeps a peer's
+// subscription only to a topic it has joined or one Config.PeerTopics
+// allows (the node allows the static-shard topics of its cluster, those
+// a lightpush may be published on); the others are dropped as they
+// arrive. So what peers' subscriptions hold is at most (joined topics +
+// topics PeerTopics allows) x connected peers entries: 1024 x 150 of
+// them, a few MB, on a node with the default --max-connections.
 //
 // # Loss
 //

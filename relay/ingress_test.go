@@ -35,7 +35,7 @@ func TestContentTopicRule(t *testing.T) {
 	}
 	for _, b := range bad {
 		m := &message.Message{Payload: []byte("x"), ContentTopic: b.ct, Timestamp: 1}
-		if _, err := r.Inject(harness.Key{}, topic, m.Encode(nil)); !errors.Is(err, relay.ErrInvalid) {
+		if err := harness.Inject(r, topic, m.Encode(nil)); !errors.Is(err, relay.ErrInvalid) {
 			t.Errorf("Inject with content topic of %d bytes: %v", len(b.ct), err)
 		}
 		if _, err := r.Publish(context.Background(), topic, m); !errors.Is(err, relay.ErrInvalid) || !errors.Is(err, b.want) {
@@ -50,7 +50,7 @@ func TestContentTopicRule(t *testing.T) {
 		t.Fatalf("drops %v, want %d invalid_content_topic", st.Drops, len(bad))
 	}
 	good := &message.Message{Payload: []byte("x"), ContentTopic: "/" + strings.Repeat("a", message.MaxContentTopicSize-1), Timestamp: 1}
-	if _, err := r.Inject(harness.Key{}, topic, good.Encode(nil)); err != nil {
+	if err := harness.Inject(r, topic, good.Encode(nil)); err != nil {
 		t.Fatalf("1024-byte content topic: %v", err)
 	}
 	arch.mu.Lock()
@@ -66,7 +66,7 @@ func TestContentTopicRule(t *testing.T) {
 // peer follows the topic it joins and publishes to it.
 func TestPublishEnvelopeJoinsNoTopicForNobody(t *testing.T) {
 	ha, hb := newHost(t), newHost(t)
-	ra, err := relay.New(ha, relay.Config{})
+	ra, err := relay.New(ha, relay.Config{PeerTopics: func(t string) bool { return strings.HasPrefix(t, "/waku/2/rs/0/") }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/couriernet/courier/internal/harness"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/rln"
 )
 
 // Errors of the relay API.
@@ -41,6 +44,10 @@ type Relay struct {
 
 	mu     sync.Mutex
 	topics map[string]*topicState
+	// joined holds the names of r.topics for gossipsub's event loop, which
+	// must not take r.mu (Join waits for the loop with r.mu held). It is
+	// replaced, never changed, with r.mu held.
+	joined atomic.Pointer[map[string]struct{}]
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -81,6 +88,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithRawTracer(tracer{c: &r.c}),
 		pubsub.WithRawTracer(r.mesh),
 		pubsub.WithRawTracer(r.traffic),
+		pubsub.WithSubscriptionFilter(peerSubscriptions{r}),
 	)
 	if err != nil {
 		cancel()
@@ -121,8 +129,62 @@ func (r *Relay) Counters() *message.Counters { return r.cfg.Counters }
 // pubsubTopic (mesh or not), in no particular order; nil when there are none.
 func (r *Relay) TopicPeers(pubsubTopic string) []peer.ID { return r.ps.ListPeers(pubsubTopic) }
 
+// WaitTopicPeers returns once at least n relay peers follow pubsubTopic
+// (TopicPeers), which the relay must have joined (Subscribe, Publish). It
+// waits on gossipsub's peer events of the topic, so that an application can
+// publish as soon as someone will hear it, and a lightpush service will not
+// answer NO_PEERS_TO_RELAY. Errors wrap
+// ErrNotSubscribed (the topic is not joined) or ErrClosed (the relay is,
+// or closes while waiting), or are ctx's.
+func (r *Relay) WaitTopicPeers(ctx context.Context, pubsubTopic string, n int) error {
+	r.mu.Lock()
+	ts, joined := r.topics[pubsubTopic]
+	closed := r.closed
+	r.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case !joined:
+		return fmt.Errorf("%w: %s", ErrNotSubscribed, pubsubTopic)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(r.ctx, cancel)()
+	err := r.waitPeers(ctx, ts.topic, n)
+	if err != nil && r.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return err
+}
+
+// waitPeers waits on t's peer events until t has n peers. gossipsub may
+// report a peer's subscription before it counts the peer itself (once its
+// stream is up, with no event of its own), so the count is also checked
+// again every peerRecheck without an event.
+func (r *Relay) waitPeers(ctx context.Context, t *pubsub.Topic, n int) error {
+	events, err := t.EventHandler() // reports the peers already there as joins
+	if err != nil {
+		return fmt.Errorf("relay: peer events of %q: %w", t.String(), err)
+	}
+	defer events.Cancel()
+	for len(t.ListPeers()) < n {
+		next, cancel := context.WithTimeout(ctx, peerRecheck)
+		_, err := events.NextPeerEvent(next)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// peerRecheck is how long waitPeers waits for a peer event before it
+// counts the topic's peers again.
+const peerRecheck = 50 * time.Millisecond
+
 // validateBytes is the topic validator's work on one received message:
-// decode once, apply the Reject and Ignore rules, hash once. A message that
+// decode once, apply the Reject and Ignore rules (with RLN relay, its check
+// and its one proof verification), hash once. A message that
 // decodes but fails message.Validate (its content topic: nwaku relays an
 // empty one) is Ignored, not Rejected, so that the honest peer that
 // forwarded it is not penalised.
@@ -140,7 +202,16 @@ func (r *Relay) validateBytes(pubsubTopic string, data []byte) (*message.Envelop
 		r.c.drop(DropTimestamp)
 		return nil, pubsub.ValidationIgnore
 	}
-	env := message.NewEnvelope(m, pubsubTopic, data, r.cfg.Counters)
+	var proof *rln.RateLimitProof
+	if r.cfg.RLN != nil {
+		p, res := r.cfg.RLN.ValidateMessage(pubsubTopic, m)
+		if res != pubsub.ValidationAccept {
+			r.c.drop(DropRLN)
+			return nil, res
+		}
+		proof = p
+	}
+	env := message.NewEnvelopeWithProof(m, pubsubTopic, data, r.cfg.Counters, proof)
 	env.Hash() // once, here: every consumer of a relayed message needs it
 	return env, pubsub.ValidationAccept
 }
@@ -198,8 +269,12 @@ func (r *Relay) topicLocked(pubsubTopic string) (*topicState, error) {
 	if err := r.ps.RegisterTopicValidator(pubsubTopic, r.validator(pubsubTopic, c), pubsub.WithValidatorInline(true)); err != nil {
 		return nil, fmt.Errorf("relay: register validator for %q: %w", pubsubTopic, err)
 	}
+	// Peers' subscriptions to the topic count from before the join, so
+	// that none that arrives while gossipsub joins is dropped.
+	r.setJoined(pubsubTopic, true)
 	t, err := r.ps.Join(pubsubTopic)
 	if err != nil {
+		r.setJoined(pubsubTopic, false)
 		_ = r.ps.UnregisterTopicValidator(pubsubTopic)
 		return nil, fmt.Errorf("relay: join %q: %w", pubsubTopic, err)
 	}
@@ -210,6 +285,42 @@ func (r *Relay) topicLocked(pubsubTopic string) (*topicState, error) {
 	ts := &topicState{topic: t, owners: map[Owner]struct{}{}, stats: c}
 	r.topics[pubsubTopic] = ts
 	return ts, nil
+}
+
+// setJoined adds pubsubTopic to r.joined, or removes it. r.mu is held.
+func (r *Relay) setJoined(pubsubTopic string, joined bool) {
+	next := map[string]struct{}{}
+	if old := r.joined.Load(); old != nil {
+		maps.Copy(next, *old)
+	}
+	if joined {
+		next[pubsubTopic] = struct{}{}
+	} else {
+		delete(next, pubsubTopic)
+	}
+	r.joined.Store(&next)
+}
+
+// tracksPeersOf reports whether peers' subscriptions to pubsubTopic are
+// kept: the relay has joined it, or Config.PeerTopics allows it.
+func (r *Relay) tracksPeersOf(pubsubTopic string) bool {
+	if m := r.joined.Load(); m != nil {
+		if _, ok := (*m)[pubsubTopic]; ok {
+			return true
+		}
+	}
+	return r.cfg.PeerTopics != nil && r.cfg.PeerTopics(pubsubTopic)
+}
+
+// peerSubscriptions is gossipsub's subscription filter: it drops the
+// subscriptions peers announce to topics the relay does not track (see
+// tracksPeersOf), and leaves the relay's own joins alone.
+type peerSubscriptions struct{ r *Relay }
+
+func (peerSubscriptions) CanSubscribe(string) bool { return true }
+
+func (f peerSubscriptions) FilterIncomingSubscriptions(_ peer.ID, subs []*pb.RPC_SubOpts) ([]*pb.RPC_SubOpts, error) {
+	return pubsub.FilterSubscriptions(subs, f.r.tracksPeersOf), nil
 }
 
 // Owner names who needs a subscription: the node's configuration, the
@@ -443,19 +554,26 @@ func (r *Relay) joinedOrFollowed(pubsubTopic string) (*topicState, error) {
 	return r.topicLocked(pubsubTopic)
 }
 
-// Inject runs data through the topic validator and the dispatcher exactly
+// inject runs data through the topic validator and the dispatcher exactly
 // as if gossipsub had received it on pubsubTopic, without the network: the
-// micro benchmark's entry point. Only this module's harness and tests can
-// call it (see package internal/harness). data is handed over (the
-// envelope aliases it). It returns the envelope, or an error wrapping
-// ErrInvalid when the validator would Reject or Ignore it.
-func (r *Relay) Inject(_ harness.Key, pubsubTopic string, data []byte) (*message.Envelope, error) {
+// micro benchmark's entry point, reached through internal/harness.Inject.
+// data is handed over (the envelope aliases it). It returns the envelope,
+// or an error wrapping ErrInvalid when the validator would Reject or
+// Ignore it.
+func (r *Relay) inject(pubsubTopic string, data []byte) (*message.Envelope, error) {
 	env, res := r.validateBytes(pubsubTopic, data)
 	if res != pubsub.ValidationAccept {
 		return nil, fmt.Errorf("%w: validator result %v", ErrInvalid, res)
 	}
 	r.disp.dispatch(env)
 	return env, nil
+}
+
+func init() {
+	harness.Inject = func(relay any, pubsubTopic string, data []byte) error {
+		_, err := relay.(*Relay).inject(pubsubTopic, data)
+		return err
+	}
 }
 
 // AddHandler registers fn under name; it receives every relayed envelope on

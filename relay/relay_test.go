@@ -122,7 +122,7 @@ func TestInjectRejects(t *testing.T) {
 	}
 	defer r.Close()
 	for _, bad := range [][]byte{{0x0a, 0x05}, {0x12, 0x00}, (&message.Message{Payload: []byte{1}, ContentTopic: "/a/1/b/c", Meta: make([]byte, 65)}).Encode(nil)} {
-		if _, err := r.Inject(harness.Key{}, topic, bad); err == nil {
+		if err := harness.Inject(r, topic, bad); err == nil {
 			t.Fatalf("Inject(%x) accepted", bad)
 		}
 	}
@@ -150,12 +150,12 @@ func TestHandlerQueueFullCounted(t *testing.T) {
 		<-block
 	})
 	wire := func() []byte { return (&message.Message{Payload: []byte{1}, ContentTopic: "/a/1/b/c"}).Encode(nil) }
-	if _, err := r.Inject(harness.Key{}, topic, wire()); err != nil {
+	if err := harness.Inject(r, topic, wire()); err != nil {
 		t.Fatal(err)
 	}
 	testwait.Recv(t, started, "the handler") // it holds the first envelope; the queue has room for one
 	for range 3 {
-		if _, err := r.Inject(harness.Key{}, topic, wire()); err != nil {
+		if err := harness.Inject(r, topic, wire()); err != nil {
 			t.Fatal(err)
 		}
 	}

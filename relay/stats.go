@@ -17,13 +17,14 @@ type DropReason uint8
 
 // Drop reasons. gossipsub's reject reasons (go-libp2p-pubsub tracer.go)
 // each have their own, except the validator's own results, which the
-// validator counts as DropInvalid, DropContentTopic or DropTimestamp; a
-// reason a later gossipsub adds is counted as DropOtherReject until it
-// gets its own.
+// validator counts as DropInvalid, DropContentTopic, DropTimestamp or
+// DropRLN; a reason a later gossipsub adds is counted as DropOtherReject
+// until it gets its own.
 const (
 	DropInvalid             DropReason = iota // validator Rejected: does not decode or breaks a limit
 	DropTimestamp                             // validator Ignored: outside MaxTimestampSkew
 	DropContentTopic                          // validator Ignored: content topic empty, white space or over 1024 bytes
+	DropRLN                                   // Config.RLN Rejected or Ignored it (its own counts say why)
 	DropValidationQueueFull                   // gossipsub's validation queue was full
 	DropValidationThrottled                   // gossipsub's validation throttle was reached
 	DropUndeliverable                         // our subscription buffer was full
@@ -43,6 +44,7 @@ var dropNames = [numDropReasons]string{
 	DropInvalid:             "invalid",
 	DropTimestamp:           "timestamp_skew",
 	DropContentTopic:        "invalid_content_topic",
+	DropRLN:                 "rln",
 	DropValidationQueueFull: "validation_queue_full",
 	DropValidationThrottled: "validation_throttled",
 	DropUndeliverable:       "subscription_full",

@@ -7,6 +7,8 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/couriernet/courier/internal/protowalk"
 )
 
 // traffic follows the messages gossipsub receives and sends on the topics
@@ -78,21 +80,13 @@ func (t *traffic) SendRPC(rpc *pubsub.RPC, _ peer.ID) {
 // It returns 0 for a message without a payload or that does not parse.
 func payloadLen(wire []byte) int {
 	n := 0
-	for len(wire) > 0 {
-		num, typ, tl := protowire.ConsumeTag(wire)
-		if tl < 0 {
-			return n
+	r := protowalk.NewReader(wire)
+	for r.Next() {
+		if r.Num() == 1 && r.Type() == protowire.BytesType {
+			if v := r.Bytes(); v != nil {
+				n = len(v)
+			}
 		}
-		wire = wire[tl:]
-		vl := protowire.ConsumeFieldValue(num, typ, wire)
-		if vl < 0 {
-			return n
-		}
-		if num == 1 && typ == protowire.BytesType {
-			_, ll := protowire.ConsumeVarint(wire)
-			n = vl - ll
-		}
-		wire = wire[vl:]
 	}
 	return n
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// adminFake is a Backend that also changes the node: peers with "good" in
+// adminFake is a node whose admin routes change it: peers with "good" in
 // their address connect, others do not.
 type adminFake struct {
 	*fakeBackend
@@ -39,10 +39,7 @@ func (a *adminFake) SetLogLevel(level string) error { a.level = level; return ni
 // wrong peer").
 func TestAdminChanges(t *testing.T) {
 	f := &adminFake{fakeBackend: newFake(t)}
-	s, err := New(f, Config{Admin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newServer(t, f.fakeBackend, Config{Admin: f})
 	const bad = "/ip4/0.0.0.0/tcp/0/p2p/16Uiu2HAm4v86W3bmT1BiH6oSPzcsSr24iDQpSN5Qa992BCjjwgrD"
 	const good = "/dns4/good/tcp/1/p2p/16Uiu2HAmVFXtAfSj4EiR7mL2KvL4EE2wztuQgUSBoj2Jx2KeXFLN"
 	expect(t, s, "POST", "/admin/v1/peers", `["`+bad+`"]`, 400, "Failed to connect to peer at index: 0 - "+bad)

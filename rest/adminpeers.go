@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+
+	"github.com/couriernet/courier/node/state"
 )
 
 // PeersOfShard is one element of GET /admin/v1/peers/relay and
@@ -16,25 +18,6 @@ import (
 type PeersOfShard struct {
 	Shard uint16 `json:"shard"`
 	Peers []Peer `json:"peers"`
-}
-
-// RelayPeersBackend is what a Backend may also provide for the admin
-// routes that list relay peers. Without it, or when it reports ok false,
-// GET /admin/v1/peers/relay and /admin/v1/peers/mesh (and their /on/{shardId}
-// forms) answer 503 "Error: Relay Protocol is not mounted to the node", and
-// GET /admin/v1/peers/stats counts no relay or mesh peers, as nwaku does
-// without relay.
-type RelayPeersBackend interface {
-	// RelayPeers returns, for each static-shard pubsub topic the relay is
-	// subscribed to (/waku/2/rs/<cluster>/<shard>, any cluster; other
-	// topics are left out, as nwaku's RelayShard.parse leaves them), the
-	// peers gossipsub knows to be subscribed to it, or with mesh those in
-	// its mesh for the topic. Each Peer has its gossipsub Score. ok is
-	// false when the node runs no relay.
-	RelayPeers(mesh bool) (shards []PeersOfShard, ok bool)
-	// ShardPeers is RelayPeers for /waku/2/rs/<the node's cluster>/<shard>,
-	// whether the relay is subscribed to it or not (no peers then).
-	ShardPeers(shard uint16, mesh bool) (peers []Peer, ok bool)
 }
 
 const textRelayNotMounted = "Error: Relay Protocol is not mounted to the node"
@@ -97,18 +80,18 @@ func servicePeers(peers []Peer) []Peer {
 	return out
 }
 
-// relayPeers returns the Backend's RelayPeers with empty lists, not null.
-func (s *Server) relayPeers(mesh bool) ([]PeersOfShard, bool) {
-	rb, ok := s.b.(RelayPeersBackend)
-	if !ok {
+// relayPeers returns the relay's RelayPeers with empty lists, not null;
+// ok is false without relay.
+func (s *Server) relayPeers(mesh bool) (shards []PeersOfShard, ok bool) {
+	if s.cfg.Relay == nil {
 		return nil, false
 	}
-	shards, ok := rb.RelayPeers(mesh)
+	shards = s.cfg.Relay.RelayPeers(mesh)
 	out := make([]PeersOfShard, len(shards))
 	for i, ps := range shards {
 		out[i] = PeersOfShard{Shard: ps.Shard, Peers: withEmptyLists(ps.Peers)}
 	}
-	return out, ok
+	return out, true
 }
 
 // getRelayPeers answers GET /admin/v1/peers/relay (mesh false) or
@@ -136,16 +119,11 @@ func (s *Server) getShardPeers(mesh bool) http.HandlerFunc {
 			writeText(w, http.StatusBadRequest, "Invalid shardId: "+err.Error())
 			return
 		}
-		rb, ok := s.b.(RelayPeersBackend)
-		var peers []Peer
-		if ok {
-			peers, ok = rb.ShardPeers(shard, mesh)
-		}
-		if !ok {
+		if s.cfg.Relay == nil {
 			writeText(w, http.StatusServiceUnavailable, textRelayNotMounted)
 			return
 		}
-		writeJSON(w, PeersOfShard{Shard: shard, Peers: withEmptyLists(peers)})
+		writeJSON(w, PeersOfShard{Shard: shard, Peers: withEmptyLists(s.cfg.Relay.ShardPeers(shard, mesh))})
 	}
 }
 
@@ -201,7 +179,7 @@ func (s *Server) getPeerStats(w http.ResponseWriter, _ *http.Request) {
 		return n
 	}
 	byConn := object{}
-	for _, c := range []Connectedness{Connected, NotConnected, CannotConnect, CanConnect} {
+	for _, c := range []state.Connectedness{state.Connected, state.NotConnected, state.CannotConnect, state.CanConnect} {
 		byConn = append(byConn, member{string(c), count(func(p Peer) bool { return p.Connected == c })})
 	}
 	byProto := object{}

@@ -5,13 +5,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/couriernet/courier/node/state"
 )
 
-// relayFake is a Backend with relay peers: A and B connected on shards 0
+// relayFake is a node with relay peers: A and B connected on shards 0
 // and 5, C known but not connected.
 type relayFake struct {
 	*fakeBackend
-	noRelay bool
 }
 
 const (
@@ -23,27 +24,19 @@ const (
 func (f *relayFake) Peers() []Peer {
 	return []Peer{
 		{Multiaddr: peerA, Protocols: []string{"/vac/waku/relay/2.0.0", "/vac/waku/store-query/3.0.0",
-			"/vac/waku/filter-subscribe/2.0.0-beta1", "/vac/waku/metadata/1.0.0"}, Shards: []uint16{0, 5}, Connected: Connected, Agent: "nwaku", Origin: Static},
+			"/vac/waku/filter-subscribe/2.0.0-beta1", "/vac/waku/metadata/1.0.0"}, Shards: []uint16{0, 5}, Connected: state.Connected, Agent: "nwaku", Origin: state.Static},
 		{Multiaddr: peerB, Protocols: []string{"/vac/waku/peer-exchange/2.0.0-alpha1", "/vac/waku/lightpush/3.0.0",
-			"/vac/waku/lightpush/2.0.0-beta1", "/vac/waku/relay/2.0.0"}, Shards: []uint16{5}, Connected: Connected, Agent: "courier", Origin: Discv5},
-		{Multiaddr: peerC, Protocols: []string{"/vac/waku/store-query/3.0.0"}, Connected: NotConnected, Origin: DNS},
+			"/vac/waku/lightpush/2.0.0-beta1", "/vac/waku/relay/2.0.0"}, Shards: []uint16{5}, Connected: state.Connected, Agent: "courier", Origin: state.Discv5},
+		{Multiaddr: peerC, Protocols: []string{"/vac/waku/store-query/3.0.0"}, Connected: state.NotConnected, Origin: state.DNS},
 	}
 }
 
-func (f *relayFake) RelayPeers(mesh bool) ([]PeersOfShard, bool) {
-	if f.noRelay {
-		return nil, false
-	}
+func (f *relayFake) RelayPeers(mesh bool) []PeersOfShard {
 	zero, five := f.peersOn(0, mesh), f.peersOn(5, mesh)
-	return []PeersOfShard{{Shard: 0, Peers: zero}, {Shard: 5, Peers: five}}, true
+	return []PeersOfShard{{Shard: 0, Peers: zero}, {Shard: 5, Peers: five}}
 }
 
-func (f *relayFake) ShardPeers(shard uint16, mesh bool) ([]Peer, bool) {
-	if f.noRelay {
-		return nil, false
-	}
-	return f.peersOn(shard, mesh), true
-}
+func (f *relayFake) ShardPeers(shard uint16, mesh bool) []Peer { return f.peersOn(shard, mesh) }
 
 // peersOn: relay peers are A and B on shard 0 and B on shard 5; the
 // mesh is A on shard 0. Scores as gossipsub gives them.
@@ -63,13 +56,14 @@ func (f *relayFake) peersOn(shard uint16, mesh bool) []Peer {
 	return nil
 }
 
-func adminServer(t *testing.T, b Backend) *Server {
+// adminServer serves f's admin routes, with f as the relay unless noRelay.
+func adminServer(t *testing.T, f *relayFake, noRelay bool) *Server {
 	t.Helper()
-	s, err := New(b, Config{Admin: true})
-	if err != nil {
-		t.Fatal(err)
+	cfg := Config{Node: f, Relay: f, Admin: f}
+	if noRelay {
+		cfg.Relay = nil
 	}
-	return s
+	return mustNew(t, cfg)
 }
 
 // TestAdminRelayPeers checks GET /admin/v1/peers/relay and /mesh and their
@@ -81,7 +75,7 @@ func adminServer(t *testing.T, b Backend) *Server {
 // no peers), with nim-stew base10.nim's error texts.
 func TestAdminRelayPeers(t *testing.T) {
 	f := &relayFake{fakeBackend: newFake(t)}
-	s := adminServer(t, f)
+	s := adminServer(t, f, false)
 	const a = `{"multiaddr":"` + peerA + `","protocols":["/vac/waku/relay/2.0.0","/vac/waku/store-query/3.0.0","/vac/waku/filter-subscribe/2.0.0-beta1","/vac/waku/metadata/1.0.0"],"shards":[0,5],"connected":"Connected","agent":"nwaku","origin":"Static","score":0.25}`
 	const b = `{"multiaddr":"` + peerB + `","protocols":["/vac/waku/peer-exchange/2.0.0-alpha1","/vac/waku/lightpush/3.0.0","/vac/waku/lightpush/2.0.0-beta1","/vac/waku/relay/2.0.0"],"shards":[5],"connected":"Connected","agent":"courier","origin":"Discv5","score":-3.0}`
 	expect(t, s, "GET", "/admin/v1/peers/relay", "", 200, golden(t, "relay_peers.json"))
@@ -100,13 +94,13 @@ func TestAdminRelayPeers(t *testing.T) {
 	}
 	expect(t, s, "GET", "/admin/v1/peers/connected/on/x", "", 400, "Invalid shardId: Non-decimal character encountered")
 	// Without relay, nwaku answers 503 (parsing the shard id first).
-	f.noRelay = true
+	s = adminServer(t, f, true)
 	for _, path := range []string{"/admin/v1/peers/relay", "/admin/v1/peers/mesh", "/admin/v1/peers/relay/on/0", "/admin/v1/peers/mesh/on/99"} {
 		expect(t, s, "GET", path, "", 503, "Error: Relay Protocol is not mounted to the node")
 	}
 	expect(t, s, "GET", "/admin/v1/peers/mesh/on/x", "", 400, "Invalid shardId: Non-decimal character encountered")
-	plain := newServer(t, newFake(t), Config{Admin: true})
-	expect(t, plain, "GET", "/admin/v1/peers/relay", "", 503, "Error: Relay Protocol is not mounted to the node")
+	plain := newFake(t)
+	expect(t, mustNew(t, Config{Node: plain, Admin: plain}), "GET", "/admin/v1/peers/relay", "", 503, "Error: Relay Protocol is not mounted to the node")
 }
 
 // TestAdminServicePeers checks GET /admin/v1/peers/service: per service
@@ -116,9 +110,10 @@ func TestAdminRelayPeers(t *testing.T) {
 // and types.nim add).
 func TestAdminServicePeers(t *testing.T) {
 	f := &relayFake{fakeBackend: newFake(t)}
-	s := adminServer(t, f)
+	s := adminServer(t, f, false)
 	expect(t, s, "GET", "/admin/v1/peers/service", "", 200, golden(t, "service_peers.json"))
-	empty := newServer(t, newFake(t), Config{Admin: true})
+	g := newFake(t)
+	empty := newServer(t, g, Config{Admin: g})
 	expect(t, empty, "GET", "/admin/v1/peers/service", "", 200, `[{"multiaddr":"/ip4/127.0.0.1/tcp/60001/p2p/16Uiu2HAm4v86W3bmT1BiH6oSPzcsSr24iDQpSN5Qa992BCjjwgrD","protocols":["/vac/waku/relay/2.0.0"],"shards":[0,3],"connected":"Connected","agent":"nwaku","origin":"Static"}]`)
 }
 
@@ -129,9 +124,9 @@ func TestAdminServicePeers(t *testing.T) {
 // types.nim writeValue of OrderedTable).
 func TestAdminPeerStats(t *testing.T) {
 	f := &relayFake{fakeBackend: newFake(t)}
-	s := adminServer(t, f)
+	s := adminServer(t, f, false)
 	expect(t, s, "GET", "/admin/v1/peers/stats", "", 200, golden(t, "peer_stats.json"))
-	f.noRelay = true
+	s = adminServer(t, f, true)
 	expect(t, s, "GET", "/admin/v1/peers/stats", "", 200, `{"Sum":{"Total peers":3},`+
 		`"By Connectedness":{"Connected":2,"NotConnected":1,"CannotConnect":0,"CanConnect":0},`+
 		`"Relay peers":{"Total relay peers":0},"Mesh peers":{"Total mesh peers":0},`+

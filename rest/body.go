@@ -43,9 +43,20 @@ func (b *bodyBudget) size(r *http.Request) int64 {
 	}
 }
 
-// reserve reserves n bytes for r, waiting up to bodyWait while the
+// reserve reserves n bytes for r's body, waiting up to bodyWait while the
 // budget is full. When it reports false it has answered 503.
 func (b *bodyBudget) reserve(w http.ResponseWriter, r *http.Request, n int64) bool {
+	return b.reserveAs(w, r, n, textBodiesBusy, "close") // the body is left unread
+}
+
+// textAnswersBusy answers a store query whose answer found no room in
+// the budget within bodyWait.
+const textAnswersBusy = "Too many store answers in memory, try again later"
+
+// reserveAs reserves n bytes for r, waiting up to bodyWait while the
+// budget is full; when it reports false it has answered 503 with busy and
+// the Connection header conn (none when "").
+func (b *bodyBudget) reserveAs(w http.ResponseWriter, r *http.Request, n int64, busy, conn string) bool {
 	if b.sem.TryAcquire(n) {
 		return true
 	}
@@ -55,8 +66,10 @@ func (b *bodyBudget) reserve(w http.ResponseWriter, r *http.Request, n int64) bo
 		return true
 	}
 	w.Header().Set("Retry-After", "1")
-	w.Header().Set("Connection", "close") // the body is left unread
-	writeText(w, http.StatusServiceUnavailable, textBodiesBusy)
+	if conn != "" {
+		w.Header().Set("Connection", conn)
+	}
+	writeText(w, http.StatusServiceUnavailable, busy)
 	return false
 }
 

@@ -30,7 +30,7 @@ func (c *countingBody) Read(p []byte) (int, error) {
 // MaxBodyBytes is answered 413 with nwaku's text on every route that takes
 // a body, and not one byte of it is read.
 func TestBodyOverLimitNotRead(t *testing.T) {
-	s := newServer(t, newFake(t), Config{})
+	s := lightServer(t, &lightFake{fakeBackend: newFake(t)}, Config{})
 	for _, route := range []struct{ method, path string }{
 		{"POST", "/relay/v1/subscriptions"},
 		{"DELETE", "/relay/v1/subscriptions"},

@@ -15,10 +15,7 @@ import (
 // bytes (a 1024-byte one passes).
 func TestContentTopicRuleEveryRoute(t *testing.T) {
 	lf := &lightFake{fakeBackend: newFake(t)}
-	s, err := New(lf, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := lightServer(t, lf, Config{})
 	const topic = "/waku/2/rs/0/0"
 	expect(t, s, "POST", "/relay/v1/subscriptions", `["`+topic+`"]`, 200, "OK")
 	body := func(ct string) string { return fmt.Sprintf(`{"payload":"aGk=","contentTopic":%q,"timestamp":5}`, ct) }

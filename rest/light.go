@@ -13,7 +13,7 @@ import (
 	"github.com/couriernet/courier/message"
 )
 
-// Errors a LightBackend returns (wrapped with %w).
+// Errors a LightpushBackend or FilterBackend returns (wrapped with %w).
 var (
 	// ErrNoServicePeer: no service peer known for the protocol and no
 	// discovery running. Answered 503 "No suitable service peer & no
@@ -26,34 +26,9 @@ var (
 )
 
 // FilterSender sends one filter request to the service peer a
-// LightBackend selected and returns its response whatever the status.
+// FilterBackend selected and returns its response whatever the status.
 // Errors are the client's transport errors.
 type FilterSender func(ctx context.Context, req filter.SubscribeRequest) (filter.SubscribeResponse, error)
-
-// LightBackend is implemented by a Backend that has light-client
-// protocols; a Backend without it answers the lightpush and filter routes
-// as a node with no service peer. The service peer of each request is
-// selected as nwaku v0.38.1's REST handlers do
-// (waku/rest_api/endpoint/lightpush/handlers.nim, filter/handlers.nim:
-// peerManager.selectPeer(codec)).
-type LightBackend interface {
-	// Lightpush sends req (lightpush v3) to a lightpush service peer and
-	// returns the answer. req.Message is handed over. Errors wrap
-	// ErrNoServicePeer or ErrNoneDiscovered, or are the client's
-	// transport errors.
-	Lightpush(ctx context.Context, req lightpush.Request) (lightpush.Response, error)
-	// LightpushLegacy does the same with lightpush v2; pubsubTopic "" lets
-	// autosharding pick the topic. msg is handed over. A refusal is a
-	// *lightpush.StatusError.
-	LightpushLegacy(ctx context.Context, pubsubTopic string, msg *message.Message) error
-	// FilterService selects the filter service peer for one REST call
-	// and returns the sender bound to it. Errors wrap ErrNoServicePeer or
-	// ErrNoneDiscovered.
-	FilterService() (FilterSender, error)
-	// FilterSubscriptions returns the filter service's subscriptions; ok is
-	// false when the node does not serve filter.
-	FilterSubscriptions() (subs []filter.PeerSubscriptions, ok bool)
-}
 
 // LightTimeout bounds one lightpush or filter request made for the REST
 // API, as nwaku's FutTimeoutForPushRequestProcessing and
@@ -77,20 +52,22 @@ func noPeerText(err error) string {
 	return ""
 }
 
+// lightRoutes mounts the lightpush and filter client routes for the
+// backends Config gives.
 func (s *Server) lightRoutes() {
-	s.mux.HandleFunc("POST /lightpush/v3/message", s.postLightpush)
-	s.mux.HandleFunc("POST /lightpush/v1/message", s.postLightpushLegacy)
+	if s.cfg.Lightpush != nil {
+		s.mux.HandleFunc("POST /lightpush/v3/message", s.postLightpush)
+		s.mux.HandleFunc("POST /lightpush/v1/message", s.postLightpushLegacy)
+	}
+	if s.cfg.Filter == nil {
+		return
+	}
 	s.mux.HandleFunc("POST /filter/v2/subscriptions", s.postFilterSubscriptions)
 	s.mux.HandleFunc("PUT /filter/v2/subscriptions", s.postFilterSubscriptions)
 	s.mux.HandleFunc("DELETE /filter/v2/subscriptions", s.deleteFilterSubscriptions)
 	s.mux.HandleFunc("DELETE /filter/v2/subscriptions/all", s.deleteAllFilterSubscriptions)
 	s.mux.HandleFunc("GET /filter/v2/subscriptions/{requestId}", s.pingFilter)
 	s.mux.HandleFunc("GET /filter/v2/messages/{contentTopic}", s.getFilterMessages)
-}
-
-func (s *Server) light() (LightBackend, bool) {
-	lb, ok := s.b.(LightBackend)
-	return lb, ok
 }
 
 // DeliverFilter offers one message pushed to the node's filter client to
@@ -162,14 +139,9 @@ func (s *Server) postLightpush(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	lb, ok := s.light()
-	if !ok {
-		writeLightpush(w, http.StatusServiceUnavailable, noServicePeer)
-		return
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), LightTimeout)
 	defer cancel()
-	resp, err := lb.Lightpush(ctx, lightpush.Request{RequestID: filter.NewRequestID(), PubsubTopic: topic, HasPubsubTopic: topic != "", Message: msg.Encode(nil)})
+	resp, err := s.cfg.Lightpush.Lightpush(ctx, lightpush.Request{RequestID: filter.NewRequestID(), PubsubTopic: topic, HasPubsubTopic: topic != "", Message: msg.Encode(nil)})
 	var dial *lightpush.DialError
 	switch {
 	case noPeerText(err) != "":
@@ -223,14 +195,9 @@ func (s *Server) postLightpushLegacy(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	lb, ok := s.light()
-	if !ok {
-		writeText(w, http.StatusServiceUnavailable, noServicePeer)
-		return
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), LightTimeout)
 	defer cancel()
-	err := lb.LightpushLegacy(ctx, topic, msg)
+	err := s.cfg.Lightpush.LightpushLegacy(ctx, topic, msg)
 	var se *lightpush.StatusError
 	switch {
 	case err == nil:
@@ -310,12 +277,7 @@ func filterBadBody(w http.ResponseWriter, reason string) {
 // cache as it was; a dial failure or a bad response counts as reached, as
 // in nwaku.
 func (s *Server) filterDo(w http.ResponseWriter, r *http.Request, requestID string, reqs []filter.SubscribeRequest, timedOut string) (reached bool) {
-	lb, ok := s.light()
-	if !ok {
-		writeJSONStatus(w, http.StatusServiceUnavailable, filterAnswer{requestID, "SERVICE_UNAVAILABLE: " + noServicePeer})
-		return false
-	}
-	send, err := lb.FilterService()
+	send, err := s.cfg.Filter.FilterService()
 	if err != nil {
 		text := noPeerText(err)
 		if text == "" {
@@ -376,7 +338,7 @@ func (s *Server) filterRequests(t filter.RequestType, fb filterBody) ([]filter.S
 	byShard := map[string]int{}
 	var reqs []filter.SubscribeRequest
 	for i, ct := range fb.ContentFilters {
-		topic, err := s.b.ContentTopicShard(ct)
+		topic, err := s.cfg.Node.ContentTopicShard(ct)
 		if err != nil { // static sharding: the service answers 400
 			return []filter.SubscribeRequest{{Type: t, ContentTopics: fb.ContentFilters}}, shards
 		}
@@ -463,15 +425,11 @@ type FilterSubscription struct {
 }
 
 func (s *Server) getFilterAdmin(w http.ResponseWriter, _ *http.Request) {
-	lb, ok := s.light()
-	var subs []filter.PeerSubscriptions
-	if ok {
-		subs, ok = lb.FilterSubscriptions()
-	}
-	if !ok {
+	if s.cfg.FilterService == nil {
 		writeText(w, http.StatusBadRequest, "Error: Filter Protocol is not mounted to the node")
 		return
 	}
+	subs := s.cfg.FilterService.FilterSubscriptions()
 	out := make([]FilterSubscription, len(subs))
 	for i, ps := range subs {
 		out[i] = FilterSubscription{PeerID: ps.Peer.String(), FilterCriteria: make([]FilterTopic, len(ps.Criteria))}

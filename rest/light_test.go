@@ -50,8 +50,15 @@ func (l *lightFake) FilterService() (FilterSender, error) {
 	}, nil
 }
 
-func (l *lightFake) FilterSubscriptions() ([]filter.PeerSubscriptions, bool) {
-	return []filter.PeerSubscriptions{{Peer: peer.ID("x"), Criteria: []filter.Criterion{{PubsubTopic: "/waku/2/rs/1/0", ContentTopic: "/a/1/b/proto"}}}}, true
+func (l *lightFake) FilterSubscriptions() []filter.PeerSubscriptions {
+	return []filter.PeerSubscriptions{{Peer: peer.ID("x"), Criteria: []filter.Criterion{{PubsubTopic: "/waku/2/rs/1/0", ContentTopic: "/a/1/b/proto"}}}}
+}
+
+// lightServer serves l as every backend but store and admin (cfg's).
+func lightServer(t *testing.T, l *lightFake, cfg Config) *Server {
+	t.Helper()
+	cfg.Lightpush, cfg.Filter, cfg.FilterService = l, l, l
+	return newServer(t, l.fakeBackend, cfg)
 }
 
 const pushBody = `{"pubsubTopic":"/waku/2/rs/1/0","message":{"payload":"aGk=","contentTopic":"/a/1/b/proto","timestamp":5}}`
@@ -61,11 +68,8 @@ const pushBody = `{"pubsubTopic":"/waku/2/rs/1/0","message":{"payload":"aGk=","c
 func TestLightpushRoutes(t *testing.T) {
 	lf := &lightFake{fakeBackend: newFake(t)}
 	s := newServer(t, lf.fakeBackend, Config{})
-	expect(t, s, "POST", "/lightpush/v3/message", pushBody, http.StatusServiceUnavailable, `{"statusDesc":"No suitable service peer & no discovery method"}`)
-	ls, err := New(lf, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	expect(t, s, "POST", "/lightpush/v3/message", pushBody, http.StatusNotFound, "/lightpush endpoints are not available.")
+	ls := lightServer(t, lf, Config{})
 	for _, tc := range []struct {
 		name string
 		resp lightpush.Response
@@ -143,10 +147,7 @@ func TestLightDialFailure(t *testing.T) {
 		pushErr: fmt.Errorf("wrapped: %w", &lightpush.DialError{Peer: p, Err: reason}),
 		legacy:  &lightpush.DialError{Peer: p, Err: reason},
 		filterE: &filter.DialError{Peer: p, Err: reason}}
-	s, err := New(lf, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := lightServer(t, lf, Config{})
 	expect(t, s, "POST", "/lightpush/v3/message", pushBody, 505, `{"statusDesc":"dial_failure: `+servicePeerID+` is not accessible"}`)
 	expect(t, s, "POST", "/lightpush/v1/message", pushBody, 503, "Failed to request a message push: dial_failure")
 	expect(t, s, "POST", "/filter/v2/subscriptions", `{"requestId":"1","contentFilters":["/a/1/b/proto"]}`, 504, `{"requestId":"1","statusDesc":"`+servicePeerID+`"}`)
@@ -166,10 +167,7 @@ func TestLightDialFailure(t *testing.T) {
 // beginning).
 func TestFilterBadBody(t *testing.T) {
 	lf := &lightFake{fakeBackend: newFake(t)}
-	s, err := New(lf, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := lightServer(t, lf, Config{})
 	const missing = `{"requestId":"unknown","statusDesc":"BAD_REQUEST: Failed to decode request: Missing content body"}`
 	const wrongType = `{"requestId":"unknown","statusDesc":"BAD_REQUEST: Failed to decode request: Wrong Content-Type, expected application/json"}`
 	for _, route := range []struct{ method, path string }{
@@ -201,10 +199,7 @@ func TestFilterRoutes(t *testing.T) {
 		filter.SubscriberPing: {StatusCode: 200, StatusDesc: "OK"},
 		filter.UnsubscribeAll: {StatusCode: 503, StatusDesc: "SERVICE_UNAVAILABLE: x"},
 	}}
-	s, err := New(lf, Config{Admin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := lightServer(t, lf, Config{Admin: lf.fakeBackend})
 	expect(t, s, "POST", "/filter/v2/subscriptions", `{"requestId":"1","contentFilters":["/a/1/b/proto","/c/1/d/proto"]}`, 200, `{"requestId":"1","statusDesc":"OK"}`)
 	shardA, _ := lf.ContentTopicShard("/a/1/b/proto")
 	shardC, _ := lf.ContentTopicShard("/c/1/d/proto")

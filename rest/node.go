@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/couriernet/courier/node/state"
 )
 
 // Info is the body of GET /info and /debug/v1/info (nwaku debug/types.nim):
@@ -19,41 +21,18 @@ type Info struct {
 	ENRURI          string   `json:"enrUri,omitempty"`
 }
 
-// Connectedness of a peer as nwaku names it (peer_manager Connectedness).
-type Connectedness string
-
-// Values of Connectedness.
-const (
-	NotConnected  Connectedness = "NotConnected"
-	CannotConnect Connectedness = "CannotConnect"
-	CanConnect    Connectedness = "CanConnect"
-	Connected     Connectedness = "Connected"
-)
-
-// Origin tells how the node learned of a peer, as nwaku names it (PeerOrigin).
-type Origin string
-
-// Values of Origin.
-const (
-	UnknownOrigin Origin = "UnknownOrigin"
-	Discv5        Origin = "Discv5"
-	Static        Origin = "Static"
-	PeerExchange  Origin = "PeerExchange"
-	DNS           Origin = "Dns"
-)
-
 // Peer is one element of GET /admin/v1/peers (nwaku admin/types.nim
 // WakuPeer), fields in nwaku's order. Shards come from the peer's metadata
 // (metadata.Service.Peer). Score is the gossipsub score, omitted when nil:
 // nwaku writes it for relay and mesh peers only.
 type Peer struct {
-	Multiaddr string        `json:"multiaddr"` // with /p2p/<peer id>
-	Protocols []string      `json:"protocols"`
-	Shards    []uint16      `json:"shards"`
-	Connected Connectedness `json:"connected"`
-	Agent     string        `json:"agent"`
-	Origin    Origin        `json:"origin"`
-	Score     *Score        `json:"score,omitempty"`
+	Multiaddr string              `json:"multiaddr"` // with /p2p/<peer id>
+	Protocols []string            `json:"protocols"`
+	Shards    []uint16            `json:"shards"`
+	Connected state.Connectedness `json:"connected"`
+	Agent     string              `json:"agent"`
+	Origin    state.Origin        `json:"origin"`
+	Score     *Score              `json:"score,omitempty"`
 }
 
 // Score is a gossipsub peer score. It marshals as nwaku writes a float64
@@ -70,39 +49,15 @@ func (s Score) MarshalJSON() ([]byte, error) {
 	return json.Marshal(f)
 }
 
-// HealthStatus is a node or protocol health value (nwaku health_monitor).
-type HealthStatus string
-
-// Values of HealthStatus.
-const (
-	Initializing  HealthStatus = "INITIALIZING"
-	Synchronizing HealthStatus = "SYNCHRONIZING"
-	Ready         HealthStatus = "READY"
-	NotReady      HealthStatus = "NOT_READY"
-	NotMounted    HealthStatus = "NOT_MOUNTED"
-	ShuttingDown  HealthStatus = "SHUTTING_DOWN"
-)
-
-// ConnectionStatus is the node's connectivity in /health (nwaku
-// waku/api/types.nim ConnectionStatus).
-type ConnectionStatus string
-
-// Values of ConnectionStatus.
-const (
-	StatusDisconnected       ConnectionStatus = "Disconnected"
-	StatusPartiallyConnected ConnectionStatus = "PartiallyConnected"
-	StatusConnected          ConnectionStatus = "Connected"
-)
-
 // Health is the body of GET /health, fields in nwaku v0.38.1's order
 // (waku/rest_api/endpoint/health/types.nim writeValue of HealthReport):
 //
 //	{"nodeHealth": "READY", "connectionStatus": "Connected",
 //	 "protocolsHealth": [{"Relay": "READY"}, {"Store": "NOT_READY", "desc": "..."}]}
 type Health struct {
-	NodeHealth       HealthStatus     `json:"nodeHealth"`
-	ConnectionStatus ConnectionStatus `json:"connectionStatus"`
-	ProtocolsHealth  []ProtocolHealth `json:"protocolsHealth"`
+	NodeHealth       state.HealthStatus     `json:"nodeHealth"`
+	ConnectionStatus state.ConnectionStatus `json:"connectionStatus"`
+	ProtocolsHealth  []ProtocolHealth       `json:"protocolsHealth"`
 }
 
 // ProtocolHealth is the health of one protocol. It marshals as an object
@@ -110,7 +65,7 @@ type Health struct {
 // "Lightpush", ...) and whose "desc" is omitted when empty.
 type ProtocolHealth struct {
 	Protocol string
-	Health   HealthStatus
+	Health   state.HealthStatus
 	Desc     string
 }
 
@@ -137,7 +92,7 @@ func (p ProtocolHealth) MarshalJSON() ([]byte, error) {
 }
 
 func (s *Server) getHealth(w http.ResponseWriter, _ *http.Request) {
-	h := s.b.Health()
+	h := s.cfg.Node.Health()
 	if h.ProtocolsHealth == nil {
 		h.ProtocolsHealth = []ProtocolHealth{}
 	}
@@ -145,7 +100,7 @@ func (s *Server) getHealth(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) getInfo(w http.ResponseWriter, _ *http.Request) {
-	info := s.b.Info()
+	info := s.cfg.Node.Info()
 	if info.ListenAddresses == nil {
 		info.ListenAddresses = []string{}
 	}
@@ -153,7 +108,7 @@ func (s *Server) getInfo(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) getVersion(w http.ResponseWriter, _ *http.Request) {
-	writeText(w, http.StatusOK, s.b.Version())
+	writeText(w, http.StatusOK, s.cfg.Node.Version())
 }
 
 // getPeer answers GET /admin/v1/peer/{peerId} as nwaku
@@ -191,15 +146,15 @@ func (s *Server) getConnectedPeers(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []Peer{}
 	for _, p := range s.adminPeers() {
-		if p.Connected == Connected && (onShard < 0 || slices.Contains(p.Shards, uint16(onShard))) {
+		if p.Connected == state.Connected && (onShard < 0 || slices.Contains(p.Shards, uint16(onShard))) {
 			out = append(out, p)
 		}
 	}
 	writeJSON(w, out)
 }
 
-// adminPeers returns the Backend's peers with empty lists, not null.
-func (s *Server) adminPeers() []Peer { return withEmptyLists(s.b.Peers()) }
+// adminPeers returns the admin backend's peers with empty lists, not null.
+func (s *Server) adminPeers() []Peer { return withEmptyLists(s.cfg.Admin.Peers()) }
 
 // withEmptyLists returns peers, never nil, with empty lists for nil
 // Protocols and Shards, as nwaku writes them.

@@ -94,14 +94,14 @@ func (s *Server) subscribe(topics []string) error {
 	if len(topics) == 0 {
 		return nil
 	}
-	return s.b.RelaySubscribe(topics)
+	return s.cfg.Relay.RelaySubscribe(topics)
 }
 
 func (s *Server) unsubscribe(topics []string) error {
 	if len(topics) == 0 {
 		return nil
 	}
-	return s.b.RelayUnsubscribe(topics)
+	return s.cfg.Relay.RelayUnsubscribe(topics)
 }
 
 // getMessages answers 404 with an empty body for a topic not subscribed
@@ -150,7 +150,7 @@ func (s *Server) postAutoMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	topic, err := s.b.ContentTopicShard(msg.ContentTopic)
+	topic, err := s.cfg.Node.ContentTopicShard(msg.ContentTopic)
 	if errors.Is(err, ErrAutoshardingDisabled) {
 		writeText(w, http.StatusBadRequest, "Failed to publish. Autosharding is disabled")
 		return
@@ -163,31 +163,22 @@ func (s *Server) postAutoMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 // publish fills an absent or zero timestamp with the current time (nwaku
-// relay/types.nim toWakuMessage), checks the size limit and hands msg to the
-// Backend, and answers; auto says the request came through the
-// autosharding route, which reports a message no relay peer was sent
-// (RelayPeerCounter).
+// relay/types.nim toWakuMessage), checks the size limit and hands msg and
+// its payload text to the relay backend, and answers; auto says the
+// request came through the autosharding route, which reports a message no
+// relay peer was sent (RelayBackend.RelayTopicPeers).
 func (s *Server) publish(w http.ResponseWriter, r *http.Request, topic string, msg *message.Message, text *payloadText, auto bool) {
 	if msg.Timestamp == 0 {
 		msg.Timestamp = now().UnixNano()
 		msg.Present |= message.HasTimestamp
 	}
-	size := msg.Size()
-	if text != nil {
-		size += protowire.SizeBytes(text.n) - protowire.SizeBytes(0)
-	}
-	if size > message.MaxSize {
+	if msg.Size()+protowire.SizeBytes(text.n)-protowire.SizeBytes(0) > message.MaxSize {
 		writeText(w, http.StatusBadRequest, fmt.Sprintf("Failed to publish: Message size exceeded maximum of %d bytes", message.MaxSize))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.PublishTimeout)
 	defer cancel()
-	var err error
-	if text != nil {
-		err = s.b.(PayloadPublisher).RelayPublishWith(ctx, topic, msg, text.n, text.decodeInto)
-	} else {
-		err = s.b.RelayPublish(ctx, topic, msg)
-	}
+	err := s.cfg.Relay.RelayPublish(ctx, topic, msg, text.n, text.decodeInto)
 	switch {
 	case err == nil && auto && s.noRelayPeers(topic):
 		writeText(w, http.StatusBadRequest, "Failed to publish: publish failed in relay: NoPeersToPublish")
@@ -286,19 +277,17 @@ func missingBody(w http.ResponseWriter, r *http.Request) {
 }
 
 // readMessage reads and parses a REST message body to publish, with the
-// publishing rules; on failure it has answered 400 with nwaku's texts. When
-// the backend is a PayloadPublisher the payload stays in its base64 text,
-// checked (text), to be decoded once, into the encoding; otherwise text is
-// nil and msg.Payload holds it. The body is read into a pooled buffer
-// (readPooledBody) that text aliases: the caller calls release once the
-// Backend has returned, and not before.
+// publishing rules; on failure it has answered 400 with nwaku's texts. The
+// payload stays in its base64 text, checked (text), to be decoded once,
+// into the encoding (RelayBackend.RelayPublish). The body is read into a
+// pooled buffer (readPooledBody) that text aliases: the caller calls
+// release once the backend has returned, and not before.
 func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (msg *message.Message, text *payloadText, release func(), ok bool) {
 	body, release, ok := s.readPooledBody(w, r)
 	if !ok {
 		return nil, nil, nil, false
 	}
-	_, deferPayload := s.b.(PayloadPublisher)
-	msg, text, err := decodeMessage(body, deferPayload)
+	msg, text, err := decodeMessage(body, true)
 	if err == nil {
 		_, err = checkPublishable(msg, text)
 	}
@@ -405,7 +394,7 @@ func validPubsubTopics(w http.ResponseWriter, topics []string) bool {
 func (s *Server) shardsOf(w http.ResponseWriter, r *http.Request, contentTopics []string) ([]string, bool) {
 	shards := make([]string, len(contentTopics))
 	for i, t := range contentTopics {
-		p, err := s.b.ContentTopicShard(t)
+		p, err := s.cfg.Node.ContentTopicShard(t)
 		if err != nil {
 			why := "Static sharding is used, relay subscriptions must specify a pubsub topic"
 			if !errors.Is(err, ErrAutoshardingDisabled) {
@@ -522,8 +511,5 @@ func readUpTo(rd io.Reader, limit int64) ([]byte, error) {
 	}
 }
 
-// noRelayPeers reports whether the Backend counts no relay peer on topic.
-func (s *Server) noRelayPeers(topic string) bool {
-	c, ok := s.b.(RelayPeerCounter)
-	return ok && c.RelayTopicPeers(topic) == 0
-}
+// noRelayPeers reports whether the relay counts no relay peer on topic.
+func (s *Server) noRelayPeers(topic string) bool { return s.cfg.Relay.RelayTopicPeers(topic) == 0 }

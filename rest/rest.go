@@ -20,7 +20,7 @@
 //	GET    /admin/v1/peers/connected               []Peer connected
 //	GET    /admin/v1/peers/connected/on/{shardId}  []Peer connected, on the shard by metadata
 //	GET    /admin/v1/peers/service                 []Peer of the service protocols
-//	GET    /admin/v1/peers/relay                   []PeersOfShard (see RelayPeersBackend)
+//	GET    /admin/v1/peers/relay                   []PeersOfShard (see RelayBackend)
 //	GET    /admin/v1/peers/relay/on/{shardId}      PeersOfShard
 //	GET    /admin/v1/peers/mesh                    []PeersOfShard, gossipsub mesh peers
 //	GET    /admin/v1/peers/mesh/on/{shardId}       PeersOfShard
@@ -28,7 +28,7 @@
 //	POST   /admin/v1/peers                         JSON array of multiaddrs to connect (see AdminBackend)
 //	POST   /admin/v1/log-level/{level}             sets the log level
 //	GET    /admin/v1/filter/subscriptions          []FilterSubscription
-//	POST   /lightpush/v3/message                   {pubsubTopic?, message} (see LightBackend)
+//	POST   /lightpush/v3/message                   {pubsubTopic?, message} (see LightpushBackend)
 //	POST   /lightpush/v1/message                   the same, lightpush v2
 //	POST   /filter/v2/subscriptions                {requestId, pubsubTopic?, contentFilters}
 //	PUT    /filter/v2/subscriptions                the same
@@ -36,6 +36,10 @@
 //	DELETE /filter/v2/subscriptions/all            {requestId}
 //	GET    /filter/v2/subscriptions/{requestId}    pings the filter node
 //	GET    /filter/v2/messages/{contentTopic}      drains the filter message cache
+//
+// Each group of routes is served by the backend Config names for it
+// (backend.go); a group without one answers as nwaku's does when its
+// protocol is not mounted.
 //
 // Topics in paths are URL-encoded ("/relay/v1/messages/%2Fwaku%2F2%2Frs%2F0%2F0").
 // Successful writes answer 200 "OK" (text/plain); errors answer a status code
@@ -52,6 +56,14 @@
 // after 5 s. So 20 concurrent 28 MB POSTs buffer nothing, and 20
 // concurrent 16 MiB ones at most 64 MiB (besides the pool of publish
 // buffers, which the garbage collector empties).
+//
+// Store answers draw on the same budget: a GET /store/v3/messages
+// reserves, before it queries, what its page can hold (4 x 150 KiB for a
+// message with data: its bytes, its base64 and the JSON written; 160
+// bytes for a hash), at most MaxBufferedBytes, until its response is
+// written, and is answered 503 "Too many store answers in memory, try
+// again later" after 5 s without room. Fifty concurrent pages of 100
+// large messages held 2.4 GB before; now one is answered at a time.
 //
 // # Validation
 //
@@ -78,7 +90,6 @@
 package rest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -91,8 +102,8 @@ import (
 	"github.com/couriernet/courier/message"
 )
 
-// Errors a Backend returns (wrapped with %w) so that the publish handlers
-// answer nwaku's status and text.
+// Errors a RelayBackend or NodeBackend returns (wrapped with %w) so that
+// the publish handlers answer nwaku's status and text.
 var (
 	// ErrNotSubscribed: the relay is not subscribed to the pubsub topic.
 	// Answered 400 "Failed to publish: Node not subscribed to topic: <topic>".
@@ -109,62 +120,43 @@ var (
 // ErrConfig: an invalid Config field.
 var ErrConfig = errors.New("rest: invalid config")
 
-// Backend is what the node provides to the REST API. Methods are called
-// concurrently from HTTP handlers.
-type Backend interface {
-	// RelaySubscribe subscribes the relay to the pubsub topics (static-shard
-	// topics, already validated). Subscribing a topic already subscribed
-	// succeeds.
-	RelaySubscribe(pubsubTopics []string) error
-	// RelayUnsubscribe unsubscribes the relay from the pubsub topics.
-	// Unsubscribing a topic not subscribed succeeds.
-	RelayUnsubscribe(pubsubTopics []string) error
-	// RelayPublish validates msg and publishes it on pubsubTopic (the
-	// answer is "OK", as nwaku's, so no hash is asked for). msg is handed
-	// over: the backend may keep it and its slices, and the caller does not
-	// touch it afterwards. ctx carries the publish timeout. Errors may wrap
-	// ErrNotSubscribed or ErrInvalidMessage.
-	RelayPublish(ctx context.Context, pubsubTopic string, msg *message.Message) error
-	// ContentTopicShard returns the pubsub topic of contentTopic under the
-	// node's autosharding (shard.Autosharding.PubsubTopic).
-	ContentTopicShard(contentTopic string) (pubsubTopic string, err error)
-	// Info returns the node's listen addresses and ENR.
-	Info() Info
-	// Version returns the node's version string.
-	Version() string
-	// Peers returns the peers the node knows.
-	Peers() []Peer
-	// Health returns the node's health report.
-	Health() Health
-}
-
-// RelayPeerCounter is what a Backend may also provide so that POST
-// /relay/v1/auto/messages reports a message published to no relay peer:
-// 400 "Failed to publish: publish failed in relay: NoPeersToPublish", as
-// nwaku, whose gossipsub publish returns the number of peers sent to
-// (rest_api/endpoint/relay/handlers.nim, waku_relay/protocol.nim). POST
-// /relay/v1/messages answers OK either way, as nwaku's handler does not
-// read the outcome, and so does every route without this interface.
-type RelayPeerCounter interface {
-	// RelayTopicPeers returns how many connected relay peers follow
-	// pubsubTopic.
-	RelayTopicPeers(pubsubTopic string) int
-}
-
-// PayloadPublisher is a Backend that can publish a message whose payload
-// the caller writes straight into the encoding. With one, the publish
-// handlers decode a payload's base64 once, into its final place, instead of
-// into a buffer of its own that the encoder copies.
-type PayloadPublisher interface {
-	// RelayPublishWith is RelayPublish of msg (its Payload ignored) with a
-	// payload of payloadLen bytes that fill writes into the region it is
-	// given (relay.Relay.PublishWith). An error of fill is returned.
-	RelayPublishWith(ctx context.Context, pubsubTopic string, msg *message.Message, payloadLen int, fill func(payload []byte) error) error
-}
-
-// Config configures a Server. Zero values take the documented defaults;
-// negative values are errors.
+// Config configures a Server: the backends that serve each group of
+// routes and the server's limits. A nil backend leaves its routes
+// answering as nwaku does when the protocol is not mounted (each field
+// says how); Node is required. Zero limits take the documented defaults;
+// negative ones are errors.
 type Config struct {
+	// Node answers GET /health, /info, /version (and their /debug/v1
+	// forms) and gives the shards of content topics for the autosharding
+	// routes. Required.
+	Node NodeBackend
+	// Relay serves /relay/v1 and the relay and mesh peers of /admin/v1.
+	// Nil (nwaku --relay=false): the /relay routes answer 404 "/relay
+	// endpoints are not available. Please check your configuration:
+	// --relay", GET /admin/v1/peers/relay and /mesh 503 "Error: Relay
+	// Protocol is not mounted to the node", and /admin/v1/peers/stats
+	// counts no relay or mesh peers.
+	Relay RelayBackend
+	// Store answers GET /store/v3/messages. Nil: 412 "No suitable service
+	// peer & no discovery method", nwaku's answer of a node with neither a
+	// store nor a store peer (nwaku serves the route on every node).
+	Store StoreBackend
+	// Lightpush serves POST /lightpush/v3/message and /lightpush/v1/message.
+	// Nil: they answer 404 "/lightpush endpoints are not available.", as
+	// nwaku without a lightpush client (waku/rest_api/endpoint/builder.nim).
+	Lightpush LightpushBackend
+	// Filter serves the filter client routes, /filter/v2. Nil: they answer
+	// 404 "/filter endpoints are not available.", as nwaku without a filter
+	// client.
+	Filter FilterBackend
+	// FilterService lists the subscriptions of the node's filter service
+	// for GET /admin/v1/filter/subscriptions. Nil (no --filter): 400
+	// "Error: Filter Protocol is not mounted to the node".
+	FilterService FilterServiceBackend
+	// Admin serves /admin/v1 (nwaku --rest-admin). Nil: every /admin route
+	// answers 404 "/admin endpoints are not available. Please check your
+	// configuration: --rest-admin=true".
+	Admin AdminBackend
 	// MaxBodyBytes limits a request body in bytes; a larger body is
 	// answered 413. Default 16 MiB, nwaku's (waku/rest_api/endpoint/server.nim
 	// RestServerConf.default, maxRequestBodySize 16_384 KiB).
@@ -191,12 +183,6 @@ type Config struct {
 	// wildcards (see originMatcher). Empty means no origin check and no
 	// CORS headers, as nwaku.
 	AllowOrigin []string
-	// NoRelay: the node does not run relay (nwaku --relay=false), so the
-	// /relay routes answer 404 with nwaku's text.
-	NoRelay bool
-	// Admin serves the /admin/v1 routes (nwaku --rest-admin). Off by
-	// default, when they answer 404 with nwaku's text.
-	Admin bool
 	// Logger receives the server's logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -246,7 +232,6 @@ func (c *Config) validate() error {
 // Lock order: subMu (subscription changes, held across Backend calls)
 // before mu (the caches, held only for map and ring operations).
 type Server struct {
-	b     Backend
 	cfg   Config
 	log   *slog.Logger
 	mux   *http.ServeMux
@@ -258,10 +243,10 @@ type Server struct {
 	bodies      *bodyBudget
 }
 
-// New returns a Server over b. Errors wrap ErrConfig.
-func New(b Backend, cfg Config) (*Server, error) {
-	if b == nil {
-		return nil, fmt.Errorf("%w: nil backend", ErrConfig)
+// New returns a Server over the backends of cfg. Errors wrap ErrConfig.
+func New(cfg Config) (*Server, error) {
+	if cfg.Node == nil {
+		return nil, fmt.Errorf("%w: no Node backend", ErrConfig)
 	}
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
@@ -271,7 +256,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), cache: newCache(cfg.CacheSize), filterCache: newCache(cfg.CacheSize), origins: origins,
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), cache: newCache(cfg.CacheSize), filterCache: newCache(cfg.CacheSize), origins: origins,
 		bodies: newBodyBudget(cfg.MaxBufferedBytes, cfg.MaxBodyBytes)}
 	s.routes()
 	return s, nil
@@ -280,30 +265,46 @@ func New(b Backend, cfg Config) (*Server, error) {
 // Answers of paths not served, by their first segment, as nwaku's REST
 // server gives them (waku/rest_api/endpoint/builder.nim,
 // restServerNotInstalledTab and requestErrorHandler).
-const (
-	textRelayOff    = "/relay endpoints are not available. Please check your configuration: --relay"
-	textAdminOff    = "/admin endpoints are not available. Please check your configuration: --rest-admin=true"
-	textInvalidPath = "Bad request initiated. Invalid path or method used."
-)
+var textNotMounted = map[string]string{
+	"relay":     "/relay endpoints are not available. Please check your configuration: --relay",
+	"admin":     "/admin endpoints are not available. Please check your configuration: --rest-admin=true",
+	"lightpush": "/lightpush endpoints are not available.",
+	"filter":    "/filter endpoints are not available.",
+}
+
+const textInvalidPath = "Bad request initiated. Invalid path or method used."
 
 // notServed answers a request no route matched: 404 with nwaku's text for
-// the API groups switched off, else 400 "Bad request initiated. Invalid
-// path or method used.", as nwaku does for an unknown path or method.
+// the API groups without a backend, else 400 "Bad request initiated.
+// Invalid path or method used.", as nwaku does for an unknown path or
+// method.
 func (s *Server) notServed(w http.ResponseWriter, r *http.Request) {
 	root, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	switch {
-	case root == "relay" && s.cfg.NoRelay:
-		writeText(w, http.StatusNotFound, textRelayOff)
-	case root == "admin" && !s.cfg.Admin:
-		writeText(w, http.StatusNotFound, textAdminOff)
-	default:
-		writeText(w, http.StatusBadRequest, textInvalidPath)
+	if text, ok := textNotMounted[root]; ok && !s.mounted(root) {
+		writeText(w, http.StatusNotFound, text)
+		return
 	}
+	writeText(w, http.StatusBadRequest, textInvalidPath)
+}
+
+// mounted reports whether the route group root has its backend.
+func (s *Server) mounted(root string) bool {
+	switch root {
+	case "relay":
+		return s.cfg.Relay != nil
+	case "admin":
+		return s.cfg.Admin != nil
+	case "lightpush":
+		return s.cfg.Lightpush != nil
+	case "filter":
+		return s.cfg.Filter != nil
+	}
+	return true
 }
 
 func (s *Server) routes() {
 	s.mux.HandleFunc("/", s.notServed)
-	if !s.cfg.NoRelay {
+	if s.cfg.Relay != nil {
 		s.mux.HandleFunc("POST /relay/v1/subscriptions", s.postSubscriptions)
 		s.mux.HandleFunc("DELETE /relay/v1/subscriptions", s.deleteSubscriptions)
 		s.mux.HandleFunc("GET /relay/v1/messages/{pubsubTopic}", s.getMessages)
@@ -326,7 +327,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /version", s.getVersion)
 	s.mux.HandleFunc("GET /debug/v1/version", s.getVersion)
 	s.lightRoutes()
-	if s.cfg.Admin {
+	if s.cfg.Admin != nil {
 		s.mux.HandleFunc("GET /admin/v1/filter/subscriptions", s.getFilterAdmin)
 		s.mux.HandleFunc("GET /admin/v1/peers", s.getPeers)
 		s.mux.HandleFunc("GET /admin/v1/peer/{peerId}", s.getPeer)
@@ -368,14 +369,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Deliver offers one relayed message to the caches: it is kept if its
 // pubsub topic or its content topic is subscribed through this API. Deliver
-// never blocks on I/O or on a Backend; it takes one mutex for a few map and
+// never blocks on I/O or on a backend; it takes one mutex for a few map and
 // ring operations, so it may run on the dispatcher's consumer queue. env is
 // kept by reference until a GET drains it or it is dropped.
 func (s *Server) Deliver(env *message.Envelope) { s.cache.deliver(env) }
 
 // CacheTopics starts caching pubsubTopics and contentTopics (shards[i] is
 // the pubsub topic of contentTopics[i]) as if they had been subscribed
-// through the API, without asking the Backend: the node calls it at start
+// through the API, without asking the relay backend: the node calls it at start
 // for the topics it relays by configuration, so GET /relay/v1/messages
 // answers without a POST first, as nwaku's pre-subscribed cache does
 // (waku/rest_api/endpoint/builder.nim startRestServerProtocolSupport).

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/node/state"
+
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/shard"
 )
@@ -64,7 +66,14 @@ func (f *fakeBackend) RelayUnsubscribe(topics []string) error {
 	return nil
 }
 
-func (f *fakeBackend) RelayPublish(ctx context.Context, topic string, m *message.Message) error {
+// RelayPublish has the payload written into a buffer of its own, as the
+// node has it written into the encoding.
+func (f *fakeBackend) RelayPublish(ctx context.Context, topic string, m *message.Message, n int, fill func([]byte) error) error {
+	payload := make([]byte, n)
+	if err := fill(payload); err != nil {
+		return err
+	}
+	m.Payload = payload
 	if f.block {
 		<-ctx.Done()
 		return ctx.Err()
@@ -89,6 +98,10 @@ func (f *fakeBackend) RelayTopicPeers(string) int {
 	return 1
 }
 
+func (f *fakeBackend) RelayPeers(bool) []PeersOfShard { return nil }
+
+func (f *fakeBackend) ShardPeers(uint16, bool) []Peer { return nil }
+
 func (f *fakeBackend) ContentTopicShard(ct string) (string, error) {
 	if f.static {
 		return "", ErrAutoshardingDisabled
@@ -107,23 +120,36 @@ func (f *fakeBackend) Peers() []Peer {
 	return []Peer{
 		{Multiaddr: "/ip4/127.0.0.1/tcp/60001/p2p/16Uiu2HAm4v86W3bmT1BiH6oSPzcsSr24iDQpSN5Qa992BCjjwgrD",
 			Protocols: []string{"/vac/waku/relay/2.0.0", "/vac/waku/metadata/1.0.0"}, Shards: []uint16{0, 3},
-			Connected: Connected, Agent: "nwaku", Origin: Static, Score: &score},
+			Connected: state.Connected, Agent: "nwaku", Origin: state.Static, Score: &score},
 		{Multiaddr: "/ip4/127.0.0.1/tcp/60002/p2p/16Uiu2HAmVFXtAfSj4EiR7mL2KvL4EE2wztuQgUSBoj2Jx2KeXFLN",
-			Connected: CanConnect, Agent: "", Origin: Discv5},
+			Connected: state.CanConnect, Agent: "", Origin: state.Discv5},
 	}
 }
 
 func (f *fakeBackend) Health() Health {
-	return Health{NodeHealth: Ready, ConnectionStatus: StatusPartiallyConnected, ProtocolsHealth: []ProtocolHealth{
-		{Protocol: "Relay", Health: Ready},
-		{Protocol: "Store", Health: NotMounted},
-		{Protocol: "Rln Relay", Health: NotReady, Desc: "no membership"},
+	return Health{NodeHealth: state.Ready, ConnectionStatus: state.StatusPartiallyConnected, ProtocolsHealth: []ProtocolHealth{
+		{Protocol: "Relay", Health: state.Ready},
+		{Protocol: "Store", Health: state.NotMounted},
+		{Protocol: "Rln Relay", Health: state.NotReady, Desc: "no membership"},
 	}}
 }
 
+// The admin routes that change the node accept everything.
+func (f *fakeBackend) ParsePeer(string) error                    { return nil }
+func (f *fakeBackend) ConnectPeer(context.Context, string) error { return nil }
+func (f *fakeBackend) SetLogLevel(string) error                  { return nil }
+
+// newServer returns a Server with f as its node and relay backends, and
+// cfg's other backends and limits.
 func newServer(t *testing.T, f *fakeBackend, cfg Config) *Server {
 	t.Helper()
-	s, err := New(f, cfg)
+	cfg.Node, cfg.Relay = f, f
+	return mustNew(t, cfg)
+}
+
+func mustNew(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,39 +310,11 @@ func TestAutoSubscriptions(t *testing.T) {
 	}
 }
 
-// payloadFake is fakeBackend as a PayloadPublisher: it has the payload
-// written into a buffer of its own, as the node has it written into the
-// encoding.
-type payloadFake struct{ *fakeBackend }
-
-func (p payloadFake) RelayPublishWith(ctx context.Context, topic string, m *message.Message, n int, fill func([]byte) error) error {
-	payload := make([]byte, n)
-	if err := fill(payload); err != nil {
-		return err
-	}
-	m.Payload = payload
-	return p.RelayPublish(ctx, topic, m)
-}
-
-// TestPublish runs the publish handler's cases against a backend that takes
-// a decoded payload and against a PayloadPublisher, which has the base64
-// decoded straight into its place: the answers and the published messages
-// are the same.
+// TestPublish runs the publish handler's cases: the base64 payload is
+// decoded straight into the place the backend gives it.
 func TestPublish(t *testing.T) {
-	for _, deferred := range []bool{false, true} {
-		t.Run(fmt.Sprintf("payload publisher %v", deferred), func(t *testing.T) {
-			f := newFake(t)
-			var b Backend = f
-			if deferred {
-				b = payloadFake{f}
-			}
-			s, err := New(b, Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			testPublish(t, f, s)
-		})
-	}
+	f := newFake(t)
+	testPublish(t, f, newServer(t, f, Config{}))
 }
 
 func testPublish(t *testing.T, f *fakeBackend, s *Server) {
@@ -379,7 +377,8 @@ func TestBodyLimit(t *testing.T) {
 }
 
 func TestNodeEndpoints(t *testing.T) {
-	s := newServer(t, newFake(t), Config{Admin: true})
+	f := newFake(t)
+	s := newServer(t, f, Config{Admin: f})
 	for _, c := range []struct{ path, golden, ctype string }{
 		{"/health", "health.json", "application/json"},
 		{"/info", "info.json", "application/json"},
@@ -411,11 +410,21 @@ func TestNotServed(t *testing.T) {
 	expect(t, s, "GET", "/no/such/path", "", 400, "Bad request initiated. Invalid path or method used.")
 	expect(t, s, "GET", "/", "", 400, "Bad request initiated. Invalid path or method used.")
 	expect(t, s, "PUT", "/health", "", 400, "Bad request initiated. Invalid path or method used.")
-	off := newServer(t, newFake(t), Config{NoRelay: true})
+	off := mustNew(t, Config{Node: newFake(t)})
 	for _, path := range []string{"/relay/v1/messages/%2Fwaku%2F2%2Frs%2F0%2F0", "/relay/v1/auto/messages/%2Fa%2F1%2Fb%2Fc"} {
 		expect(t, off, "GET", path, "", 404, "/relay endpoints are not available. Please check your configuration: --relay")
 	}
 	expect(t, off, "POST", "/relay/v1/subscriptions", `["/waku/2/rs/0/0"]`, 404, "/relay endpoints are not available. Please check your configuration: --relay")
+	// Without light-client backends, as nwaku without the clients.
+	expect(t, off, "POST", "/lightpush/v3/message", `{}`, 404, "/lightpush endpoints are not available.")
+	expect(t, off, "POST", "/lightpush/v1/message", `{}`, 404, "/lightpush endpoints are not available.")
+	expect(t, off, "GET", "/filter/v2/messages/%2Fa%2F1%2Fb%2Fc", "", 404, "/filter endpoints are not available.")
+	expect(t, off, "DELETE", "/filter/v2/subscriptions/all", `{"requestId":"1"}`, 404, "/filter endpoints are not available.")
+	// The admin routes without a filter service (nwaku without --filter).
+	g := newFake(t)
+	expect(t, mustNew(t, Config{Node: g, Admin: g}), "GET", "/admin/v1/filter/subscriptions", "", 400, "Error: Filter Protocol is not mounted to the node")
+	// Store is served without a backend, as by every nwaku node.
+	expect(t, off, "GET", "/store/v3/messages", "", 412, "No suitable service peer & no discovery method")
 }
 
 // TestAdminPeer checks GET /admin/v1/peer/{peerId} and
@@ -423,7 +432,8 @@ func TestNotServed(t *testing.T) {
 // (waku/rest_api/endpoint/admin/handlers.nim; the invalid peer id text from
 // tests/wakunode_rest/test_rest_admin.nim "get peers by id").
 func TestAdminPeer(t *testing.T) {
-	s := newServer(t, newFake(t), Config{Admin: true})
+	f := newFake(t)
+	s := newServer(t, f, Config{Admin: f})
 	const known = "16Uiu2HAm4v86W3bmT1BiH6oSPzcsSr24iDQpSN5Qa992BCjjwgrD"
 	const unknown = "16Uiu2HAmVFXtAfSj4EiR7mL2KvL4EE2wztuQgUSBoj2Jx2KeXFLM"
 	expect(t, s, "GET", "/admin/v1/peer/"+known, "", 200,
@@ -479,7 +489,7 @@ func TestCORS(t *testing.T) {
 // other than JSON or text by waku/rest_api/endpoint/rest_serdes.nim
 // decodeRequestBody.
 func TestContentType(t *testing.T) {
-	s := newServer(t, newFake(t), Config{})
+	s := lightServer(t, &lightFake{fakeBackend: newFake(t)}, Config{})
 	const wrong = "Wrong Content-Type, expected application/json or text/plain"
 	for _, c := range []struct {
 		ct   string
@@ -540,11 +550,12 @@ func originRequest(h http.Handler, origin string) *httptest.ResponseRecorder {
 
 func TestConfig(t *testing.T) {
 	for _, c := range []Config{{MaxBodyBytes: -1}, {MaxBufferedBytes: 1 << 20}, {CacheSize: -1}, {PublishTimeout: -1}} {
-		if _, err := New(newFake(t), c); !errors.Is(err, ErrConfig) {
+		c.Node = newFake(t)
+		if _, err := New(c); !errors.Is(err, ErrConfig) {
 			t.Fatalf("New(%+v) error = %v", c, err)
 		}
 	}
-	if _, err := New(nil, Config{}); !errors.Is(err, ErrConfig) {
+	if _, err := New(Config{}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("nil backend: %v", err)
 	}
 	c := Config{}

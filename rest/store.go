@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/store"
 )
@@ -29,21 +30,6 @@ var (
 	// Answered 400 "Failed parsing remote peer info: <error>".
 	ErrPeerAddr = errors.New("rest: bad peer address")
 )
-
-// StoreBackend is implemented by a Backend that answers store queries; a
-// Backend without it answers GET /store/v3/messages 412 as a node with no
-// store peer.
-type StoreBackend interface {
-	// StoreLocal answers req from the node's own archive (store.Answer).
-	// Errors wrap ErrNoLocalStore or are the archive's (*store.AnswerError).
-	StoreLocal(ctx context.Context, req *store.Request) (*store.Response, error)
-	// StoreRemote sends req to the store node at peerAddr (a multiaddr with
-	// /p2p/<id>), or when peerAddr is "" to the default store node
-	// (--storenode, else a connected peer that serves store), and returns
-	// its response (store.Query). Errors wrap ErrPeerAddr, ErrNoStorePeer or
-	// are store.Query's.
-	StoreRemote(ctx context.Context, peerAddr string, req *store.Request) (*store.Response, error)
-}
 
 // StoreTimeout bounds a query to a remote store node, as nwaku's REST
 // futTimeout (rest_api/endpoint/store/handlers.nim).
@@ -210,11 +196,16 @@ func (s *Server) getStoreMessages(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	sb, _ := s.b.(StoreBackend)
+	sb := s.cfg.Store
 	if sb == nil {
 		writeText(w, http.StatusPreconditionFailed, "No suitable service peer & no discovery method")
 		return
 	}
+	n := min(storeAnswerBytes(req), s.cfg.MaxBufferedBytes)
+	if !s.bodies.reserveAs(w, r, n, textAnswersBusy, "") {
+		return
+	}
+	defer s.bodies.release(n)
 	peerAddr := q.Get("peerAddr")
 	if peerAddr == "" {
 		resp, err := sb.StoreLocal(r.Context(), req)
@@ -253,6 +244,22 @@ func (s *Server) getStoreMessages(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeText(w, http.StatusInternalServerError, "Error occurred in queryFut.read() ["+err.Error()+"]")
 	}
+}
+
+// storeAnswerBytes bounds what answering req holds at once: for each
+// message of its page, the encoded message (at most message.MaxSize), its
+// payload and meta in base64 and the JSON written, with room for its
+// other fields; a hash's JSON without data.
+func storeAnswerBytes(req *store.Request) int64 {
+	perMessage := int64(160)
+	if req.IncludeData {
+		perMessage = 4*message.MaxSize + 1024
+	}
+	n := int64(req.Limit)
+	if n == 0 {
+		n = archive.DefaultPageSize
+	}
+	return n*perMessage + 4096
 }
 
 // storeErrorResponse is the response nwaku's node.query builds from a

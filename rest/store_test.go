@@ -109,8 +109,7 @@ func newStoreArchive(t *testing.T) (archive.Archive, []*message.Envelope) {
 func TestStoreLocal(t *testing.T) {
 	a, envs := newStoreArchive(t)
 	f := &storeFake{fakeBackend: newFake(t), a: a}
-	s := newServer(t, f.fakeBackend, Config{})
-	s.b = f
+	s := newServer(t, f.fakeBackend, Config{Store: f})
 	expect(t, s, "GET", "/store/v3/messages?includeData=true&pubsubTopic=%2Fwaku%2F2%2Frs%2F0%2F0&pageSize=1", "", 200, golden(t, "store_local.json"))
 	var resp StoreResponse
 	_, _, body := do(t, s, "GET", "/store/v3/messages?ascending=false", "")
@@ -133,8 +132,7 @@ func TestStoreLocal(t *testing.T) {
 // goes to a store node; its failures answer as nwaku's REST API does.
 func TestStoreRemote(t *testing.T) {
 	f := &storeFake{fakeBackend: newFake(t)}
-	s := newServer(t, f.fakeBackend, Config{})
-	s.b = f
+	s := newServer(t, f.fakeBackend, Config{Store: f})
 	h := message.Hash{1}
 	var gotAddr string
 	for _, tt := range []struct {
@@ -171,7 +169,7 @@ func TestStoreRemote(t *testing.T) {
 			}
 		})
 	}
-	// A backend without store answers as a node without a store peer.
+	// A node without a store backend answers as one without a store peer.
 	plain := newServer(t, newFake(t), Config{})
 	expect(t, plain, "GET", "/store/v3/messages", "", 412, "No suitable service peer & no discovery method")
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/couriernet/courier/internal/protowalk"
 )
 
 // ProofSize is the length of the zkSNARK in a RateLimitProof: a Groth16
@@ -75,32 +77,23 @@ type RateLimitProof struct {
 func DecodeRateLimitProof(b []byte) (*RateLimitProof, error) {
 	p := new(RateLimitProof)
 	var seen, bad uint8 // bit n: field n+1 read with the right length / wrong
-	for off := 0; off < len(b); {
-		num, typ, n := protowire.ConsumeTag(b[off:])
-		if n < 0 {
-			return nil, fmt.Errorf("%w: tag at offset %d: %v", ErrMalformed, off, protowire.ParseError(n))
-		}
-		off += n
+	r := protowalk.NewReader(b)
+	for r.Next() {
+		num, typ := r.Num(), r.Type()
 		if typ == protowire.StartGroupType || typ == protowire.EndGroupType {
-			return nil, fmt.Errorf("%w: group wire type at offset %d", ErrMalformed, off)
+			return nil, fmt.Errorf("%w: field %d has a group wire type", ErrMalformed, num)
 		}
 		known := num >= fieldProof && num <= fieldRLNIdentifier
 		if !known || typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b[off:])
-			if n < 0 {
-				return nil, fmt.Errorf("%w: field %d at offset %d: %v", ErrMalformed, num, off, protowire.ParseError(n))
-			}
-			off += n
 			if known {
 				bad |= 1 << (num - 1)
 			}
-			continue
+			continue // skipped; a value that does not parse stops the next Next
 		}
-		v, n := protowire.ConsumeBytes(b[off:])
-		if n < 0 {
-			return nil, fmt.Errorf("%w: field %d at offset %d: %v", ErrMalformed, num, off, protowire.ParseError(n))
+		v := r.Bytes()
+		if v == nil {
+			break // truncated: r.Err says where
 		}
-		off += n
 		dst := p.field(num)
 		bit := uint8(1) << (num - 1)
 		clear(dst)
@@ -110,6 +103,9 @@ func DecodeRateLimitProof(b []byte) (*RateLimitProof, error) {
 		} else {
 			bad |= bit
 		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	var err error
 	for num := fieldProof; num <= fieldRLNIdentifier && err == nil; num++ {

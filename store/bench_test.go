@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/archive/embedded"
 	"github.com/couriernet/courier/message"
@@ -35,19 +37,22 @@ func BenchmarkServe(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			s := &Server{a: a}
+			s := &Server{a: a, cfg: Config{MaxBytesInFlight: DefaultMaxBytesInFlight}, inFlight: semaphore.NewWeighted(DefaultMaxBytesInFlight)}
 			req := (&Request{RequestID: "bench", IncludeData: true, PubsubTopic: topicA, ContentTopics: []string{ct("x")},
 				StartTime: i64(100), EndTime: i64(1900), Limit: 20}).Append(nil)
-			if got := s.answer(context.Background(), req); len(got) < 20*size {
+			got, held := s.answer(context.Background(), req)
+			if len(got) < 20*size {
 				b.Fatalf("response of %d bytes", len(got))
 			}
+			s.inFlight.Release(held)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			b.ReportAllocs()
 			b.SetBytes(int64(20 * size))
 			b.ResetTimer()
 			for range b.N {
-				s.answer(context.Background(), req)
+				_, held := s.answer(context.Background(), req)
+				s.inFlight.Release(held)
 			}
 			b.StopTimer()
 			runtime.ReadMemStats(&after)

@@ -38,7 +38,10 @@ func (e *StatusError) Error() string { return fmt.Sprintf("store: status %d: %s"
 // modified. ctx bounds the whole exchange, dialing included.
 //
 // The response's messages are decoded once each, counted in c (nil means
-// not counted), and alias the response frame. A response whose status
+// not counted), and alias the response frame. Absent fields 1, 10 and 11
+// of the response read as zero values, and a key-value's message and
+// pubsub topic are kept only when both are present, as nwaku reads them.
+// A response whose status
 // is not 2xx is returned as a *StatusError; a 2xx response for another
 // request id as ErrRequestID; a failure to open the stream wraps ErrDial.
 // A request whose cursor is all zeroes is not sent: it is refused with a
@@ -79,7 +82,7 @@ func Query(ctx context.Context, h host.Host, p peer.ID, req *Request, c *message
 		return nil, fmt.Errorf("store: read response: %w", err)
 	}
 	st.Close()
-	resp, err := DecodeResponse(data, c)
+	resp, err := decodeResponse(data, c)
 	switch {
 	case err != nil:
 		return nil, err

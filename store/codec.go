@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/couriernet/courier/internal/protowalk"
 	"github.com/couriernet/courier/message"
 )
 
@@ -35,10 +36,11 @@ const (
 
 const hashSize = len(message.Hash{})
 
-// ErrMalformed is wrapped by every error of DecodeRequest and
-// DecodeResponse. The text after it names the failure the way nwaku's
-// decoder does (minprotobuf's ProtoError names, or "MissingRequiredField
-// <field>"), so that a server can answer with nwaku's status text.
+// ErrMalformed is wrapped by every decoding error: DecodeRequest's, and
+// Query's for a response that does not decode. The text after it names
+// the failure the way nwaku's decoder does (minprotobuf's ProtoError
+// names, or "MissingRequiredField <field>"), so that a server can answer
+// with nwaku's status text.
 var ErrMalformed = errors.New("store: malformed rpc")
 
 // decodeError is a decode failure with nwaku's name for it.
@@ -130,54 +132,44 @@ func (r *Request) Append(dst []byte) []byte {
 func DecodeRequest(data []byte) (*Request, error) {
 	r := new(Request)
 	haveID := false
-	err := walk(data, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-		switch num {
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch rd.Num() {
 		case fieldReqID:
-			r.RequestID, haveID = string(v), true
+			r.RequestID, haveID = string(rd.Bytes()), true
 		case fieldIncludeData:
-			r.IncludeData = x != 0
+			r.IncludeData = rd.Varint() != 0
 		case fieldPubsubTopic:
-			r.PubsubTopic = string(v)
+			r.PubsubTopic = string(rd.Bytes())
 		case fieldContentTopics:
-			r.ContentTopics = append(r.ContentTopics, string(v))
+			r.ContentTopics = append(r.ContentTopics, string(rd.Bytes()))
 		case fieldTimeStart:
-			t := protowire.DecodeZigZag(x)
+			t := protowire.DecodeZigZag(rd.Varint())
 			r.StartTime = &t
 		case fieldTimeEnd:
-			t := protowire.DecodeZigZag(x)
+			t := protowire.DecodeZigZag(rd.Varint())
 			r.EndTime = &t
 		case fieldMessageHashes:
 			var h message.Hash
-			copy(h[:], v)
+			copy(h[:], rd.Bytes())
 			r.Hashes = append(r.Hashes, h)
 		case fieldCursor:
 			c := new(message.Hash)
-			copy(c[:], v)
+			copy(c[:], rd.Bytes())
 			r.Cursor = c
 		case fieldForward:
-			r.Forward = x != 0
+			r.Forward = rd.Varint() != 0
 		case fieldLimit:
-			r.Limit = x
+			r.Limit = rd.Varint()
 		}
-		return nil
-	}, requestWireType)
-	if err != nil {
-		return nil, err
+	}
+	if err := rd.Err(); err != nil {
+		return nil, nwakuErr(err)
 	}
 	if !haveID {
 		return nil, &decodeError{"MissingRequiredField request_id"}
 	}
 	return r, nil
-}
-
-func requestWireType(num protowire.Number) (protowire.Type, bool) {
-	switch num {
-	case fieldReqID, fieldPubsubTopic, fieldContentTopics, fieldMessageHashes, fieldCursor:
-		return protowire.BytesType, true
-	case fieldIncludeData, fieldTimeStart, fieldTimeEnd, fieldForward, fieldLimit:
-		return protowire.VarintType, true
-	}
-	return 0, false
 }
 
 // KeyValue is a WakuMessageKeyValue: a message hash and, when the query
@@ -189,7 +181,7 @@ type KeyValue struct {
 	// writes it as it is (no re-encode). Decoded, it aliases the response's
 	// input bytes.
 	Wire []byte
-	// Message is Wire decoded by DecodeResponse (it aliases Wire); encoding
+	// Message is Wire decoded by Query (it aliases Wire); encoding
 	// ignores it.
 	Message *message.Message
 	// PubsubTopic is field 3, written together with Wire.
@@ -233,8 +225,8 @@ type Response struct {
 	Cursor *message.Hash
 }
 
-// Size returns the length in bytes of the encoding Append produces.
-func (r *Response) Size() int {
+// size returns the length in bytes of the encoding Append produces.
+func (r *Response) size() int {
 	n := protowire.SizeTag(fieldRespReqID) + protowire.SizeBytes(len(r.RequestID))
 	n += protowire.SizeTag(fieldStatusCode) + protowire.SizeVarint(uint64(r.StatusCode))
 	n += protowire.SizeTag(fieldStatusDesc) + protowire.SizeBytes(len(r.StatusDesc))
@@ -267,132 +259,85 @@ func (r *Response) Append(dst []byte) []byte {
 	return dst
 }
 
-// DecodeResponse parses an encoded StoreQueryResponse and decodes each
+// decodeResponse parses an encoded StoreQueryResponse and decodes each
 // included message once (counting in c; nil means not counted). The
 // result aliases data: the caller gives up data and must not modify it.
 // Absent fields 1, 10 and 11 read as zero values (go-waku and courier
 // accept what nwaku writes and more). A key-value's message and pubsub
 // topic are kept only when both are present, as nwaku reads them. Errors
 // wrap ErrMalformed, or a message decode error of package message.
-func DecodeResponse(data []byte, c *message.Counters) (*Response, error) {
+func decodeResponse(data []byte, c *message.Counters) (*Response, error) {
 	r := new(Response)
-	err := walk(data, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-		switch num {
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch rd.Num() {
 		case fieldRespReqID:
-			r.RequestID = string(v)
+			r.RequestID = string(rd.Bytes())
 		case fieldStatusCode:
-			r.StatusCode = uint32(x)
+			r.StatusCode = uint32(rd.Varint())
 		case fieldStatusDesc:
-			r.StatusDesc = string(v)
+			r.StatusDesc = string(rd.Bytes())
 		case fieldMessages:
+			v := rd.Bytes()
+			if v == nil {
+				break // the reader's error
+			}
 			kv, err := decodeKeyValue(v, c)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			r.Messages = append(r.Messages, kv)
 		case fieldRespCursor:
 			h := new(message.Hash)
-			copy(h[:], v)
+			copy(h[:], rd.Bytes())
 			r.Cursor = h
 		}
-		return nil
-	}, responseWireType)
-	if err != nil {
-		return nil, err
+	}
+	if err := rd.Err(); err != nil {
+		return nil, nwakuErr(err)
 	}
 	return r, nil
-}
-
-func responseWireType(num protowire.Number) (protowire.Type, bool) {
-	switch num {
-	case fieldRespReqID, fieldStatusDesc, fieldMessages, fieldRespCursor:
-		return protowire.BytesType, true
-	case fieldStatusCode:
-		return protowire.VarintType, true
-	}
-	return 0, false
 }
 
 func decodeKeyValue(data []byte, c *message.Counters) (KeyValue, error) {
 	var kv KeyValue
 	var haveHash, haveTopic bool
-	err := walk(data, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-		switch num {
+	rd := protowalk.NewReader(data)
+	for rd.Next() {
+		switch rd.Num() {
 		case fieldKVHash:
-			copy(kv.Hash[:], v)
+			copy(kv.Hash[:], rd.Bytes())
 			haveHash = true
 		case fieldKVMessage:
-			kv.Wire = v[:len(v):len(v)]
+			kv.Wire = rd.Bytes()
 		case fieldKVPubsubTopic:
-			kv.PubsubTopic, haveTopic = string(v), true
+			kv.PubsubTopic, haveTopic = string(rd.Bytes()), true
 		}
-		return nil
-	}, func(num protowire.Number) (protowire.Type, bool) {
-		switch num {
-		case fieldKVHash, fieldKVMessage, fieldKVPubsubTopic:
-			return protowire.BytesType, true
-		}
-		return 0, false
-	})
-	switch {
+	}
+	switch err := rd.Err(); {
 	case err != nil:
-		return KeyValue{}, err
+		return KeyValue{}, nwakuErr(err)
 	case !haveHash:
 		return KeyValue{}, &decodeError{"MissingRequiredField message_hash"}
 	case kv.Wire == nil || !haveTopic:
 		kv.Wire, kv.PubsubTopic = nil, ""
 		return kv, nil
 	}
+	var err error
 	if kv.Message, err = message.Decode(kv.Wire, c); err != nil {
 		return KeyValue{}, fmt.Errorf("store: message %s: %w", kv.Hash, err)
 	}
 	return kv, nil
 }
 
-// walk calls f for every field of data whose number wireType knows, with
-// its bytes (v, aliasing data) or varint (x), and skips the others.
-func walk(data []byte, f func(protowire.Number, protowire.Type, []byte, uint64) error, wireType func(protowire.Number) (protowire.Type, bool)) error {
-	for off := 0; off < len(data); {
-		num, typ, n := protowire.ConsumeTag(data[off:])
-		if n < 0 {
-			return errVarint
-		}
-		off += n
-		want, known := wireType(num)
-		if !known {
-			if n = protowire.ConsumeFieldValue(num, typ, data[off:]); n < 0 {
-				return parseErr(n)
-			}
-			off += n
-			continue
-		}
-		if typ != want {
-			return errWireType
-		}
-		var v []byte
-		var x uint64
-		if typ == protowire.BytesType {
-			v, n = protowire.ConsumeBytes(data[off:])
-			if v == nil && n >= 0 {
-				v = []byte{}
-			}
-		} else {
-			x, n = protowire.ConsumeVarint(data[off:])
-		}
-		if n < 0 {
-			return parseErr(n)
-		}
-		off += n
-		if err := f(num, typ, v, x); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// parseErr names a protowire error code as minprotobuf would.
-func parseErr(n int) error {
-	if errors.Is(protowire.ParseError(n), io.ErrUnexpectedEOF) {
+// nwakuErr names a protowalk error as minprotobuf would: a tag that does
+// not parse is VarintDecode, a value cut short MessageIncomplete.
+func nwakuErr(err error) error {
+	e := err.(*protowalk.Error)
+	switch {
+	case e.Kind == protowalk.WrongType:
+		return errWireType
+	case e.Kind == protowalk.BadValue && errors.Is(e.Err, io.ErrUnexpectedEOF):
 		return errIncomplete
 	}
 	return errVarint

@@ -133,8 +133,8 @@ func TestResponseAgainstSchema(t *testing.T) {
 		{Hash: hashOf(2)},
 	}}
 	b := r.Append(nil)
-	if len(b) != r.Size() {
-		t.Fatalf("Size %d, Append wrote %d", r.Size(), len(b))
+	if len(b) != r.size() {
+		t.Fatalf("Size %d, Append wrote %d", r.size(), len(b))
 	}
 	m := dyn(t, s["StoreQueryResponse"], b)
 	get := func(name string) protoreflect.Value { return m.Get(field(m, name)) }
@@ -188,7 +188,7 @@ func TestResponseFromReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c message.Counters
-	got, err := DecodeResponse(b, &c)
+	got, err := decodeResponse(b, &c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestDecodeResponseErrors(t *testing.T) {
 		{"message without content topic", badMsg, message.ErrMissingContentTopic},
 		{"truncated", []byte{0x0a, 0x05}, ErrMalformed},
 	} {
-		if _, err := DecodeResponse(tt.in, nil); !errors.Is(err, tt.want) {
+		if _, err := decodeResponse(tt.in, nil); !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 		}
 	}
@@ -317,15 +317,15 @@ func FuzzDecodeResponse(f *testing.F) {
 		Messages: []KeyValue{{Hash: hashOf(1), Wire: wire, PubsubTopic: "t"}, {Hash: hashOf(2)}}}).Append(nil))
 	f.Add((&Response{}).Append(nil))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r, err := DecodeResponse(in, new(message.Counters))
+		r, err := decodeResponse(in, new(message.Counters))
 		if err != nil {
 			return
 		}
 		b := r.Append(nil)
-		if len(b) != r.Size() {
-			t.Fatalf("Size %d, Append wrote %d", r.Size(), len(b))
+		if len(b) != r.size() {
+			t.Fatalf("Size %d, Append wrote %d", r.size(), len(b))
 		}
-		again, err := DecodeResponse(b, new(message.Counters))
+		again, err := decodeResponse(b, new(message.Counters))
 		if err != nil || again.RequestID != r.RequestID || again.StatusCode != r.StatusCode ||
 			len(again.Messages) != len(r.Messages) || (again.Cursor == nil) != (r.Cursor == nil) {
 			t.Fatalf("round trip: %+v, %v; want %+v", again, err, r)

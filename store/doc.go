@@ -37,8 +37,28 @@
 //	                        "BAD_RESPONSE: archive error: INVALID_QUERY: too many content topics"
 //	429 TOO_MANY_REQUESTS   "TOO_MANY_REQUESTS", request id "N/A", sent before
 //	                        the request is read
+//	503 SERVICE_UNAVAILABLE "SERVICE_UNAVAILABLE": no room in the memory bound
+//	                        below within Config.BusyWait (courier's; nwaku
+//	                        has the code and no such bound)
 //
 // Error responses carry an empty request id, as nwaku's do.
+//
+// # Memory bound
+//
+// A request of a few bytes asks for a page of up to 100 messages of up to
+// 150 KiB, and a peer that never reads the response makes the server hold
+// it until Config.Timeout: nwaku bounds this only by its ten streams per
+// peer and protocol, and without a bound a hundred such requests held
+// 2.4 GB. The server bounds what all answers hold together by
+// Config.MaxBytesInFlight (default 128 MiB): before it queries the
+// archive, a request reserves twice the largest frame its page size can
+// give (the query result and the frame built from it; 31 MB for a full
+// page with data, 13 kB for 100 hashes), keeps the frame's length once it
+// is built, and gives that back when the frame is written or the stream
+// fails. A request that finds no room within Config.BusyWait (5 s) is
+// answered 503 SERVICE_UNAVAILABLE, which costs a few bytes. Request
+// frames are read as their bytes arrive (package internal/lpframe), at
+// most MaxRequestSize (256 KiB) each.
 //
 // # No re-encode
 //

@@ -5,16 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"golang.org/x/sync/semaphore"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
 	"github.com/couriernet/courier/message"
@@ -45,13 +46,8 @@ const (
 	MaxResponseSize = archive.MaxPageSize*(message.MaxSize+1024) + 64<<10
 )
 
-// Errors of the Server.
-var (
-	// ErrConfig is wrapped by an invalid Config.
-	ErrConfig = errors.New("store: invalid config")
-	// ErrClosed is returned by Close's second call.
-	ErrClosed = errors.New("store: closed")
-)
+// ErrConfig is wrapped by an invalid Config.
+var ErrConfig = errors.New("store: invalid config")
 
 // Config configures a Server. The zero value serves without a rate limit.
 type Config struct {
@@ -63,18 +59,39 @@ type Config struct {
 	// Timeout bounds one request: reading it, querying the archive and
 	// writing the response. Zero means DefaultTimeout; negative is invalid.
 	Timeout time.Duration
+	// MaxBytesInFlight bounds, in bytes, what the answers of all requests
+	// together hold: query results while they are framed and response
+	// frames while they are written. Zero means DefaultMaxBytesInFlight;
+	// negative is invalid. See the package doc, "Memory bound".
+	MaxBytesInFlight int
+	// BusyWait is how long a request waits for room in MaxBytesInFlight
+	// before it is answered 503 SERVICE_UNAVAILABLE. Zero means
+	// DefaultBusyWait; negative is invalid.
+	BusyWait time.Duration
 	// Logger receives the server's logs. nil means slog.Default().
 	Logger *slog.Logger
 	// Now gives the time to the rate limiter. nil means time.Now.
 	Now func() time.Time
 }
 
-// DefaultTimeout is Config.Timeout's default.
-const DefaultTimeout = 30 * time.Second
+// Defaults of Config.
+const (
+	DefaultTimeout = 30 * time.Second
+	// DefaultMaxBytesInFlight is room for about four of the largest pages
+	// (100 messages of 150 KiB) being framed, or eight being written.
+	DefaultMaxBytesInFlight = 128 << 20
+	DefaultBusyWait         = 5 * time.Second
+)
 
 func (c *Config) setDefaults() {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.MaxBytesInFlight == 0 {
+		c.MaxBytesInFlight = DefaultMaxBytesInFlight
+	}
+	if c.BusyWait == 0 {
+		c.BusyWait = DefaultBusyWait
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -82,8 +99,13 @@ func (c *Config) setDefaults() {
 }
 
 func (c *Config) validate() error {
-	if c.Timeout < 0 {
+	switch {
+	case c.Timeout < 0:
 		return fmt.Errorf("%w: Timeout %v is negative", ErrConfig, c.Timeout)
+	case c.MaxBytesInFlight < 0:
+		return fmt.Errorf("%w: MaxBytesInFlight %d is negative", ErrConfig, c.MaxBytesInFlight)
+	case c.BusyWait < 0:
+		return fmt.Errorf("%w: BusyWait %v is negative", ErrConfig, c.BusyWait)
 	}
 	return nil
 }
@@ -98,16 +120,15 @@ type Server struct {
 	cfg     Config
 	limiter *ratelimit.Limiter
 	rejects []byte // the encoded 429 response, built once as nwaku does
+	// inFlight holds Config.MaxBytesInFlight: each answer reserves what it
+	// may hold before it queries the archive (see reserve).
+	inFlight *semaphore.Weighted
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	closed bool
+	life *lifecycle.Group
 
-	answered, failed, limited, badRequests, queries atomic.Uint64
-	bytesIn, bytesOut                               atomic.Uint64
-	queryTime, writeTime                            atomic.Int64 // nanoseconds; -1 before the first
+	answered, failed, limited, badRequests, queries, busy atomic.Uint64
+	bytesIn, bytesOut                                     atomic.Uint64
+	queryTime, writeTime                                  atomic.Int64 // nanoseconds; -1 before the first
 }
 
 // NewServer mounts the store protocol on h, answering from a. Close
@@ -118,28 +139,22 @@ func NewServer(h host.Host, a archive.Archive, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	reject := &Response{RequestID: "N/A", StatusCode: StatusTooManyRequests, StatusDesc: "TOO_MANY_REQUESTS"}
-	s := &Server{h: h, a: a, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, cfg.Now), rejects: frame(reject)}
+	s := &Server{h: h, a: a, cfg: cfg, limiter: ratelimit.New(cfg.RateLimit, cfg.Now), rejects: frame(reject),
+		inFlight: semaphore.NewWeighted(int64(cfg.MaxBytesInFlight))}
 	s.queryTime.Store(-1)
 	s.writeTime.Store(-1)
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.life = lifecycle.New()
 	h.SetStreamHandler(ProtocolID, s.handle)
 	return s, nil
 }
 
 // Close unmounts the protocol, cancels the queries in progress and waits
-// for their handlers to return.
+// for their handlers to return. Calling it again returns nil.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return ErrClosed
-	}
-	s.closed = true
-	s.mu.Unlock()
-	s.h.RemoveStreamHandler(ProtocolID)
-	s.cancel()
-	s.wg.Wait()
-	return nil
+	return s.life.Close(func() error {
+		s.h.RemoveStreamHandler(ProtocolID)
+		return nil
+	})
 }
 
 // ServerStats counts requests since NewServer.
@@ -148,7 +163,10 @@ type ServerStats struct {
 	Queries     uint64 // requests decoded and run against the archive
 	BadRequests uint64 // requests that did not decode (400)
 	RateLimited uint64 // requests refused by the rate limit (429)
-	Failed      uint64 // streams reset: read, archive or write failures
+	// Busy counts requests answered 503 SERVICE_UNAVAILABLE: no room in
+	// Config.MaxBytesInFlight within Config.BusyWait.
+	Busy   uint64
+	Failed uint64 // streams reset: read, archive or write failures
 	// BytesIn and BytesOut count protocol bytes as nwaku's
 	// waku_service_network_bytes does for the store (waku_store/protocol.nim
 	// handler): in, each request read within the rate limit; out, each
@@ -166,21 +184,17 @@ type ServerStats struct {
 // Stats returns a snapshot of the server's counters.
 func (s *Server) Stats() ServerStats {
 	return ServerStats{Answered: s.answered.Load(), Queries: s.queries.Load(), BadRequests: s.badRequests.Load(),
-		RateLimited: s.limited.Load(), Failed: s.failed.Load(), BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
+		RateLimited: s.limited.Load(), Busy: s.busy.Load(), Failed: s.failed.Load(), BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
 		QueryTime: time.Duration(s.queryTime.Load()), WriteTime: time.Duration(s.writeTime.Load())}
 }
 
 func (s *Server) handle(st network.Stream) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.life.Enter() {
 		st.Reset()
 		return
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.wg.Done()
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	defer s.life.Leave()
+	ctx, cancel := context.WithTimeout(s.life.Context(), s.cfg.Timeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { st.Reset() })
 	defer stop()
@@ -212,7 +226,8 @@ func (s *Server) serve(ctx context.Context, st network.Stream) error {
 	}
 	s.bytesIn.Add(uint64(len(req)))
 	start := time.Now()
-	resp := s.answer(ctx, req)
+	resp, held := s.answer(ctx, req)
+	defer s.inFlight.Release(held)
 	written := time.Now()
 	s.queryTime.Store(int64(written.Sub(start)))
 	if _, err := st.Write(resp); err != nil {
@@ -230,21 +245,64 @@ func messageLen(frame []byte) int {
 	return len(frame) - max(n, 0)
 }
 
-// answer returns the framed response to one encoded request.
-func (s *Server) answer(ctx context.Context, data []byte) []byte {
+// answer returns the framed response to one encoded request and the
+// bytes of Config.MaxBytesInFlight it holds, for the caller to release
+// once the frame is written.
+func (s *Server) answer(ctx context.Context, data []byte) ([]byte, int64) {
 	req, err := DecodeRequest(data)
 	if err != nil {
 		s.badRequests.Add(1)
 		var de *decodeError
 		errors.As(err, &de)
-		return frame(&Response{StatusCode: StatusBadRequest, StatusDesc: "decoding rpc failed: " + de.name})
+		return frame(&Response{StatusCode: StatusBadRequest, StatusDesc: "decoding rpc failed: " + de.name}), 0
 	}
 	s.queries.Add(1)
-	resp, err := Answer(ctx, s.a, req)
-	if err != nil {
-		return frame(&Response{StatusCode: StatusBadResponse, StatusDesc: err.Error()})
+	need, ok := s.reserve(ctx, req)
+	if !ok {
+		s.busy.Add(1)
+		// nwaku's text for the code (waku_store/common.nim).
+		return frame(&Response{StatusCode: StatusServiceUnavailable, StatusDesc: "SERVICE_UNAVAILABLE"}), 0
 	}
-	return frame(resp)
+	var out []byte
+	if resp, err := Answer(ctx, s.a, req); err != nil {
+		out = frame(&Response{StatusCode: StatusBadResponse, StatusDesc: err.Error()})
+	} else {
+		out = frame(resp)
+	}
+	// The query result is garbage now: keep what the frame holds.
+	keep := min(need, int64(len(out)))
+	s.inFlight.Release(need - keep)
+	return out, keep
+}
+
+// reserve takes from Config.MaxBytesInFlight what answering req may hold
+// at once: its largest page's result and that page's frame (see
+// maxPageBytes), at most the whole budget. It waits up to Config.BusyWait
+// for room; false when there was none.
+func (s *Server) reserve(ctx context.Context, req *Request) (int64, bool) {
+	need := min(2*maxPageBytes(req), int64(s.cfg.MaxBytesInFlight))
+	if s.inFlight.TryAcquire(need) {
+		return need, true
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.BusyWait)
+	defer cancel()
+	return need, s.inFlight.Acquire(ctx, need) == nil
+}
+
+// maxPageBytes bounds the frame of req's response: its page of messages
+// (each at most message.MaxSize with its hash, pubsub topic and framing
+// when data is included, a hash otherwise), the request id it echoes,
+// and room for the status and the cursor.
+func maxPageBytes(req *Request) int64 {
+	perMessage := int64(64)
+	if req.IncludeData {
+		perMessage = message.MaxSize + 1024
+	}
+	n := archiveQuery(req).Limit
+	if n == 0 {
+		n = archive.DefaultPageSize
+	}
+	return int64(n)*perMessage + int64(len(req.RequestID)) + 1024
 }
 
 // AnswerError is an archive failure as Answer reports it. Its text is
@@ -310,7 +368,7 @@ func archiveQuery(r *Request) archive.Query {
 
 // frame returns the length-prefixed encoding of r in one buffer.
 func frame(r *Response) []byte {
-	n := r.Size()
+	n := r.size()
 	buf := make([]byte, 0, protowire.SizeVarint(uint64(n))+n)
 	buf = protowire.AppendVarint(buf, uint64(n))
 	return r.Append(buf)

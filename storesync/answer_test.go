@@ -3,6 +3,8 @@ package storesync
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -12,13 +14,15 @@ import (
 
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/storesync/internal/rbsr"
+	"github.com/couriernet/courier/storesync/internal/rbsrtest"
 )
 
 // The service's allocation bound per payload received (see the package
 // doc, "Bounds"): reading the frame, checking and answering it and
 // recording what it found allocate at most maxAnswerAllocPerByte bytes
 // per byte received, plus maxAnswerAllocPerItem per item held (the items
-// a reply may list and the session may push), plus decodeAllocSlack.
+// a reply may list and the session may push), plus rbsrtest.DecodeAllocSlack.
 const (
 	maxAnswerAllocPerByte = 12
 	maxAnswerAllocPerItem = 400
@@ -29,16 +33,16 @@ const (
 // two whose ranges lie at start, where an index holding items only after
 // start+1 s holds nothing.
 func answerPayloads(size int, start int64) map[string][]byte {
-	out := worstPayloads(size)
+	out := rbsrtest.WorstPayloads(size)
 	// Fingerprints where nothing is held, between skips: each is an empty
 	// range to record.
-	out["empty ranges"] = emptyRangesPayload(start, size/45, 10, 5)
+	out["empty ranges"] = rbsrtest.EmptyRangesPayload(start, size/45, 10, 5)
 	// One item set of items not held.
 	n := size / 34
-	out["items not held"] = idsPayload(start, start+int64(n), n, 7)
+	out["items not held"] = rbsrtest.IDsPayload(start, start+int64(n), n, 7)
 	// One range over the window asking for every item held, to list and
 	// push.
-	out["every item held"] = amplificationPayload(start, start+int64(time.Hour), 1)
+	out["every item held"] = rbsrtest.AmplificationPayload(start, start+int64(time.Hour), 1)
 	return out
 }
 
@@ -50,13 +54,13 @@ func TestAnswerAllocationBound(t *testing.T) {
 	a := newSyncNode(t, Config{})
 	start, _ := wholeWindow()
 	for i, env := range testEnvelopes(held, "held") {
-		a.sync.storage.Insert(SyncID{Time: start + int64(time.Second) + int64(i), Hash: env.Hash()}, testTopic, "/app/1/chat/proto")
+		a.sync.storage.Insert(rbsr.SyncID{Time: start + int64(time.Second) + int64(i), Hash: env.Hash()}, testTopic, "/app/1/chat/proto")
 	}
 	for name, b := range answerPayloads(1<<20, start) {
 		t.Run(name, func(t *testing.T) {
 			frame := lpframe.Append(nil, b)
 			var err error
-			n := bytesAllocated(func() {
+			n := rbsrtest.BytesAllocated(func() {
 				a.sync.mu.Lock()
 				a.sync.expected = 0
 				a.sync.mu.Unlock()
@@ -69,7 +73,7 @@ func TestAnswerAllocationBound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			limit := uint64(maxAnswerAllocPerByte*len(b) + maxAnswerAllocPerItem*held + decodeAllocSlack)
+			limit := uint64(maxAnswerAllocPerByte*len(b) + maxAnswerAllocPerItem*held + rbsrtest.DecodeAllocSlack)
 			t.Logf("%d bytes received, %d items held: %d allocated, %.1f per byte", len(b), held, n, float64(n)/float64(len(b)))
 			if n > limit {
 				t.Fatalf("answering %d bytes allocated %d (%.1f per byte); want at most %d", len(b), n, float64(n)/float64(len(b)), limit)
@@ -79,7 +83,7 @@ func TestAnswerAllocationBound(t *testing.T) {
 	// A second round trip of empty ranges, between those of the first:
 	// what the expectation already holds is merged with them.
 	t.Run("empty ranges, second round", func(t *testing.T) {
-		first, second := emptyRangesPayload(start, 20_000, 10, 3), emptyRangesPayload(start+5, 20_000, 10, 3)
+		first, second := rbsrtest.EmptyRangesPayload(start, 20_000, 10, 3), rbsrtest.EmptyRangesPayload(start+5, 20_000, 10, 3)
 		best := uint64(math.MaxUint64)
 		for range 3 {
 			a.sync.mu.Lock()
@@ -102,7 +106,7 @@ func TestAnswerAllocationBound(t *testing.T) {
 			}
 		}
 		t.Logf("%d bytes received: %d allocated, %.1f per byte", len(second), best, float64(best)/float64(len(second)))
-		if limit := uint64(maxAnswerAllocPerByte*len(second) + decodeAllocSlack); best > limit {
+		if limit := uint64(maxAnswerAllocPerByte*len(second) + rbsrtest.DecodeAllocSlack); best > limit {
 			t.Fatalf("answering %d bytes allocated %d; want at most %d", len(second), best, limit)
 		}
 	})
@@ -118,14 +122,14 @@ func TestExpectationAccepts(t *testing.T) {
 	var e expectation
 	named := map[message.Hash]bool{}
 	for round := range 3 {
-		var d Diff
+		var d rbsr.Diff
 		for _, id := range ids[round*500 : round*500+1000] { // each round repeats half the last one's
 			d.ToRecv = append(d.ToRecv, id.Hash)
 			named[id.Hash] = true
 		}
 		for k := range 100 {
 			lo := int64(2_000_000 + k*1000 + round*300)
-			d.Empty = append(d.Empty, Bounds{Lower: SyncID{Time: lo}, Upper: SyncID{Time: lo + 400}})
+			d.Empty = append(d.Empty, rbsr.Bounds{Lower: rbsr.SyncID{Time: lo}, Upper: rbsr.SyncID{Time: lo + 400}})
 		}
 		e.add(d)
 	}
@@ -142,7 +146,7 @@ func TestExpectationAccepts(t *testing.T) {
 			t.Fatalf("accepts(%v) = %v, named %v", id, got, named[id.Hash])
 		}
 	}
-	in, out := SyncID{Time: 2_050_000, Hash: hashOf(1)}, SyncID{Time: 1_999_999}
+	in, out := rbsr.SyncID{Time: 2_050_000, Hash: hashOf(1)}, rbsr.SyncID{Time: 1_999_999}
 	if !e.accepts(in, true) || e.accepts(in, false) || e.accepts(out, true) {
 		t.Fatalf("in a range: %v, out of scope: %v, before: %v", e.accepts(in, true), e.accepts(in, false), e.accepts(out, true))
 	}
@@ -156,10 +160,10 @@ func TestExpectationAccepts(t *testing.T) {
 func BenchmarkExpectationAccepts(b *testing.B) {
 	r := rand.New(rand.NewPCG(6, 6))
 	ids := randomIDs(r, 25_000, 0, 1<<40)
-	var d Diff
+	var d rbsr.Diff
 	for i, id := range ids {
 		d.ToRecv = append(d.ToRecv, id.Hash)
-		d.Empty = append(d.Empty, Bounds{Lower: SyncID{Time: int64(i) * 10}, Upper: SyncID{Time: int64(i)*10 + 5}})
+		d.Empty = append(d.Empty, rbsr.Bounds{Lower: rbsr.SyncID{Time: int64(i) * 10}, Upper: rbsr.SyncID{Time: int64(i)*10 + 5}})
 	}
 	var e expectation
 	e.add(d)
@@ -169,4 +173,23 @@ func BenchmarkExpectationAccepts(b *testing.B) {
 	for i := range b.N {
 		e.accepts(probe[i%len(probe)], true)
 	}
+}
+
+// randomIDs returns n distinct SyncIDs spread over [start, start+span) ns,
+// several sharing a timestamp so ties are broken by hash (as package
+// rbsr's tests make them).
+func randomIDs(r *rand.Rand, n int, start, span int64) []rbsr.SyncID {
+	ids := make([]rbsr.SyncID, n)
+	for i := range ids {
+		var seed [16]byte
+		binary.BigEndian.PutUint64(seed[:], r.Uint64())
+		binary.BigEndian.PutUint64(seed[8:], uint64(i))
+		ids[i] = rbsr.SyncID{Time: start + r.Int64N(span), Hash: sha256.Sum256(seed[:])}
+	}
+	return ids
+}
+
+func hashOf(prefix ...byte) (h message.Hash) {
+	copy(h[:], prefix)
+	return h
 }

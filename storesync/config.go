@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/storesync/internal/rbsr"
 )
 
 // Protocol ids (waku-org/specs standards/core/sync.md; nwaku codecs.nim).
@@ -23,9 +24,9 @@ const (
 	DefaultInterval         = 300 * time.Second
 	DefaultRange            = time.Hour
 	DefaultRelayJitter      = 20 * time.Second
-	DefaultStorageCapacity  = 50_000
-	DefaultItemSetThreshold = 100
-	DefaultPartitions       = 8
+	DefaultStorageCapacity  = rbsr.DefaultCapacity
+	DefaultItemSetThreshold = rbsr.DefaultThreshold
+	DefaultPartitions       = rbsr.DefaultPartitions
 	// DefaultMaxPayloadSize bounds one reconciliation frame in bytes (nwaku
 	// reads any length). A full storage's items fit in about 2.1 MB.
 	DefaultMaxPayloadSize = 8 << 20

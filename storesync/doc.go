@@ -76,7 +76,7 @@
 //     most 1,024 topics of 1 to 1,024 bytes each. Every count (topics,
 //     items) is checked against the bytes left before anything is
 //     allocated for it.
-//   - Decoding. The service does not build a Payload: it checks a payload
+//   - Decoding. The service does not build a decoded payload: it checks one
 //     in one pass that allocates only its topic lists, then answers it
 //     range by range as it reads them again. Answering one payload, from
 //     reading its frame to recording what it found, allocates at most 12
@@ -86,7 +86,7 @@
 //     buffer as large as the payload; and an expectation that at most
 //     doubles as it grows, 7.7 measured on a second round trip), plus at
 //     most 400 bytes per item held, to list and push them (117 measured).
-//     DecodePayload, which does build the Payload, sizes its slices
+//     The payload decoder (internal/rbsr), which does build one, sizes its slices
 //     exactly from that first pass and merges consecutive skips: at most
 //     51 bytes per byte (a Range takes 152 bytes and ranges take at least 3
 //     bytes each on average, a 2-byte skip between 4-byte empty item sets;

@@ -16,8 +16,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/internal/lifecycle"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/storesync/internal/rbsr"
 )
 
 // Service errors.
@@ -28,6 +30,19 @@ var (
 	ErrClosed = errors.New("storesync: closed")
 	// ErrTooManyRoundTrips ends a session that does not converge.
 	ErrTooManyRoundTrips = errors.New("storesync: too many round trips")
+	// ErrTooManyDifferences ends a session that would pass one of its
+	// bounds on differences: the items listed in its replies, the hashes
+	// to push, or what this side expects over transfer (see the package
+	// doc, "Bounds").
+	ErrTooManyDifferences = rbsr.ErrTooManyDifferences
+	// ErrMalformed ends a session whose peer sent a payload that does not
+	// decode, and rejects a transfer frame that does not.
+	ErrMalformed = rbsr.ErrMalformed
+	// ErrUnordered ends a session whose peer sent a payload whose ranges
+	// do not follow one another in increasing order, or whose item sets
+	// are not in increasing order (see the package doc, "Bounds"). It
+	// wraps ErrMalformed.
+	ErrUnordered = rbsr.ErrUnordered
 )
 
 // Archive is what the service needs of an archive: archive.Archive
@@ -37,20 +52,18 @@ type Archive interface {
 	Query(ctx context.Context, q archive.Query) (*archive.Result, error)
 }
 
-// Service runs store-sync for one node: it keeps the Storage index, serves
+// Service runs store-sync for one node: it keeps the reconciliation index, serves
 // both protocols, and syncs with a random peer once right after Start and
 // then every Config.Interval.
 type Service struct {
 	cfg     Config
 	host    host.Host
 	archive Archive
-	storage *Storage
+	storage *rbsr.Storage
 	st      counters
 	sem     chan struct{} // inbound sessions in progress
 
-	ctx    context.Context // ends at Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	life *lifecycle.Group
 
 	// ours holds the topics synced, for transferred messages in ranges
 	// this side said it holds nothing in.
@@ -59,7 +72,6 @@ type Service struct {
 	mu       sync.Mutex
 	expect   map[peer.ID]*expectation
 	expected int // entries of all expectations
-	closed   bool
 }
 
 // New returns a service over h and a; Start mounts it.
@@ -68,19 +80,15 @@ func New(h host.Host, a Archive, cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{
 		cfg: cfg, host: h, archive: a,
-		storage: NewStorage(cfg.StorageCapacity, cfg.ItemSetThreshold, cfg.Partitions),
+		storage: rbsr.NewStorage(cfg.StorageCapacity, cfg.ItemSetThreshold, cfg.Partitions),
 		sem:     make(chan struct{}, cfg.MaxInboundSessions),
-		ctx:     ctx, cancel: cancel,
-		ours:   newTopicSet(cfg.PubsubTopics, cfg.ContentTopics),
-		expect: map[peer.ID]*expectation{},
+		life:    lifecycle.New(),
+		ours:    newTopicSet(cfg.PubsubTopics, cfg.ContentTopics),
+		expect:  map[peer.ID]*expectation{},
 	}, nil
 }
-
-// Storage returns the service's index.
-func (s *Service) Storage() *Storage { return s.storage }
 
 // Start fills the index with what the archive holds in the sync window,
 // mounts both protocols and starts the rounds. ctx bounds the fill only.
@@ -92,38 +100,18 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cfg.Logger.Info("store-sync started", "items", n, "interval", s.cfg.Interval, "range", s.cfg.Range, "relay_jitter", s.cfg.RelayJitter)
 	s.host.SetStreamHandler(ReconciliationID, s.handleReconciliation)
 	s.host.SetStreamHandler(TransferID, s.handleTransfer)
-	s.wg.Add(1)
-	go s.loop()
+	s.life.Go(s.loop)
 	return nil
-}
-
-// enter counts a stream handler in s.wg unless Close has begun, so that
-// Close's Wait never races with a handler's Add.
-func (s *Service) enter() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.wg.Add(1)
-	return true
 }
 
 // Close stops the rounds, unmounts the protocols and waits for the
 // sessions in progress to end. Calling it again returns nil.
 func (s *Service) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	return s.life.Close(func() error {
+		s.host.RemoveStreamHandler(ReconciliationID)
+		s.host.RemoveStreamHandler(TransferID)
 		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
-	s.host.RemoveStreamHandler(ReconciliationID)
-	s.host.RemoveStreamHandler(TransferID)
-	s.cancel()
-	s.wg.Wait()
-	return nil
+	})
 }
 
 // Ingest indexes a relayed or archived envelope; ephemeral messages are
@@ -134,7 +122,7 @@ func (s *Service) Ingest(env *message.Envelope) {
 	if m.Ephemeral {
 		return
 	}
-	s.storage.Insert(SyncID{Time: syncTime(m), Hash: env.Hash()}, env.PubsubTopic(), m.ContentTopic)
+	s.storage.Insert(rbsr.SyncID{Time: syncTime(m), Hash: env.Hash()}, env.PubsubTopic(), m.ContentTopic)
 }
 
 // syncTime is the time a message is indexed under: its timestamp, or now
@@ -148,9 +136,9 @@ func syncTime(m *message.Message) int64 {
 
 // window returns the bounds a round reconciles: from now - jitter - range
 // to now - jitter (nwaku's calculateTimeRange).
-func (s *Service) window(now time.Time) Bounds {
+func (s *Service) window(now time.Time) rbsr.Bounds {
 	end := now.Add(-s.cfg.RelayJitter).UnixNano()
-	return Bounds{Lower: SyncID{Time: end - int64(s.cfg.Range)}, Upper: SyncID{Time: end, Hash: fullHash}}
+	return rbsr.Window(end-int64(s.cfg.Range), end)
 }
 
 // fill loads the archive's messages of the sync window into the index, in
@@ -176,7 +164,7 @@ func (s *Service) fill(ctx context.Context) (int, error) {
 			if err != nil {
 				return n, fmt.Errorf("stored message %s: %w", m.Hash, err)
 			}
-			if s.storage.Insert(SyncID{Time: m.Timestamp, Hash: m.Hash}, m.PubsubTopic, msg.ContentTopic) {
+			if s.storage.Insert(rbsr.SyncID{Time: m.Timestamp, Hash: m.Hash}, m.PubsubTopic, msg.ContentTopic) {
 				n++
 			}
 		}
@@ -188,7 +176,7 @@ func (s *Service) fill(ctx context.Context) (int, error) {
 }
 
 func (s *Service) loop() {
-	defer s.wg.Done()
+	ctx := s.life.Context()
 	// The first round runs as soon as a peer serves store-sync, so a node
 	// that restarts catches up at once: until then it is retried every
 	// few seconds.
@@ -203,18 +191,18 @@ func (s *Service) loop() {
 	}
 	for {
 		if retryC != nil {
-			if _, err := s.Round(s.ctx); !errors.Is(err, ErrNoPeer) {
+			if _, err := s.Round(ctx); !errors.Is(err, ErrNoPeer) {
 				retry.Stop()
 				retryC = nil
 			}
 		}
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-retryC:
 		case <-periodic:
 			s.prune()
-			_, _ = s.Round(s.ctx)
+			_, _ = s.Round(ctx)
 		}
 	}
 }
@@ -272,13 +260,13 @@ type Result struct {
 // SyncWith runs one session with p as initiator, over the window ending
 // RelayJitter before now, then pushes what p lacks.
 func (s *Service) SyncWith(ctx context.Context, p peer.ID) (Result, error) {
-	if s.ctx.Err() != nil {
+	if s.life.Context().Err() != nil {
 		return Result{}, ErrClosed
 	}
 	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
+	stop := context.AfterFunc(s.life.Context(), cancel)
 	defer stop()
 	s.st.rounds.Add(1)
 	str, err := s.host.NewStream(ctx, p, ReconciliationID)
@@ -287,8 +275,8 @@ func (s *Service) SyncWith(ctx context.Context, p peer.ID) (Result, error) {
 		return Result{Peer: p}, fmt.Errorf("storesync: open stream to %s: %w", p, err)
 	}
 	w := s.window(time.Now())
-	first := &Payload{PubsubTopics: s.cfg.PubsubTopics, ContentTopics: s.cfg.ContentTopics,
-		Ranges: []Range{{Bounds: w, Type: FingerprintRange, Fingerprint: s.storage.Fingerprint(w, s.cfg.PubsubTopics, s.cfg.ContentTopics)}}}
+	first := &rbsr.Payload{PubsubTopics: s.cfg.PubsubTopics, ContentTopics: s.cfg.ContentTopics,
+		Ranges: []rbsr.Range{{Bounds: w, Type: rbsr.FingerprintRange, Fingerprint: s.storage.Fingerprint(w, s.cfg.PubsubTopics, s.cfg.ContentTopics)}}}
 	res, err := s.session(ctx, str, first)
 	res.Elapsed = time.Since(start)
 	if err != nil {
@@ -309,13 +297,13 @@ func (s *Service) handleReconciliation(str network.Stream) {
 		return
 	}
 	defer func() { <-s.sem }()
-	if !s.enter() {
+	if !s.life.Enter() {
 		_ = str.Reset()
 		return
 	}
-	defer s.wg.Done()
+	defer s.life.Leave()
 	s.st.served.Add(1)
-	if _, err := s.session(s.ctx, str, nil); err != nil {
+	if _, err := s.session(s.life.Context(), str, nil); err != nil {
 		s.cfg.Logger.Debug("store-sync session failed", "peer", str.Conn().RemotePeer(), "err", err)
 	}
 }
@@ -323,7 +311,7 @@ func (s *Service) handleReconciliation(str network.Stream) {
 // session runs the exchange on str: as initiator when first is not nil
 // (it is sent first), else as responder. Then it pushes what the peer
 // lacks over the transfer protocol.
-func (s *Service) session(ctx context.Context, str network.Stream, first *Payload) (Result, error) {
+func (s *Service) session(ctx context.Context, str network.Stream, first *rbsr.Payload) (Result, error) {
 	p := str.Conn().RemotePeer()
 	ss := &sessionState{res: Result{Peer: p}, exp: s.beginExpect(p), listed: s.cfg.StorageCapacity}
 	defer s.endExpect(p, ss.exp)
@@ -331,7 +319,7 @@ func (s *Service) session(ctx context.Context, str network.Stream, first *Payloa
 	err := func() error {
 		defer str.Close()
 		if first != nil {
-			if err := s.write(str, AppendPayload(nil, first)); err != nil {
+			if err := s.write(str, rbsr.AppendPayload(nil, first)); err != nil {
 				return err
 			}
 		}
@@ -392,19 +380,19 @@ func (ss *sessionState) queue(hashes []message.Hash, limit int) error {
 // answer handles one received payload b: it returns the reply to write
 // (nil: none; empty: an empty frame) and whether the exchange ends.
 func (s *Service) answer(ss *sessionState, b []byte) (reply []byte, end bool, err error) {
-	in, err := parsePayload(b)
+	in, err := rbsr.ParsePayload(b)
 	if err != nil {
 		return nil, true, err
 	}
-	s.st.ranges.Add(uint64(in.count))
-	if in.skipsOnly {
+	s.st.ranges.Add(uint64(in.Ranges()))
+	if in.SkipsOnly() {
 		return nil, true, nil
 	}
 	if !s.scope(in) {
 		// No topic in common: an empty frame, as nwaku answers.
 		return []byte{}, true, nil
 	}
-	out, d, err := s.storage.process(in, s.cfg.PubsubTopics, s.cfg.ContentTopics, &ss.listed)
+	out, d, err := s.storage.Process(in, s.cfg.PubsubTopics, s.cfg.ContentTopics, &ss.listed)
 	if err != nil {
 		return nil, true, err
 	}
@@ -422,7 +410,7 @@ func (s *Service) answer(ss *sessionState, b []byte) (reply []byte, end bool, er
 
 // scope narrows in's topics to those both sides sync, as nwaku's
 // preProcessPayload does; false when they share none.
-func (s *Service) scope(in *received) bool {
+func (s *Service) scope(in *rbsr.Received) bool {
 	var ok bool
 	if in.PubsubTopics, ok = intersect(in.PubsubTopics, s.cfg.PubsubTopics); !ok {
 		return false

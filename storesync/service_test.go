@@ -26,6 +26,9 @@ type syncNode struct {
 	counters *message.Counters
 }
 
+// testTopic is the pubsub topic of the test messages.
+const testTopic = "/waku/2/rs/0/0"
+
 func newSyncNode(t testing.TB, cfg Config) *syncNode {
 	t.Helper()
 	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
@@ -199,7 +202,7 @@ func TestServiceFillsIndexFromArchive(t *testing.T) {
 	}
 	waitFor(t, "commit", func() bool { return a.has(t, envs) == 150 })
 	a.start(t)
-	if n := a.sync.Storage().Len(); n != 150 {
+	if n := a.sync.storage.Len(); n != 150 {
 		t.Fatalf("index holds %d items after start, want 150", n)
 	}
 }
@@ -218,15 +221,15 @@ func TestServiceRejectsUnexpectedTransfer(t *testing.T) {
 	}
 	w := bufio.NewWriter(str)
 	for _, env := range envs {
-		frame := AppendMessageAndTopic(nil, testTopic, env.Wire())
+		frame := appendMessageAndTopic(nil, testTopic, env.Wire())
 		w.Write(lpframe.Append(nil, frame))
 	}
 	w.Write(lpframe.Append(nil, []byte{0x0a, 0x01})) // malformed
 	w.Flush()
 	str.Close()
 	waitFor(t, "rejections", func() bool { return a.sync.Stats().Rejected == 4 })
-	if n := a.has(t, envs); n != 0 || a.sync.Storage().Len() != 0 {
-		t.Fatalf("archive holds %d rogue messages, index %d", n, a.sync.Storage().Len())
+	if n := a.has(t, envs); n != 0 || a.sync.storage.Len() != 0 {
+		t.Fatalf("archive holds %d rogue messages, index %d", n, a.sync.storage.Len())
 	}
 }
 

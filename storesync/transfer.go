@@ -17,6 +17,7 @@ import (
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/message"
+	"github.com/couriernet/courier/storesync/internal/rbsr"
 )
 
 // maxTransferFrame bounds a WakuMessageAndTopic frame: the largest message
@@ -33,7 +34,7 @@ const maxIdleExpectations = 64
 // so that a transferred message is checked in O(log entries).
 type expectation struct {
 	hashes   []message.Hash // increasing, distinct
-	empty    []Bounds       // increasing, disjoint
+	empty    []rbsr.Bounds  // increasing, disjoint
 	sessions int            // sessions in progress
 	until    time.Time      // accepted until then once sessions is 0
 }
@@ -44,7 +45,7 @@ func (e *expectation) size() int { return len(e.hashes) + len(e.empty) }
 func (e *expectation) expired(now time.Time) bool { return e.sessions == 0 && now.After(e.until) }
 
 // add merges d's findings into e. It sorts d.ToRecv in place.
-func (e *expectation) add(d Diff) {
+func (e *expectation) add(d rbsr.Diff) {
 	if len(d.ToRecv) > 0 {
 		e.hashes = mergeHashes(e.hashes, d.ToRecv)
 	}
@@ -55,7 +56,7 @@ func (e *expectation) add(d Diff) {
 
 // accepts reports whether a message with id and topics was found missing:
 // named, or within a range said empty here with topics this side syncs.
-func (e *expectation) accepts(id SyncID, inScope bool) bool {
+func (e *expectation) accepts(id rbsr.SyncID, inScope bool) bool {
 	if _, ok := slices.BinarySearchFunc(e.hashes, id.Hash, compareHashes); ok {
 		return true
 	}
@@ -85,7 +86,7 @@ func mergeHashes(a, b []message.Hash) []message.Hash {
 		}
 	}
 	n := len(a)
-	a = grow(a, len(fresh))[:n+len(fresh)]
+	a = rbsr.Grow(a, len(fresh))[:n+len(fresh)]
 	i, j := n-1, len(fresh)-1
 	for k := len(a) - 1; j >= 0; k-- {
 		if i >= 0 && compareHashes(a[i], fresh[j]) > 0 {
@@ -102,13 +103,13 @@ func mergeHashes(a, b []message.Hash) []message.Hash {
 // disjoint ranges, in O(len(a) + len(b)) time and no allocation beyond
 // a's growth (doubling); it may return b (see own) when a is empty. Ranges
 // that overlap or share a bound become one.
-func mergeBounds(a, b []Bounds) []Bounds {
+func mergeBounds(a, b []rbsr.Bounds) []rbsr.Bounds {
 	if len(a) == 0 {
 		return own(coalesce(b))
 	}
 	// Merge from the end into a's tail, then join overlaps from the front.
 	n := len(a)
-	a = grow(a, len(b))[:n+len(b)]
+	a = rbsr.Grow(a, len(b))[:n+len(b)]
 	i, j := n-1, len(b)-1
 	for k := len(a) - 1; j >= 0; k-- {
 		if i >= 0 && a[i].Lower.Compare(b[j].Lower) > 0 {
@@ -122,7 +123,7 @@ func mergeBounds(a, b []Bounds) []Bounds {
 
 // coalesce joins, in place, the ranges of rs (increasing by lower bound)
 // that overlap or share a bound.
-func coalesce(rs []Bounds) []Bounds {
+func coalesce(rs []rbsr.Bounds) []rbsr.Bounds {
 	out := rs[:0]
 	for _, r := range rs {
 		if n := len(out); n > 0 && r.Lower.Compare(out[n-1].Upper) <= 0 {
@@ -143,18 +144,6 @@ func own[T any](s []T) []T {
 		return slices.Clone(s)
 	}
 	return slices.Clip(s)
-}
-
-// grow returns s with room for n more elements, doubling its capacity
-// when it has to grow, so that a slice grown round after round allocates
-// at most twice its final size in all.
-func grow[T any](s []T, n int) []T {
-	if cap(s)-len(s) >= n {
-		return s
-	}
-	t := make([]T, len(s), max(2*cap(s), len(s)+n))
-	copy(t, s)
-	return t
 }
 
 // topicSet is a pair of topic lists as sets; an empty list allows all.
@@ -220,7 +209,7 @@ func (s *Service) endExpect(p peer.ID, e *expectation) {
 // bounds: Config.MaxMissing entries for e, (MaxInboundSessions+1) times
 // that for all peers, idle expectations dropped first to make room. Past
 // them it fails with ErrTooManyDifferences and adds nothing.
-func (s *Service) expectMore(e *expectation, d Diff) error {
+func (s *Service) expectMore(e *expectation, d rbsr.Diff) error {
 	n := len(d.ToRecv) + len(d.Empty)
 	if n == 0 {
 		return nil
@@ -267,7 +256,7 @@ func (s *Service) dropExpect(p peer.ID, e *expectation) {
 
 // check reports whether a transferred message from p is expected, and
 // keeps p's expectation alive while messages arrive.
-func (s *Service) check(p peer.ID, id SyncID, pubsubTopic, contentTopic string) bool {
+func (s *Service) check(p peer.ID, id rbsr.SyncID, pubsubTopic, contentTopic string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.expect[p]
@@ -307,7 +296,7 @@ func (s *Service) push(ctx context.Context, p peer.ID, hashes []message.Hash) (i
 			return sent, fmt.Errorf("storesync: read messages to send: %w", err)
 		}
 		for _, m := range res.Messages {
-			if err := s.writeFrame(str, AppendMessageAndTopic(nil, m.PubsubTopic, m.Wire), &s.st.transferBytesSent); err != nil {
+			if err := s.writeFrame(str, appendMessageAndTopic(nil, m.PubsubTopic, m.Wire), &s.st.transferBytesSent); err != nil {
 				_ = str.Reset()
 				return sent, err
 			}
@@ -323,11 +312,11 @@ func (s *Service) push(ctx context.Context, p peer.ID, hashes []message.Hash) (i
 // with that peer did not find missing here is rejected, counted, and the
 // stream goes on.
 func (s *Service) handleTransfer(str network.Stream) {
-	if !s.enter() {
+	if !s.life.Enter() {
 		_ = str.Reset()
 		return
 	}
-	defer s.wg.Done()
+	defer s.life.Leave()
 	defer str.Close()
 	p := str.Conn().RemotePeer()
 	r := bufio.NewReader(str)
@@ -349,16 +338,14 @@ func (s *Service) handleTransfer(str network.Stream) {
 	}
 }
 
-// Transfer errors, counted as rejections.
-var (
-	// ErrUnexpected marks a transferred message no reconciliation asked for.
-	ErrUnexpected = errors.New("storesync: message not found missing by reconciliation")
-)
+// errUnexpected marks a transferred message no reconciliation asked for:
+// it is rejected and counted.
+var errUnexpected = errors.New("storesync: message not found missing by reconciliation")
 
 // accept decodes a transfer frame and archives its message when expected.
 // b is a fresh buffer: the envelope keeps it.
 func (s *Service) accept(p peer.ID, b []byte) error {
-	topic, wire, err := DecodeMessageAndTopic(b)
+	topic, wire, err := decodeMessageAndTopic(b)
 	if err != nil {
 		return err
 	}
@@ -367,9 +354,9 @@ func (s *Service) accept(p peer.ID, b []byte) error {
 		return fmt.Errorf("storesync: transferred message: %w", err)
 	}
 	env := message.NewEnvelope(m, topic, wire, s.cfg.Counters)
-	id := SyncID{Time: syncTime(m), Hash: env.Hash()}
+	id := rbsr.SyncID{Time: syncTime(m), Hash: env.Hash()}
 	if m.Ephemeral || !s.check(p, id, topic, m.ContentTopic) {
-		return fmt.Errorf("%w: %s", ErrUnexpected, id.Hash)
+		return fmt.Errorf("%w: %s", errUnexpected, id.Hash)
 	}
 	s.st.messagesReceived.Add(1)
 	if s.storage.Contains(id) || s.archive == nil {
@@ -380,5 +367,5 @@ func (s *Service) accept(p peer.ID, b []byte) error {
 			s.storage.Insert(id, topic, m.ContentTopic)
 		}
 	}
-	return s.archive.Append(s.ctx, env, done)
+	return s.archive.Append(s.life.Context(), env, done)
 }

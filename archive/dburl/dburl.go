@@ -16,12 +16,19 @@ package dburl
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/archive/embedded"
 	"github.com/couriernet/courier/archive/postgres"
 )
+
+// Default is nwaku's default --store-message-db-url
+// (tools/confutils/cli_args.nim): the embedded archive with its index at
+// ./store.sqlite3.
+const Default = "sqlite://store.sqlite3"
 
 // SegmentsSuffix names the directory of an sqlite://PATH archive's
 // segments: PATH + SegmentsSuffix, beside the index.
@@ -67,6 +74,37 @@ func Parse(url string) (Location, error) {
 		return Location{}, fmt.Errorf("%w: database URL %q (scheme %q): want sqlite://PATH or postgres://user:password@host:port/db", archive.ErrConfig, url, scheme)
 	}
 	return Location{Dir: path + SegmentsSuffix, Index: path}, nil
+}
+
+// ParseIn returns the Location url names for a node whose data directory
+// is dataDir: "" is the embedded archive in dataDir/archive, or Default
+// when dataDir is ""; "embedded" is dataDir/archive; any other url is
+// Parse's. Errors wrap archive.ErrConfig.
+func ParseIn(url, dataDir string) (Location, error) {
+	switch {
+	case url == "" && dataDir == "":
+		url = Default
+	case url == "" || url == "embedded":
+		return Location{Dir: filepath.Join(dataDir, "archive")}, nil
+	}
+	return Parse(url)
+}
+
+// String describes l for logs and errors: "PostgreSQL <URL>" with the
+// URL's password hidden, "embedded in <dir>" (index and segments both in
+// the directory) or "embedded (index <file>, segments <dir>)".
+func (l Location) String() string {
+	switch {
+	case l.Postgres != "":
+		u, err := url.Parse(l.Postgres)
+		if err != nil {
+			return "PostgreSQL (unreadable URL)"
+		}
+		return "PostgreSQL " + u.Redacted()
+	case l.Index == "":
+		return "embedded in " + l.Dir
+	}
+	return fmt.Sprintf("embedded (index %s, segments %s)", l.Index, l.Dir)
 }
 
 // Open opens the archive url names (see Parse and Location.Open).

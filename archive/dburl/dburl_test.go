@@ -84,3 +84,49 @@ func TestOpenSQLite(t *testing.T) {
 		t.Fatalf("reopened: %+v, %v", res, err)
 	}
 }
+
+// TestParseIn resolves a node's --store-message-db-url against its data
+// directory: "" is the embedded archive in it (nwaku's ./store.sqlite3
+// without one), "embedded" too; other URLs as Parse.
+func TestParseIn(t *testing.T) {
+	for _, tt := range []struct {
+		url, dataDir string
+		want         dburl.Location
+		err          bool
+	}{
+		{"", "", dburl.Location{Dir: "store.sqlite3.segments", Index: "store.sqlite3"}, false},
+		{"", "/d", dburl.Location{Dir: "/d/archive"}, false},
+		{"embedded", "/d", dburl.Location{Dir: "/d/archive"}, false},
+		{"sqlite://store.sqlite3", "/d", dburl.Location{Dir: "store.sqlite3.segments", Index: "store.sqlite3"}, false},
+		{"sqlite:///var/waku/db.sqlite3", "", dburl.Location{Dir: "/var/waku/db.sqlite3.segments", Index: "/var/waku/db.sqlite3"}, false},
+		{"postgres://u:p@127.0.0.1:5432/waku", "", dburl.Location{Postgres: "postgres://u:p@127.0.0.1:5432/waku"}, false},
+		{"postgresql://u:p@127.0.0.1:5432/waku", "", dburl.Location{Postgres: "postgresql://u:p@127.0.0.1:5432/waku"}, false},
+		{"sqlite://", "", dburl.Location{}, true},
+		{"mysql://u:p@h:1/db", "", dburl.Location{}, true},
+	} {
+		got, err := dburl.ParseIn(tt.url, tt.dataDir)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("%q in %q: %+v, %v", tt.url, tt.dataDir, got, err)
+		}
+		if err != nil && !errors.Is(err, archive.ErrConfig) {
+			t.Errorf("%q: %v does not wrap ErrConfig", tt.url, err)
+		}
+	}
+}
+
+// TestLocationString: a location names itself in logs and errors without
+// a PostgreSQL password.
+func TestLocationString(t *testing.T) {
+	for _, tt := range []struct {
+		loc  dburl.Location
+		want string
+	}{
+		{dburl.Location{Postgres: "postgres://waku:secret@127.0.0.1:5432/waku"}, "PostgreSQL postgres://waku:xxxxx@127.0.0.1:5432/waku"},
+		{dburl.Location{Dir: "/d/archive"}, "embedded in /d/archive"},
+		{dburl.Location{Dir: "s.sqlite3.segments", Index: "s.sqlite3"}, "embedded (index s.sqlite3, segments s.sqlite3.segments)"},
+	} {
+		if got := tt.loc.String(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.loc, got, tt.want)
+		}
+	}
+}

@@ -22,6 +22,13 @@ import (
 // --store-max-num-db-connections (tools/confutils/cli_args.nim).
 const DefaultMaxConns = 50
 
+// DefaultConnectTimeout bounds opening each connection to the database
+// (TCP, TLS and the start-up exchange) when the URL sets no
+// connect_timeout. pgx and libpq (nwaku's) wait for ever on a server that
+// accepts and never answers, and Open with them, so a node whose database
+// URL names such a server never finished starting.
+const DefaultConnectTimeout = 10 * time.Second
+
 // Options are the Postgres archive's own settings, beside the
 // archive.Config every driver takes. The zero value gives the defaults.
 type Options struct {
@@ -124,6 +131,9 @@ func Open(ctx context.Context, url string, cfg archive.Config, opts Options) (*A
 	// sets plan_cache_mode keeps its own.
 	if _, ok := pc.ConnConfig.RuntimeParams["plan_cache_mode"]; !ok {
 		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/couriernet/courier/internal/bench"
+	"github.com/couriernet/courier/cmd/courier/internal/bench"
 )
 
 const benchHelp = `usage: courier bench [flags]
@@ -38,6 +38,15 @@ Scenarios (--scenario, a comma list; a -runN suffix is allowed):
   macro-lightpush  macro with a light client (a libp2p host in the process)
               pushing to A with lightpush v3, 32 requests in flight; prints
               A's decodes, hashes and encodes per message
+  macro-rln   macro with RLN relay on B: A (Node.Publish) sends messages
+              whose proofs it made before the timed phase (at most 20
+              warm-up and 200 measured messages, one member whose limit
+              covers them all in one epoch); B verifies each once. Also
+              runs macro-rln-base, the same messages without proofs to B
+              without RLN, and prints macro-rln's msg/s and CPU per message
+              as ratios of it, B's verifications per message and A's
+              proofs per second. Needs zerokit's RLN circuit files
+              ($COURIER_RLN_CIRCUIT_DIR; see docs/rln.md)
   micro-stalled  micro with one more filter subscriber that never reads its
               push stream: the other subscribers' rate and the live heap
               beside micro's

@@ -116,9 +116,9 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 		args []string
 		want string
 	}{
-		{[]string{"--rln-relay=true"}, "courier node: --rln-relay=true: RLN is not supported by this node\n"},
-		{[]string{"--preset=twn"}, "courier node: --preset=twn: The Waku Network needs RLN with relay, which this node does not support\n"},
-		{[]string{"--cluster-id=1"}, "courier node: --cluster-id=1: The Waku Network (nwaku runs cluster 1 as --preset=twn) needs RLN with relay, which this node does not support\n"},
+		{[]string{"--rln-relay=true"}, "courier node: node: invalid config: --rln-relay needs --rln-relay-eth-contract-address (rlnRelay.ethContractAddress is not specified)\n"},
+		{[]string{"--preset=twn", "--rln-relay-cred-path=keystore.json"}, "courier node: node: invalid config: --rln-relay-cred-path without --rln-relay-cred-password (RLN Relay Credential Password is not specified but path is)\n"},
+		{[]string{"--cluster-id=1", "--relay=true", "--rln-relay-eth-client-address=ftp://x"}, "courier node: node: invalid config: --rln-relay-eth-client-address \"ftp://x\": want an http(s):// or ws(s):// URL\n"},
 		{[]string{"--cluster-id=2"}, "courier node: --cluster-id=2: the Logos Dev Network (nwaku runs cluster 2 as --preset=logos.dev) needs kademlia discovery, which this node does not support\n"},
 		// Start-up checks of the configuration are usage errors too.
 		{[]string{"--tcp-port=99999"}, "courier node: node: invalid config: --tcp-port 99999 not in 0..65535\n"},

@@ -69,6 +69,7 @@ func TestE2E(t *testing.T) {
 	t.Run("PortInUse", func(t *testing.T) { testE2EPortInUse(t, bin) })
 	t.Run("ExitCodes", func(t *testing.T) { testE2EExitCodes(t, bin) })
 	t.Run("StopDuringStart", func(t *testing.T) { testE2EStopDuringStart(t, bin) })
+	t.Run("SilentDatabase", func(t *testing.T) { testE2ESilentDatabase(t, bin) })
 }
 
 // buildCourier builds the package in the current directory (the test's

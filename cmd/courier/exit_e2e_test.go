@@ -42,7 +42,7 @@ func testE2EExitCodes(t *testing.T, bin string) {
 	}{
 		{[]string{"--no-such-flag=1"}, nil, "courier node: unknown flag --no-such-flag", false},
 		{[]string{"--tcp-port=abc"}, nil, `courier node: --tcp-port=abc: "abc" is not a number`, false},
-		{[]string{"--rln-relay=true"}, nil, "courier node: --rln-relay=true: RLN is not supported by this node", false},
+		{[]string{"--rln-relay=true", "--relay=false"}, nil, "courier node: node: invalid config: --rln-relay needs --relay", false},
 		{[]string{"--tcp-port=99999"}, nil, "courier node: node: invalid config: --tcp-port 99999 not in 0..65535", false},
 		{nil, []string{"WAKUNODE2_TCP_PORT=abc"}, `courier node: WAKUNODE2_TCP_PORT="abc": "abc" is not a number`, false},
 		{[]string{"--config-file=" + badKey}, nil, `courier node: config file ` + badKey + `: unknown key "no-such-key"`, false},

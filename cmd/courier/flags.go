@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/couriernet/courier/node"
+	"github.com/couriernet/courier/rln"
 )
 
 // nodeOptions collects what the node's flags set: the node's Config and
@@ -23,6 +24,7 @@ type nodeOptions struct {
 	wsPort     int
 	preset     string
 	entries    entryNodes
+	keystore   keystoreOptions
 	// notes are printed at start: defaults that differ from nwaku's.
 	notes []string
 }
@@ -62,20 +64,65 @@ var nodeFlags = []flagDef{
 			return nil
 		}},
 
-	// RLN: not supported. Only --rln-relay=true asks for it; the other rln
-	// flags matter only with it.
-	{name: "rln-relay", kind: kindBool, nwaku: "false", usage: "RLN spam protection", refuse: errRLN, quiet: whenFalse},
-	{name: "rln-relay-cred-path", usage: "RLN credential path", with: "rln-relay"},
-	{name: "rln-relay-eth-client-address", kind: kindList, nwaku: "http://localhost:8540/", usage: "RLN Ethereum client", with: "rln-relay"},
-	{name: "rln-relay-eth-contract-address", usage: "RLN membership contract", with: "rln-relay"},
-	{name: "rln-relay-chain-id", kind: kindInt, nwaku: "0", usage: "RLN chain id", with: "rln-relay"},
-	{name: "rln-relay-cred-password", usage: "RLN credential password", with: "rln-relay"},
-	{name: "rln-relay-eth-private-key", usage: "RLN transaction key", with: "rln-relay"},
-	{name: "rln-relay-user-message-limit", kind: kindInt, nwaku: "1", usage: "RLN message limit", with: "rln-relay"},
-	{name: "rln-relay-epoch-sec", kind: kindInt, nwaku: "1", usage: "RLN epoch in seconds", with: "rln-relay"},
-	{name: "rln-relay-membership-index", kind: kindInt, usage: "RLN membership index", with: "rln-relay"},
-	{name: "rln-relay-dynamic", kind: kindBool, nwaku: "false", usage: "RLN on-chain group", with: "rln-relay"},
-	{name: "execute", kind: kindBool, nwaku: "false", usage: "generateRlnKeystore: register on chain", refuse: errRLN, quiet: whenFalse},
+	// RLN relay (17/WAKU2-RLN-RELAY). The first rows down to
+	// rln-relay-epoch-sec are also generateRlnKeystore's (keystoreFlags).
+	{name: "rln-relay-cred-path", usage: "RLN keystore with the node's membership (nwaku's format)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.CredPath = v.str(); return nil }},
+	{name: "rln-relay-eth-client-address", kind: kindList, nwaku: "http://localhost:8540/", usage: "Ethereum JSON-RPC endpoint, http(s):// or ws(s):// (repeatable; tried in order)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.EthClientAddresses = v.vals; return nil }},
+	{name: "rln-relay-eth-contract-address", usage: "RLN membership contract address",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.EthContractAddress = v.str(); return nil }},
+	{name: "rln-relay-chain-id", kind: kindInt, nwaku: "0", usage: "chain id of the contract (0: ask the RPC endpoint)",
+		apply: func(o *nodeOptions, v flagVal) error {
+			if v.int() < 0 {
+				return fmt.Errorf("want 0 or more")
+			}
+			o.cfg.RLNRelay.ChainID = uint64(v.int())
+			return nil
+		}},
+	{name: "rln-relay-cred-password", usage: "password of the RLN keystore",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.CredPassword = v.str(); return nil }},
+	{name: "rln-relay-eth-private-key", usage: "Ethereum private key (hex) that sends the registration (generateRlnKeystore)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.EthPrivateKey = v.str(); return nil }},
+	{name: "rln-relay-user-message-limit", kind: kindInt, nwaku: "1", usage: "messages per epoch: registered by generateRlnKeystore; for a node, when given, a cap below the membership's limit",
+		apply: func(o *nodeOptions, v flagVal) error {
+			if v.int() < 1 || v.int() > rln.MaxUserMessageLimit {
+				return fmt.Errorf("want 1..%d", rln.MaxUserMessageLimit)
+			}
+			o.keystore.userMessageLimit = uint64(v.int())
+			if v.given {
+				o.cfg.RLNRelay.UserMessageLimit = uint64(v.int())
+			}
+			return nil
+		}},
+	{name: "rln-relay-epoch-sec", kind: kindInt, nwaku: "1", usage: "epoch length in seconds (The Waku Network: 600)",
+		apply: func(o *nodeOptions, v flagVal) error {
+			if v.int() < 1 {
+				return fmt.Errorf("want a positive number of seconds")
+			}
+			o.cfg.RLNRelay.EpochSec = uint64(v.int())
+			return nil
+		}},
+	{name: "rln-relay", kind: kindBool, nwaku: "false", usage: "RLN relay: relay only messages with a valid rate-limit proof (needs --relay)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.Enabled = v.bool(); return nil }},
+	{name: "rln-relay-membership-index", kind: kindInt, usage: "tree index of the keystore credential to use (default 0)",
+		apply: func(o *nodeOptions, v flagVal) error {
+			if !v.given {
+				return nil
+			}
+			if v.int() < 0 {
+				return fmt.Errorf("want 0 or more")
+			}
+			i := uint64(v.int())
+			o.cfg.RLNRelay.MembershipIndex = &i
+			return nil
+		}},
+	// rln-relay-dynamic: nwaku v0.38.1 has only the on-chain group
+	// manager, and so has courier: both values mean it.
+	{name: "rln-relay-dynamic", kind: kindBool, nwaku: "false", usage: "on-chain group management (the only kind, whatever the value)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.Dynamic = v.bool(); return nil }},
+	{name: "execute", kind: kindBool, nwaku: "false", usage: "generateRlnKeystore: register on chain",
+		refuse: "--execute belongs to `courier generateRlnKeystore`", quiet: whenFalse},
 
 	{name: "max-msg-size", nwaku: "150KiB", usage: "largest WakuMessage (KiB, KB or B)",
 		refuse: "only nwaku's default limit of 150KiB (153600 bytes) is supported", quiet: maxMsgSizeQuiet},
@@ -83,7 +130,7 @@ var nodeFlags = []flagDef{
 		refuse: "protected (signed) shards are not supported by this node", quiet: whenEmpty},
 	{name: "mode", nwaku: "noMode", usage: "Core or Edge",
 		refuse: "--mode presets are not supported; give the protocols' own flags", quiet: oneOf("noMode", "")},
-	{name: "preset", usage: "twn (only with --relay=false: RLN is not supported) or logos.dev (refused); see applyPreset",
+	{name: "preset", usage: "twn (The Waku Network: cluster 1, RLN relay with relay on) or logos.dev (refused); see applyPreset",
 		apply: func(o *nodeOptions, v flagVal) error { o.preset = v.str(); return nil }},
 
 	// Identity, addresses and connections.
@@ -341,6 +388,9 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.PubsubTopics = v.vals; return nil }},
 	{name: "db-url", courierOnly: true, usage: `alias of --store-message-db-url; "embedded": <data-dir>/archive`,
 		apply: applyDBURL},
+	{name: "rln-relay-circuit-dir", courierOnly: true, usage: "directory of zerokit's RLN circuit files (rln_final.zkey, graph.bin) a node with a membership proves with " +
+		"(default $COURIER_RLN_CIRCUIT_DIR, else $XDG_DATA_HOME/courier/rln, else ~/.local/share/courier/rln)",
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.CircuitDir = v.str(); return nil }},
 }
 
 // applyDBURL sets the archive's URL from --store-message-db-url or its
@@ -352,8 +402,6 @@ func applyDBURL(o *nodeOptions, v flagVal) error {
 	}
 	return nil
 }
-
-const errRLN = "RLN is not supported by this node"
 
 // seconds sets d from a flag in whole seconds, as nwaku's uint32 flags
 // take them.
@@ -402,17 +450,15 @@ func maxMsgSizeQuiet(v flagVal) bool {
 // applyPreset applies nwaku's network presets as tools/confutils/cli_args.nim
 // toNetworkConf selects them: --cluster-id=1 means twn and --cluster-id=2
 // logos.dev, whatever --preset says (nwaku warns that this mapping will go).
-// The Waku Network needs RLN, which nwaku turns on only with relay
-// (waku/factory/conf_builder/waku_conf_builder.nim applyNetworkConf): with
-// --relay=false its settings are applied here as nwaku applies them, with
-// relay it is refused. logos.dev always turns kademlia discovery on, which
-// this node does not have, so it is refused.
+// The Waku Network's settings override the flags' (applyTWN); logos.dev
+// always turns kademlia discovery on, which this node does not have, so it
+// is refused.
 func (o *nodeOptions) applyPreset(p *parsedFlags) error {
 	preset, flag, value := strings.ToLower(o.preset), "preset", o.preset
 	var byCluster string
 	switch o.cfg.ClusterID {
 	case 1:
-		preset, flag, value, byCluster = "twn", "cluster-id", "1", " (nwaku runs cluster 1 as --preset=twn)"
+		preset = "twn"
 	case 2:
 		preset, flag, value, byCluster = "logos.dev", "cluster-id", "2", " (nwaku runs cluster 2 as --preset=logos.dev)"
 	}
@@ -420,9 +466,6 @@ func (o *nodeOptions) applyPreset(p *parsedFlags) error {
 	case "":
 		return nil
 	case "twn":
-		if o.cfg.Relay {
-			return &refusedError{flag, value, "The Waku Network" + byCluster + " needs RLN with relay, which this node does not support"}
-		}
 		o.applyTWN(p)
 		return nil
 	case "logos.dev", "logosdev":
@@ -430,6 +473,15 @@ func (o *nodeOptions) applyPreset(p *parsedFlags) error {
 	}
 	return &usageError{fmt.Errorf("Invalid --preset value passed: %s", preset)}
 }
+
+// The Waku Network's RLN relay settings, from nwaku v0.38.1
+// waku/factory/networks_config.nim TheWakuNetworkConf.
+const (
+	twnContract         = "0xB9cd878C90E49F797B4431fBF4fb333108CB90e6"
+	twnChainID          = 59141 // Linea Sepolia
+	twnEpochSec         = 600
+	twnUserMessageLimit = 100
+)
 
 // twnBootstrapNodes are The Waku Network's discv5 bootstrap nodes, from
 // nwaku v0.38.1 waku/factory/networks_config.nim TheWakuNetworkConf.
@@ -440,9 +492,15 @@ var twnBootstrapNodes = []string{
 }
 
 // applyTWN sets The Waku Network's settings over the flags', as nwaku's
-// applyNetworkConf does without relay: cluster 1, autosharding over 8
-// shards, discv5 on unless --discv5-discovery says otherwise, with the
-// network's bootstrap nodes added to any given.
+// applyNetworkConf (waku/factory/conf_builder/waku_conf_builder.nim) does:
+// cluster 1, autosharding over 8 shards, a 150 KiB message limit (the only
+// one this node has), discv5 on unless --discv5-discovery says otherwise,
+// with the network's bootstrap nodes added to any given; and with relay on,
+// RLN relay on the network's contract, chain and 600 s epochs. The user
+// message limit of generateRlnKeystore becomes the network's 100 unless
+// given; a node's own rate is its membership's limit unless
+// --rln-relay-user-message-limit caps it (nwaku keeps the flag's default,
+// 1, unless it is set to 0).
 func (o *nodeOptions) applyTWN(p *parsedFlags) {
 	c := &o.cfg
 	c.ClusterID, c.NumShardsInNetwork = 1, 8
@@ -450,7 +508,22 @@ func (o *nodeOptions) applyTWN(p *parsedFlags) {
 		c.Discovery.Discv5 = true
 	}
 	c.Discovery.Discv5BootstrapNodes = append(c.Discovery.Discv5BootstrapNodes, twnBootstrapNodes...)
-	o.notes = append(o.notes, "The Waku Network's settings applied (cluster 1, 8 shards, discv5 with its bootstrap nodes); RLN stays off with --relay=false, as in nwaku")
+	if !c.Relay {
+		o.notes = append(o.notes, "The Waku Network's settings applied (cluster 1, 8 shards, discv5 with its bootstrap nodes); RLN stays off with --relay=false, as in nwaku")
+		return
+	}
+	r := &c.RLNRelay
+	for _, f := range []string{"rln-relay", "rln-relay-eth-contract-address", "rln-relay-chain-id", "rln-relay-dynamic", "rln-relay-epoch-sec"} {
+		if p.values[f].val.given {
+			o.notes = append(o.notes, fmt.Sprintf("--%s was given with The Waku Network's preset, whose value is used, as in nwaku", f))
+		}
+	}
+	r.Enabled, r.Dynamic, r.EthContractAddress, r.ChainID, r.EpochSec = true, true, twnContract, twnChainID, twnEpochSec
+	if !p.values["rln-relay-user-message-limit"].val.given {
+		o.keystore.userMessageLimit = twnUserMessageLimit
+	}
+	o.notes = append(o.notes, fmt.Sprintf("The Waku Network's settings applied: cluster 1, 8 shards, discv5 with its bootstrap nodes, RLN relay on contract %s of chain %d with epochs of %d s",
+		twnContract, twnChainID, twnEpochSec))
 }
 
 // parseLogLevel maps nwaku's (chronicles') levels onto slog's: TRACE below

@@ -209,6 +209,39 @@ func TestNodeFlagsForms(t *testing.T) {
 				d := o.cfg.Discovery
 				return o.cfg.ClusterID == 1 && o.cfg.NumShardsInNetwork == 8 && d.Discv5 && len(d.Discv5BootstrapNodes) == 3
 			}},
+		// With relay, The Waku Network's RLN relay too (networks_config.nim
+		// TheWakuNetworkConf), over the flags' values.
+		{"twn with relay", []string{"--preset=twn", "--rln-relay-eth-contract-address=0x0000000000000000000000000000000000000001",
+			"--rln-relay-epoch-sec=1", "--rln-relay-eth-client-address=https://rpc.example/key"}, nil,
+			func(o *nodeOptions) bool {
+				r := o.cfg.RLNRelay
+				return o.cfg.ClusterID == 1 && o.cfg.NumShardsInNetwork == 8 && r.Enabled && r.Dynamic &&
+					r.EthContractAddress == "0xB9cd878C90E49F797B4431fBF4fb333108CB90e6" && r.ChainID == 59141 && r.EpochSec == 600 &&
+					r.UserMessageLimit == 0 && o.keystore.userMessageLimit == 100 && slices.Equal(r.EthClientAddresses, []string{"https://rpc.example/key"})
+			}},
+		{"cluster 1 is twn", []string{"--cluster-id=1", "--preset=foo", "--rln-relay-user-message-limit=7"}, nil,
+			func(o *nodeOptions) bool {
+				r := o.cfg.RLNRelay
+				return r.Enabled && r.EpochSec == 600 && r.UserMessageLimit == 7 && o.keystore.userMessageLimit == 7
+			}},
+		{"twn without relay leaves RLN off", []string{"--preset=twn", "--relay=false"}, nil,
+			func(o *nodeOptions) bool { return !o.cfg.RLNRelay.Enabled && o.cfg.ClusterID == 1 }},
+		{"rln relay flags", []string{"--rln-relay=true", "--rln-relay-dynamic=true", "--rln-relay-membership-index=3", "--rln-relay-cred-path=ks.json",
+			"--rln-relay-cred-password=pw", "--rln-relay-eth-client-address=http://a:1/", "--rln-relay-eth-client-address=ws://b:2/",
+			"--rln-relay-eth-contract-address=0x00000000000000000000000000000000000000aa", "--rln-relay-chain-id=1337", "--rln-relay-eth-private-key=0x01",
+			"--rln-relay-user-message-limit=20", "--rln-relay-epoch-sec=10", "--rln-relay-circuit-dir=/c"}, nil,
+			func(o *nodeOptions) bool {
+				r := o.cfg.RLNRelay
+				return r.Enabled && r.Dynamic && r.MembershipIndex != nil && *r.MembershipIndex == 3 && r.CredPath == "ks.json" && r.CredPassword == "pw" &&
+					slices.Equal(r.EthClientAddresses, []string{"http://a:1/", "ws://b:2/"}) && r.EthContractAddress == "0x00000000000000000000000000000000000000aa" &&
+					r.ChainID == 1337 && r.EthPrivateKey == "0x01" && r.UserMessageLimit == 20 && r.EpochSec == 10 && r.CircuitDir == "/c"
+			}},
+		{"rln relay defaults", []string{"--rln-relay"}, nil,
+			func(o *nodeOptions) bool {
+				r := o.cfg.RLNRelay
+				return r.Enabled && r.MembershipIndex == nil && r.UserMessageLimit == 0 && o.keystore.userMessageLimit == 1 && r.EpochSec == 1 &&
+					slices.Equal(r.EthClientAddresses, []string{"http://localhost:8540/"}) && r.ChainID == 0
+			}},
 		{"cluster 1 without relay", []string{"--cluster-id=1", "--relay=false", "--discv5-discovery=false", "--discv5-bootstrap-node=enr:x"}, nil,
 			func(o *nodeOptions) bool {
 				d := o.cfg.Discovery
@@ -301,19 +334,18 @@ func TestNodeFlagsRefuse(t *testing.T) {
 		refused bool
 		want    string
 	}{
-		{[]string{"--rln-relay=true"}, true, "--rln-relay=true: RLN is not supported by this node"},
-		{[]string{"--rln-relay"}, true, "--rln-relay=true: RLN is not supported by this node"},
-		{[]string{"--preset=twn"}, true, "--preset=twn: The Waku Network needs RLN with relay, which this node does not support"},
+		{[]string{"--execute=true"}, true, "--execute=true: --execute belongs to `courier generateRlnKeystore`"},
+		{[]string{"--rln-relay-epoch-sec=0"}, false, "--rln-relay-epoch-sec=0: want a positive number of seconds"},
+		{[]string{"--rln-relay-user-message-limit=0"}, false, "--rln-relay-user-message-limit=0: want 1..65535"},
+		{[]string{"--rln-relay-user-message-limit=65536"}, false, "--rln-relay-user-message-limit=65536: want 1..65535"},
+		{[]string{"--rln-relay-membership-index=-1"}, false, "--rln-relay-membership-index=-1: want 0 or more"},
 		{[]string{"--preset=logos.dev"}, true, "--preset=logos.dev: the Logos Dev Network needs kademlia discovery, which this node does not support"},
 		{[]string{"--preset=logos.dev", "--relay=false"}, true, "--preset=logos.dev: the Logos Dev Network needs kademlia discovery"},
 		// nwaku maps cluster 1 to twn and 2 to logos.dev whatever --preset
 		// says (tools/confutils/cli_args.nim toNetworkConf).
-		{[]string{"--cluster-id=1"}, true, "--cluster-id=1: The Waku Network (nwaku runs cluster 1 as --preset=twn) needs RLN with relay, which this node does not support"},
 		{[]string{"--cluster-id=2"}, true, "--cluster-id=2: the Logos Dev Network (nwaku runs cluster 2 as --preset=logos.dev) needs kademlia discovery, which this node does not support"},
 		{[]string{"--cluster-id=2", "--relay=false"}, true, "--cluster-id=2: the Logos Dev Network"},
-		{[]string{"--cluster-id=1", "--preset=logos.dev"}, true, "--cluster-id=1: The Waku Network"},
 		{[]string{"--cluster-id=2", "--preset=twn", "--relay=false"}, true, "--cluster-id=2: the Logos Dev Network"},
-		{[]string{"--cluster-id=1", "--preset=foo"}, true, "--cluster-id=1: The Waku Network"},
 		{[]string{"--rendezvous=true"}, true, "--rendezvous=true: rendezvous is not supported by this node"},
 		{[]string{"--nat=stun"}, false, "--nat=stun: want none, any, upnp, pmp or extip:<IPv4>"},
 		{[]string{"--max-msg-size=1MiB"}, true, "--max-msg-size=1MiB: only nwaku's default limit of 150KiB (153600 bytes) is supported"},

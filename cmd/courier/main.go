@@ -21,8 +21,9 @@ var commands []command
 func init() {
 	commands = []command{
 		{"node", "run a Waku node", runNode},
+		{"generateRlnKeystore", "register an RLN membership and save it to a keystore, as nwaku's", runKeystore},
 		{"bench", "run the message-path benchmark", runBench},
-		{"message", "message tools: `courier message hash`", runMessage},
+		{"message", "message tools: `courier message hash`, `courier message verify-rln`", runMessage},
 		{"publish", "publish a message through a node's REST API", runPublish},
 		{"subscribe", "subscribe through a node's REST API and print messages", runSubscribe},
 		{"query", "query a store node, directly or through a node's REST API", runQuery},

@@ -27,9 +27,10 @@ an archive of relayed messages (--store), a REST API with nwaku's paths
 
 The command line is nwaku v0.38.1's: every flag of its wakunode2 is
 accepted, as --flag=value, --flag value, --flag:value, and --flag=true|false
-for switches. A flag whose value asks for something this node does not do
-(--rln-relay=true, say) stops it with one line naming the flag and the
-reason; values that ask for nothing (--rln-relay=false) are accepted
+for switches, and so is its generateRlnKeystore command (courier
+generateRlnKeystore --help). A flag whose value asks for something this
+node does not do (--mix=true, say) stops it with one line naming the flag
+and the reason; values that ask for nothing (--mix=false) are accepted
 quietly. --version prints the version and exits. Defaults are nwaku's,
 except:
   - with neither --shard nor --num-shards-in-network (nor --pubsub-topic)
@@ -66,7 +67,7 @@ Flags:
 // runNode parses the node's command line (nodeFlags) and runs the node.
 func runNode(args []string) error {
 	if len(args) > 0 && args[0] == "generateRlnKeystore" {
-		return &refusedError{"", "generateRlnKeystore", errRLN}
+		return runKeystore(args[1:])
 	}
 	if asksVersion(args) {
 		fmt.Println(versionLine())
@@ -261,11 +262,15 @@ func shortLevel(l slog.Level) string {
 // serveNode runs a node until SIGINT or SIGTERM, logging notes once the
 // configuration is accepted. A signal that comes while the node is being
 // built or started stops it as one after the start does: Stop commits the
-// archive and the result is nil (exit code 0). After the first signal, a
-// second one ends the process at once.
+// archive and the result is nil (exit code 0), once New has returned.
+// After the first signal, a second one ends the process at once, New or
+// not.
 func serveNode(cfg node.Config, notes []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal stops listening for more, so that a second one
+	// ends the process even while New waits (on a database, a name server).
+	context.AfterFunc(ctx, stop)
 	n, err := node.New(cfg)
 	if err != nil {
 		return err
@@ -291,10 +296,11 @@ func serveNode(cfg node.Config, notes []string) error {
 	return stopNode(cfg.Logger, n)
 }
 
-// stopTimeout bounds the HTTP requests in progress at a stop.
+// stopTimeout bounds a stop; HTTP requests in progress get
+// node.StopGrace of it.
 const stopTimeout = 30 * time.Second
 
-// stopNode stops n, letting HTTP requests finish for stopTimeout.
+// stopNode stops n within stopTimeout.
 func stopNode(log *slog.Logger, n *node.Node) error {
 	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()

@@ -42,38 +42,45 @@ func Dir() string {
 // when the environment has CI=true. A failed `npm ci` fails the test.
 func Require(t testing.TB) {
 	t.Helper()
+	RequirePackages(t, "js-waku suite", Dir())
+}
+
+// RequirePackages is Require for the npm packages of another folder, dir
+// (holding package.json and package-lock.json), as another suite that
+// drives js-waku has; suite names it in the skip or failure message.
+func RequirePackages(t testing.TB, suite, dir string) {
+	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			missing(t, fmt.Sprintf("%s not found on PATH", tool))
+			missing(t, suite, fmt.Sprintf("%s not found on PATH", tool))
 		}
 	}
 	out, err := exec.Command("node", "--version").Output()
 	if err != nil {
-		missing(t, fmt.Sprintf("node --version: %v", err))
+		missing(t, suite, fmt.Sprintf("node --version: %v", err))
 	}
 	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
 	if major, _ := strconv.Atoi(strings.Split(v, ".")[0]); major < 20 {
-		missing(t, fmt.Sprintf("Node.js %s is too old", v))
+		missing(t, suite, fmt.Sprintf("Node.js %s is too old", v))
 	}
-	if err := install(); err != nil {
-		t.Fatalf("js-waku suite: %v", err)
+	if err := install(dir); err != nil {
+		t.Fatalf("%s: %v", suite, err)
 	}
 }
 
-func missing(t testing.TB, why string) {
+func missing(t testing.TB, suite, why string) {
 	t.Helper()
-	msg := "js-waku suite: " + why + ": install Node.js 20 or later with npm (https://nodejs.org, or your package manager's nodejs and npm), then run go test again"
+	msg := suite + ": " + why + ": install Node.js 20 or later with npm (https://nodejs.org, or your package manager's nodejs and npm), then run go test again"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
 }
 
-// install runs `npm ci` unless node_modules matches package-lock.json. An
-// flock on Dir/.install.lock keeps test binaries of several packages from
-// installing at once.
-func install() error {
-	dir := Dir()
+// install runs `npm ci` in dir unless node_modules matches
+// package-lock.json. An flock on dir/.install.lock keeps test binaries of
+// several packages from installing at once.
+func install(dir string) error {
 	lock, err := os.OpenFile(filepath.Join(dir, ".install.lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
