@@ -33,7 +33,9 @@
 // and 32-byte hashes in every index, 400 bytes of index per message; at a
 // million 1,000-byte messages the insert rate of the last tenth was 0.45
 // of the first's. Schema 2 takes about 200 bytes a message (index and WAL,
-// 1.19 times the wire bytes on disk with the segments).
+// 1.19 times the wire bytes on disk with the segments), and at ten million
+// the last tenth ran at 0.91 of the first (docs/archive.md, "The archive
+// at scale", has the store scenario's figures).
 //
 // Checkpoints run beside the writer, on the syncer's connection, after
 // its fsync rounds: a checkpoint on the writer stopped inserts for up to
