@@ -268,15 +268,19 @@ type Stats struct {
 	Syncs                 uint64        // fsync rounds (segments, then index)
 	SyncErrors            uint64        // failed fsync rounds and checkpoints
 	SyncTime              time.Duration // total time of the fsync rounds
-	Checkpoints           uint64        // index WAL checkpoints, run by the writer after fsync rounds
+	Checkpoints           uint64        // index WAL checkpoints, after fsync rounds, beside the writer or on it
 	CheckpointTime        time.Duration // total time of the checkpoints
-	Queries               uint64        // queries answered, successful or not
-	QueuedBytes           int64         // bytes queued or in the batch being committed
-	QueuedMessages        int           // envelopes queued or in the batch being committed
-	Deleted               uint64        // messages deleted by retention
-	RetentionRuns         uint64        // retention runs finished, successful or not
-	RetentionErrors       uint64        // retention runs that failed
-	Retries               uint64        // Postgres: batches tried again after losing the server
+	// WriterCheckpointTime is the part of CheckpointTime the embedded
+	// archive's writer spent checkpointing between batches instead of
+	// writing (the rest ran beside it).
+	WriterCheckpointTime time.Duration
+	Queries              uint64 // queries answered, successful or not
+	QueuedBytes          int64  // bytes queued or in the batch being committed
+	QueuedMessages       int    // envelopes queued or in the batch being committed
+	Deleted              uint64 // messages deleted by retention
+	RetentionRuns        uint64 // retention runs finished, successful or not
+	RetentionErrors      uint64 // retention runs that failed
+	Retries              uint64 // Postgres: batches tried again after losing the server
 	// WriterCPU is the user+system CPU time the embedded archive's writer
 	// spent committing batches (index transaction, segment pwritev,
 	// kernel time included); zero outside Linux and for Postgres. The

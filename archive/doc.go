@@ -56,6 +56,9 @@
 // and the file is then removed; nothing is rewritten. The rows of expired
 // messages in the segments left are deleted the same way (time and
 // capacity), so they are no longer served, while their bytes wait for
-// their segment to go; the newest row always stays. Postgres deletes the
-// oldest rows in batches of a few thousand, each its own transaction.
+// their segment to go; the newest row always stays. Postgres keeps its
+// messages in partitions of an hour (as nwaku's store nodes do) and drops
+// a partition whole once every message in it has expired; only the rows of
+// the partition where the expired messages end are deleted, in batches of
+// a few thousand, each its own transaction.
 package archive

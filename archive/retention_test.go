@@ -147,7 +147,7 @@ func FuzzParseRetention(f *testing.F) {
 }
 
 // TestRetentionManyRows deletes more rows than one delete batch holds
-// (Postgres deletes 2,000 a statement, the embedded writer 4,096 rows a
+// (Postgres deletes 2,000 a statement, the embedded writer 64 to 8,192 rows a
 // chore), by time and then by capacity. 20 kB messages: an embedded
 // segment holds 7, and the 4,200 old ones fill 600 segments exactly.
 func TestRetentionManyRows(t *testing.T) {

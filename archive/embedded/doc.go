@@ -9,22 +9,43 @@
 // A message is written once, as the bytes it arrived in (Envelope.Wire, no
 // re-encode), to the end of a segment file: an 8-byte record header
 // (length, CRC-32C) and the wire bytes. An SQLite table holds one small row
-// per message: hash, timestamp, pubsub topic, content topic and the
-// record's segment and offset, with a unique index on the hash and indexes
-// on (timestamp, hash), (pubsub topic, timestamp, hash) and (pubsub topic,
-// content topic, timestamp, hash) for the store v3 orders. Reads pread the
-// record into a fresh buffer and check it; they never decode it.
+// per message: hash, timestamp, the ids of its pubsub and content topics
+// (a table of topic names) and the record's segment and offset. Indexes
+// hold the hash's first 8 bytes (hkey: an integer that sorts as they do)
+// instead of all 32: one on hkey for hash lookups and duplicates (the row
+// holds the whole hash, which settles a 64-bit tie), and (timestamp,
+// hkey), (pubsub topic, timestamp, hkey), (pubsub topic, content topic,
+// timestamp, hkey) for the store v3 orders, ties of (timestamp, hkey)
+// sorted by hash. Reads pread the records into fresh buffers and check
+// them; they never decode them.
 //
 // Why: as a B-tree value (SQLite blobs, 16 KiB pages) a 65 kB payload is
 // written twice, to the WAL and then at the checkpoint, and capped near
 // 3,400 msg/s here; an LSM writes it twice too (docs/archive.md has the
 // measurements). Appending each payload once keeps the archive at
 // the disk's own speed, as NATS JetStream's file store and Kafka's segments
-// do. The index cost 0.3 to 1.1 KiB of writes per message (WAL plus
-// checkpoint, runs of 40,000 messages), under 2 % of the payload bytes. Its
-// pages are 1 KiB because every insert into the hash index dirties a page
-// at a random place; with 4 KiB pages the same run wrote 1.3 KiB per
-// message. In a large archive that is up to one page per message.
+// do. Its pages are 1 KiB because every insert into the hash index dirties
+// a page at a random place; with 4 KiB pages the WAL took 1.3 KiB per
+// message instead of 0.3 to 1.1 at 40,000 messages. That random page is
+// what an archive of millions pays for: once the hash index outgrows the
+// page cache, each insert reads its leaf from the file and each
+// checkpoint writes back a page per message. Schema 1 kept topic names
+// and 32-byte hashes in every index, 400 bytes of index per message; at a
+// million 1,000-byte messages the insert rate of the last tenth was 0.45
+// of the first's. Schema 2 takes about 200 bytes a message (index and WAL,
+// 1.19 times the wire bytes on disk with the segments), and at ten million
+// the last tenth ran at 0.91 of the first (docs/archive.md, "The archive
+// at scale", has the store scenario's figures).
+//
+// Checkpoints run beside the writer, on the syncer's connection, after
+// its fsync rounds: a checkpoint on the writer stopped inserts for up to
+// 40 % of a run of millions. A checkpoint beside a busy writer never
+// copies the frames written while it runs, so SQLite never starts the WAL
+// over by itself: when the WAL holds 256 Ki frames (270 MB), the syncer
+// checkpoints until few frames are left and the writer copies those
+// between two batches, after which SQLite starts the WAL over.
+// The writer's connection has a page cache of Options.CacheSize (64 MiB)
+// for the inner pages of every index.
 //
 // # Figures
 //

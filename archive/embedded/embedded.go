@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/couriernet/courier/archive"
@@ -19,6 +20,7 @@ import (
 const (
 	DefaultFsyncInterval = time.Second
 	DefaultSegmentSize   = 256 << 20
+	DefaultCacheSize     = 64 << 20
 	// MinSegmentSize is the smallest SegmentSize: one record of the largest
 	// message fits.
 	MinSegmentSize = int64(segHeaderSize + recHeaderSize + message.MaxSize)
@@ -40,6 +42,14 @@ type Options struct {
 	// files beside it), for nwaku's --store-message-db-url=sqlite://PATH
 	// (archive/dburl). "" means index.db in the archive's directory.
 	IndexPath string
+	// CacheSize is the SQLite page cache of the writer's connection to the
+	// index, in bytes; each of the four query connections has a quarter of
+	// it, so the archive's caches take at most twice CacheSize, and only
+	// as the index grows. The writer's holds the inner pages of every index
+	// of tens of millions of messages, so that an insert reads from the
+	// file only the leaf page of the hash index it lands in. 0 means
+	// DefaultCacheSize (64 MiB); negative is invalid.
+	CacheSize int64
 }
 
 // config is what an Archive runs with: the common settings and its
@@ -62,11 +72,16 @@ func resolve(cfg archive.Config, o Options) (config, error) {
 	if o.SegmentSize == 0 {
 		o.SegmentSize = DefaultSegmentSize
 	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
 	switch {
 	case o.FsyncInterval < 0:
 		return config{}, driver.Errorf(archive.ErrConfig, "FsyncInterval %v is negative", o.FsyncInterval)
 	case o.SegmentSize < MinSegmentSize:
 		return config{}, driver.Errorf(archive.ErrConfig, "SegmentSize %d: 0 or at least %d", o.SegmentSize, MinSegmentSize)
+	case o.CacheSize < 0:
+		return config{}, driver.Errorf(archive.ErrConfig, "CacheSize %d is negative", o.CacheSize)
 	case o.SegmentSize > maxSegmentSize:
 		return config{}, driver.Errorf(archive.ErrConfig, "SegmentSize %d over %d", o.SegmentSize, int64(maxSegmentSize))
 	}
@@ -105,10 +120,13 @@ type Archive struct {
 	// Owned by the writer goroutine (by Open before it starts, by Close
 	// after it ends); no lock.
 	wdb       *sql.DB   // one connection: the writer's
-	wcon      *sql.Conn // that connection; checkpoints run on it too
-	ins       *sql.Stmt
-	end       int64 // next free offset in cur (records committed or pending)
-	commitEnd int64 // end of the committed records in cur
+	wcon      *sql.Conn // that connection; the checkpoints that restart the WAL run on it too
+	ins       *sql.Stmt // insertRow
+	topicSel  *sql.Stmt
+	topicIns  *sql.Stmt
+	topics    map[string]int64 // topic ids (topicID)
+	end       int64            // next free offset in cur (records committed or pending)
+	commitEnd int64            // end of the committed records in cur
 	iov       [][]byte
 	hdrs      []byte
 
@@ -131,6 +149,9 @@ type Archive struct {
 	readClosed bool
 	rdb        *sql.DB // read-only connections for queries
 
+	// cdb is the syncer's connection, for its checkpoints beside the writer.
+	cdb *sql.DB
+
 	// Lifecycle: Close closes quit after the writer has ended (writerDone),
 	// then waits for the syncer (syncerDone).
 	quit       chan struct{}
@@ -143,6 +164,16 @@ type Archive struct {
 
 	// st is updated atomically by whoever does the work.
 	st driver.Counters
+	// changed counts the rows the writer inserted or deleted, for the
+	// syncer's checkpoints (retention's deletes count in st only after a
+	// run).
+	changed atomic.Uint64
+	// chore is the size of the retention goroutine's next delete
+	// (choreRows).
+	chore int64
+	// resetting is set by the syncer while it brings the WAL to a start
+	// over; retention's deletes wait for it (waitReset).
+	resetting atomic.Bool
 	// retention applies Config.Retention; its deletes run on the writer,
 	// sent through ckpt.
 	retention *driver.RetentionLoop
@@ -178,7 +209,7 @@ func Open(dir string, cfg archive.Config, opts Options) (*Archive, error) {
 	}
 	a := &Archive{
 		dir: dir, cfg: c, lock: lock,
-		q: queue.New(c.QueueBytes), ckpt: make(chan func()),
+		q: queue.New(c.QueueBytes), ckpt: make(chan func()), topics: map[string]int64{}, chore: 1024,
 		quit: make(chan struct{}), writerDone: make(chan struct{}), syncerDone: make(chan struct{}),
 	}
 	if err := a.openIndex(); err != nil {

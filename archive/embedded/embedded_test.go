@@ -218,6 +218,10 @@ func TestRecoverTornRows(t *testing.T) {
 	if _, err := a.Query(context.Background(), archive.Query{Hashes: []message.Hash{envs[0].Hash()}, IncludeData: true}); !errors.Is(err, archive.ErrCorrupt) {
 		t.Fatalf("reading a damaged record: %v, want ErrCorrupt", err)
 	}
+	// Read with its neighbour in one span, it is found out all the same.
+	if _, err := a.Query(context.Background(), archive.Query{PubsubTopic: "p", IncludeData: true, Forward: true}); !errors.Is(err, archive.ErrCorrupt) {
+		t.Fatalf("reading a page with a damaged record: %v, want ErrCorrupt", err)
+	}
 	// The torn record's space is reused: append again and read back.
 	appendWait(t, a, envs[2])
 	res, err = a.Query(context.Background(), archive.Query{Hashes: []message.Hash{envs[1].Hash(), envs[2].Hash()}, IncludeData: true, Forward: true})

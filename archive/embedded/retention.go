@@ -12,9 +12,31 @@ import (
 	"github.com/couriernet/courier/archive/internal/driver"
 )
 
-// embDeleteBatch is how many index rows one retention chore deletes: the
-// writer runs it between two batches, so inserts wait at most that long.
-const embDeleteBatch = 4096
+// A retention chore deletes index rows on the writer, between two
+// batches, so inserts wait for it: it takes about choreTarget, its rows
+// (from choreMin to choreMax) set from how long the last one took. A
+// row's delete costs what its insert did (a random leaf of the hash
+// index, often read from the file): on an archive of ten million, 4,096
+// rows took up to two seconds.
+const (
+	choreTarget = 20 * time.Millisecond
+	choreMin    = 64
+	choreMax    = 8192
+)
+
+// choreRows returns how many rows the next chore deletes, from the size
+// and duration of the last; it runs on the retention goroutine, which
+// alone reads and sets a.chore.
+func (a *Archive) choreRows(last int64, took time.Duration) int64 {
+	switch {
+	case last == 0:
+	case took < choreTarget/2:
+		a.chore = min(2*a.chore, choreMax)
+	case took > 2*choreTarget:
+		a.chore = max(a.chore/2, choreMin)
+	}
+	return a.chore
+}
 
 // segStat is what the index holds for one segment.
 type segStat struct {
@@ -52,7 +74,7 @@ func (a *Archive) retain(ctx context.Context, r archive.Retention, now time.Time
 // least driver.CapacityKeep; under r.Size when it and the segment files after it
 // hold more than r.Size bytes. Capacity and size count in append order (segments
 // are in append order), time by the messages' timestamps. A segment's rows
-// are deleted by the writer between batches, embDeleteBatch at a time;
+// are deleted by the writer between batches, a chore at a time;
 // then the file is removed while no query reads.
 func (a *Archive) dropSegments(ctx context.Context, r archive.Retention, now time.Time) (int64, error) {
 	segs, err := a.segStats(ctx)
@@ -149,10 +171,14 @@ func (a *Archive) segStats(ctx context.Context) ([]segStat, error) {
 // dropSegment deletes the rows of segment s through the writer, then its
 // file, and returns the rows deleted.
 func (a *Archive) dropSegment(ctx context.Context, s segStat) (int64, error) {
-	var deleted int64
-	for lo := s.minID; s.rows > 0 && lo <= s.maxID; lo += embDeleteBatch {
-		hi := min(lo+embDeleteBatch-1, s.maxID)
+	var deleted, size int64
+	var took time.Duration
+	for lo := s.minID; s.rows > 0 && lo <= s.maxID; lo += size {
+		size = a.choreRows(size, took)
+		hi := min(lo+size-1, s.maxID)
+		start := time.Now()
 		n, err := a.deleteOnWriter(ctx, "DELETE FROM messages WHERE id BETWEEN ? AND ? AND seg = ?", lo, hi, s.id)
+		took = time.Since(start)
 		deleted += n
 		if err != nil {
 			return deleted, err
@@ -218,15 +244,19 @@ func (a *Archive) queryRow(ctx context.Context, q string, args []any, dest ...an
 	return nil
 }
 
-// deleteWhere deletes the rows matching cond on the writer, embDeleteBatch
-// at a time between two batches, and returns how many it deleted.
+// deleteWhere deletes the rows matching cond on the writer, a chore at a
+// time between two batches, and returns how many it deleted.
 func (a *Archive) deleteWhere(ctx context.Context, cond string, args ...any) (int64, error) {
-	q := "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE " + cond + " LIMIT " + strconv.Itoa(embDeleteBatch) + ")"
-	var deleted int64
+	var deleted, size int64
+	var took time.Duration
 	for {
+		size = a.choreRows(size, took)
+		q := "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE " + cond + " LIMIT " + strconv.FormatInt(size, 10) + ")"
+		start := time.Now()
 		n, err := a.deleteOnWriter(ctx, q, args...)
+		took = time.Since(start)
 		deleted += n
-		if err != nil || n < embDeleteBatch {
+		if err != nil || n < size {
 			return deleted, err
 		}
 	}
@@ -235,6 +265,9 @@ func (a *Archive) deleteWhere(ctx context.Context, cond string, args ...any) (in
 // deleteOnWriter runs the DELETE statement q on the writer between two
 // batches and returns the rows it deleted.
 func (a *Archive) deleteOnWriter(ctx context.Context, q string, args ...any) (int64, error) {
+	if err := a.waitReset(ctx); err != nil {
+		return 0, err
+	}
 	var n int64
 	var err error
 	if werr := a.onWriter(ctx, func() {
@@ -243,6 +276,7 @@ func (a *Archive) deleteOnWriter(ctx context.Context, q string, args ...any) (in
 		if err == nil {
 			n, err = res.RowsAffected()
 		}
+		a.changed.Add(uint64(max(n, 0)))
 	}); werr != nil {
 		return 0, werr
 	}
@@ -250,6 +284,24 @@ func (a *Archive) deleteOnWriter(ctx context.Context, q string, args ...any) (in
 		return n, fmt.Errorf("archive: index: %w", err)
 	}
 	return n, nil
+}
+
+// waitReset waits while the syncer brings the WAL to its start over (see
+// syncLoop), polling every 5 ms.
+func (a *Archive) waitReset(ctx context.Context) error {
+	for a.resetting.Load() {
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-a.writerDone:
+			t.Stop()
+			return archive.ErrClosed
+		}
+	}
+	return nil
 }
 
 // onWriter runs f on the writer goroutine between batches and waits for it.

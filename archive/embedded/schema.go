@@ -3,11 +3,14 @@ package embedded
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/mattn/go-sqlite3"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/archive/internal/driver"
@@ -33,6 +36,61 @@ var sqliteMigrations = []string{
 	CREATE INDEX IF NOT EXISTS messages_time ON messages(ts, hash);
 	CREATE INDEX IF NOT EXISTS messages_pubsub ON messages(pubsub_topic, ts, hash);
 	CREATE INDEX IF NOT EXISTS messages_content ON messages(pubsub_topic, content_topic, ts, hash);`,
+	// 2: the compact rows of an archive of millions (see the package
+	// documentation): topics by number, and indexes that hold the first 8
+	// bytes of the hash (hkey) instead of all 32. Rows keep their id, and
+	// with it the segment order and the "synced" watermark.
+	`CREATE TABLE topics (
+		id   INTEGER PRIMARY KEY,
+		name TEXT    NOT NULL UNIQUE -- a pubsub or a content topic
+	);
+	INSERT OR IGNORE INTO topics(name) SELECT pubsub_topic FROM messages GROUP BY 1;
+	INSERT OR IGNORE INTO topics(name) SELECT content_topic FROM messages GROUP BY 1;
+	CREATE TABLE messages_v2 (
+		id         INTEGER PRIMARY KEY, -- append order: segment order
+		hkey       INTEGER NOT NULL,    -- the hash's first 8 bytes, ordered as they are (hkey)
+		hash       BLOB    NOT NULL,    -- 32 bytes
+		ts         INTEGER NOT NULL,    -- Unix ns, orders with hash
+		pubsub_id  INTEGER NOT NULL,    -- topics.id
+		content_id INTEGER NOT NULL,    -- topics.id
+		seg        INTEGER NOT NULL,    -- segment id
+		off        INTEGER NOT NULL,    -- offset of the wire bytes in the segment
+		len        INTEGER NOT NULL     -- wire bytes
+	);
+	INSERT INTO messages_v2 (id, hkey, hash, ts, pubsub_id, content_id, seg, off, len)
+		SELECT m.id, courier_hkey(m.hash), m.hash, m.ts, p.id, c.id, m.seg, m.off, m.len
+		FROM messages m JOIN topics p ON p.name = m.pubsub_topic JOIN topics c ON c.name = m.content_topic
+		ORDER BY m.id;
+	DROP TABLE messages;
+	ALTER TABLE messages_v2 RENAME TO messages;
+	CREATE INDEX messages_hkey ON messages(hkey);
+	CREATE INDEX messages_time ON messages(ts, hkey);
+	CREATE INDEX messages_pubsub ON messages(pubsub_id, ts, hkey);
+	CREATE INDEX messages_content ON messages(pubsub_id, content_id, ts, hkey);`,
+}
+
+// hkey is a hash's index key: its first 8 bytes as a big-endian integer
+// with the top bit flipped, so that SQLite's signed order of hkey is the
+// byte order of the hashes' first 8 bytes. The indexes keep hkey, 8 bytes
+// instead of 32: a hash lookup finds the rows of its hkey (one, but for a
+// 64-bit collision) and compares the whole hash in the row, and the order
+// indexes sort by (ts, hkey), which is the store v3 order (ts, hash) but
+// for ties of both, which the query sorts by hash.
+func hkey(h []byte) int64 {
+	var b [8]byte
+	copy(b[:], h)
+	return int64(binary.BigEndian.Uint64(b[:]) ^ 1<<63)
+}
+
+// sqliteDriver is the database/sql driver of the index: SQLite (mattn)
+// with courier_hkey(hash), the hkey function, for the migration to
+// version 2.
+const sqliteDriver = "courier-sqlite3"
+
+func init() {
+	sql.Register(sqliteDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		return c.RegisterFunc("courier_hkey", func(h []byte) int64 { return hkey(h) }, true)
+	}})
 }
 
 // migrateSQLite sets the index's pragmas and brings its schema to the
@@ -85,7 +143,7 @@ func refuseNwakuSQLite(path string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?immutable=1")
+	db, err := sql.Open(sqliteDriver, "file:"+(&url.URL{Path: path}).EscapedPath()+"?immutable=1")
 	if err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}

@@ -106,7 +106,7 @@ func TestEmbeddedSchemaVersion(t *testing.T) {
 		cols = append(cols, c)
 	}
 	rows.Close()
-	if !slices.Equal(cols, []string{"id", "hash", "ts", "pubsub_topic", "content_topic", "seg", "off", "len"}) {
+	if !slices.Equal(cols, []string{"id", "hkey", "hash", "ts", "pubsub_id", "content_id", "seg", "off", "len"}) {
 		t.Fatalf("columns %v", cols)
 	}
 	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {

@@ -77,21 +77,44 @@ func putRecHeader(h []byte, n int, crc uint32) {
 // readRecord reads the record whose wire bytes of length n start at off in
 // f into a fresh buffer and checks its header. It returns the wire bytes.
 func readRecord(f *os.File, off int64, n int) ([]byte, error) {
-	if off < int64(segHeaderSize+recHeaderSize) || n < 0 || n > message.MaxSize {
-		return nil, fmt.Errorf("%w: record at %d, %d bytes: bad index row", archive.ErrCorrupt, off, n)
+	if err := checkPos(off, n); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, recHeaderSize+n)
-	if _, err := f.ReadAt(buf, off-recHeaderSize); err != nil {
+	if err := readAt(f, buf, off-recHeaderSize); err != nil {
+		return nil, err
+	}
+	return checkRecord(f, buf, off, n)
+}
+
+// checkPos checks an index row's record position.
+func checkPos(off int64, n int) error {
+	if off < int64(segHeaderSize+recHeaderSize) || n < 0 || n > message.MaxSize {
+		return fmt.Errorf("%w: record at %d, %d bytes: bad index row", archive.ErrCorrupt, off, n)
+	}
+	return nil
+}
+
+// readAt fills buf from f at off; a short read is ErrCorrupt.
+func readAt(f *os.File, buf []byte, off int64) error {
+	if _, err := f.ReadAt(buf, off); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("%w: record at %d in %s: %v", archive.ErrCorrupt, off, filepath.Base(f.Name()), err)
+		return fmt.Errorf("%w: record at %d in %s: %v", archive.ErrCorrupt, off+recHeaderSize, filepath.Base(f.Name()), err)
 	}
-	wire := buf[recHeaderSize:]
-	if got := binary.LittleEndian.Uint32(buf[0:4]); got != uint32(n) {
+	return nil
+}
+
+// checkRecord checks rec, a record of f (header and wire bytes) whose
+// wire bytes of length n the index puts at off, and returns its wire
+// bytes.
+func checkRecord(f *os.File, rec []byte, off int64, n int) ([]byte, error) {
+	wire := rec[recHeaderSize:]
+	if got := binary.LittleEndian.Uint32(rec[0:4]); got != uint32(n) {
 		return nil, fmt.Errorf("%w: record at %d in %s: length %d, index says %d", archive.ErrCorrupt, off, filepath.Base(f.Name()), got, n)
 	}
-	if got, want := binary.LittleEndian.Uint32(buf[4:8]), crc32.Checksum(wire, castagnoli); got != want {
+	if got, want := binary.LittleEndian.Uint32(rec[4:8]), crc32.Checksum(wire, castagnoli); got != want {
 		return nil, fmt.Errorf("%w: record at %d in %s: CRC-32C mismatch", archive.ErrCorrupt, off, filepath.Base(f.Name()))
 	}
 	return wire, nil

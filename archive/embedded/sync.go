@@ -10,17 +10,24 @@ import (
 
 const (
 	watermarkName = "synced"
-	// checkpointRows is how many rows the index gains before the next fsync
-	// round asks the writer to checkpoint: the WAL holds about 0.3 to 1.2
-	// KiB per row, so it stays near 10 MiB at most.
+	// checkpointRows is how many rows the index gains or loses before the
+	// next fsync round checkpoints: the WAL holds about 1.5 KiB per row
+	// inserted.
 	checkpointRows = 8192
 )
 
+// syncLoop runs the fsync rounds and, after a round with checkpointRows
+// changed rows, a checkpoint beside the writer (checkpointBeside); when
+// the WAL is walResetFrames long, it runs more of them until they leave
+// less than walTailFrames (at most walTailPasses in all), and then has the
+// writer checkpoint the rest between batches, so that the WAL starts over. Right after the fsync
+// round the kernel holds little segment data with blocks allocated, so
+// the checkpoint's own fsyncs do not wait for it.
 func (a *Archive) syncLoop() {
 	defer close(a.syncerDone)
 	t := time.NewTicker(a.cfg.FsyncInterval)
 	defer t.Stop()
-	var ckptAt uint64 // inserts at the last checkpoint
+	var ckptAt uint64 // a.changed at the last checkpoint
 	for {
 		select {
 		case <-t.C:
@@ -28,24 +35,45 @@ func (a *Archive) syncLoop() {
 				a.st.SyncErrors.Add(1) // tried again on the next tick
 				continue
 			}
-			if n := a.st.Inserts.Load(); n-ckptAt >= checkpointRows {
-				// Right after the fsync round the kernel holds little
-				// segment data with blocks allocated, so the checkpoint's
-				// own fsyncs do not wait for it. Wait until it is done, so
-				// the next round's segment fsyncs do not overlap it.
-				done := make(chan struct{})
-				select {
-				case a.ckpt <- func() { a.checkpoint(); close(done) }:
-					ckptAt = n
-				case <-a.quit:
-					return
-				}
-				select {
-				case <-done:
-				case <-a.quit:
-					return
+			n := a.changed.Load()
+			if n-ckptAt < checkpointRows {
+				continue
+			}
+			ckptAt = n
+			frames, copied := a.checkpointBeside()
+			if frames < walResetFrames {
+				continue
+			}
+			// Each pass copies what was written during the one before,
+			// which takes less time, until the writer's is short.
+			// Retention's deletes wait meanwhile (deleteOnWriter): a
+			// writer deleting as fast as it can writes frames faster than
+			// a checkpoint copies them.
+			a.resetting.Store(true)
+			for pass := 1; pass < walTailPasses; pass++ {
+				f, c := a.checkpointBeside()
+				tail := f - copied // the frames written during the pass before
+				copied = c
+				if tail < walTailFrames {
+					break
 				}
 			}
+			// Wait until the writer's checkpoint is done, so the next
+			// round's segment fsyncs do not overlap it.
+			done := make(chan struct{})
+			select {
+			case a.ckpt <- func() { a.checkpoint(); close(done) }:
+			case <-a.quit:
+				a.resetting.Store(false)
+				return
+			}
+			select {
+			case <-done:
+			case <-a.quit:
+				a.resetting.Store(false)
+				return
+			}
+			a.resetting.Store(false)
 		case <-a.quit:
 			return
 		}

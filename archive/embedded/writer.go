@@ -59,7 +59,9 @@ func (a *Archive) timedCommit(batch []queue.Item) error {
 }
 
 // commit stores batch: one index transaction, the new records written to
-// the segment with pwritev before the transaction commits.
+// the segment with pwritev before the transaction commits. A row is
+// inserted unless its hash is stored (insertRow), so a duplicate, in the
+// archive or earlier in the batch, writes nothing.
 func (a *Archive) commit(batch []queue.Item) (err error) {
 	start := time.Now()
 	defer func() { a.st.CommitTook(time.Since(start)) }()
@@ -73,9 +75,11 @@ func (a *Archive) commit(batch []queue.Item) (err error) {
 		if err != nil {
 			a.wcon.ExecContext(ctx, "ROLLBACK")
 			a.end = a.commitEnd
+			clear(a.topics) // the ids of topics added in the transaction are gone
 			return
 		}
 		a.commitEnd = a.end
+		a.changed.Add(inserts)
 		a.st.Inserts.Add(inserts)
 		a.st.Dups.Add(dups)
 		a.st.Bytes.Add(bytes)
@@ -107,8 +111,15 @@ func (a *Archive) commit(batch []queue.Item) (err error) {
 		if ts <= 0 {
 			ts = batch[i].Recv
 		}
+		var pubsub, content int64
+		if pubsub, err = a.topicID(ctx, env.PubsubTopic()); err != nil {
+			return err
+		}
+		if content, err = a.topicID(ctx, msg.ContentTopic); err != nil {
+			return err
+		}
 		h := env.Hash()
-		res, err := a.ins.ExecContext(ctx, h[:], ts, env.PubsubTopic(), msg.ContentTopic, a.curID, a.end+recHeaderSize, len(wire))
+		res, err := a.ins.ExecContext(ctx, hkey(h[:]), h[:], ts, pubsub, content, a.curID, a.end+recHeaderSize, len(wire))
 		if err != nil {
 			return fmt.Errorf("archive: index: %w", err)
 		}

@@ -45,7 +45,7 @@ type source Archive
 
 // CursorTime implements plan.Source.
 func (s *source) CursorTime(ctx context.Context, c *plan.Cursor) error {
-	err := s.pool.QueryRow(ctx, "SELECT ts FROM courier_messages WHERE hash = $1", c.Hash[:]).Scan(&c.TS)
+	err := s.pool.QueryRow(ctx, "SELECT ts FROM courier_hashes WHERE hash = $1", c.Hash[:]).Scan(&c.TS)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return archive.ErrUnknownCursor
 	}
@@ -123,27 +123,55 @@ func (c *pgConds) where() string {
 }
 
 // byHashes selects the stored messages among the hashes that pass the
-// other filters and the cursor, up to sel.Limit in query direction. The
-// hashes are matched first, reading no wire bytes, in a materialized CTE
-// (so that the planner looks them up by the primary key rather than
-// walking a time index for the few it needs); the page is cut from those
-// in SQL, and only its rows' wire bytes are read: a lookup of
-// MaxQueryHashes hashes reads sel.Limit bodies, not a thousand.
+// other filters and the cursor, up to sel.Limit in query direction. Their
+// timestamps come first from courier_hashes, so the statement on
+// courier_messages names them (ts IN (...), the list padded to a power of
+// two so that few statements are prepared): PostgreSQL then reads only
+// the partitions that hold them, where a join would open every partition.
+// The hashes are matched there first, reading no wire bytes, in a
+// materialized CTE, the page is cut from those in SQL, and only its rows'
+// wire bytes are read: a lookup of MaxQueryHashes hashes reads sel.Limit
+// bodies, not a thousand.
 func (s *source) byHashes(ctx context.Context, sel *plan.Selection) ([]row, error) {
 	q := &sel.Query
 	hashes := make([][]byte, len(q.Hashes))
 	for i := range q.Hashes {
 		hashes[i] = q.Hashes[i][:]
 	}
+	rows, err := s.pool.Query(ctx, "SELECT DISTINCT ts FROM courier_hashes WHERE hash = ANY($1::bytea[])", hashes)
+	if err != nil {
+		return nil, pgErr(err)
+	}
+	ts, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, pgErr(err)
+	}
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	for n := 1; ; n *= 2 {
+		if n >= len(ts) {
+			for len(ts) < n {
+				ts = append(ts, ts[0])
+			}
+			break
+		}
+	}
 	var c pgConds
-	c.filter(q, sel.Contents)
+	list := make([]string, len(ts))
+	for i := range ts {
+		c.args = append(c.args, ts[i])
+		list[i] = "$" + strconv.Itoa(len(c.args))
+	}
+	c.conds = append(c.conds, "ts IN ("+strings.Join(list, ",")+")")
 	c.add("hash = ANY($::bytea[])", hashes)
+	c.filter(q, sel.Contents)
 	matched := c.where()
 	c.conds = c.conds[:0]
 	c.cursor(q.Forward, sel.Cursor)
 	page := c.where() + c.orderLimit(q.Forward, sel.Limit)
 	stmt := "WITH m AS MATERIALIZED (SELECT hash, ts FROM courier_messages" + matched + ") " +
-		pgSelect(q) + " WHERE hash IN (SELECT hash FROM m" + page + ")" + orderBy(q.Forward)
+		pgSelect(q) + " WHERE (ts, hash) IN (SELECT ts, hash FROM m" + page + ")" + orderBy(q.Forward)
 	return s.scan(ctx, stmt, c.args)
 }
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,13 +16,13 @@ import (
 // database from version i to i+1. Each runs in one transaction with the
 // version update; the version is the one row of courier_schema. Append
 // only: a released migration is never edited.
-var pgMigrations = []string{
+var pgMigrations = []func(ctx context.Context, tx pgx.Tx) error{
 	// 1: one row per message, keyed by hash, with the indexes of the store
 	// v3 orders (timestamp, then hash). Topics are bytea: a WakuMessage's
 	// content topic need not be valid UTF-8 (or free of NUL), and a row
 	// refused for it would fail its whole batch. Wire bytes are stored out
 	// of line without compression (payloads are mostly incompressible).
-	`CREATE TABLE courier_messages (
+	execMigration(`CREATE TABLE courier_messages (
 		hash          bytea  PRIMARY KEY,
 		ts            bigint NOT NULL,
 		pubsub_topic  bytea  NOT NULL,
@@ -31,7 +32,63 @@ var pgMigrations = []string{
 	ALTER TABLE courier_messages ALTER COLUMN wire SET STORAGE EXTERNAL;
 	CREATE INDEX courier_messages_time ON courier_messages (ts, hash);
 	CREATE INDEX courier_messages_pubsub ON courier_messages (pubsub_topic, ts, hash);
-	CREATE INDEX courier_messages_content ON courier_messages (pubsub_topic, content_topic, ts, hash);`,
+	CREATE INDEX courier_messages_content ON courier_messages (pubsub_topic, content_topic, ts, hash);`),
+	// 2: the messages partitioned by timestamp (partitions.go), keyed by
+	// (ts, hash) in each partition, and courier_hashes, one row a message,
+	// keyed by hash alone: it keeps a hash stored once in the whole table
+	// and finds a hash's timestamp, and with it its partition (nwaku's
+	// messages_lookup). The rows of version 1 move over.
+	migrateToPartitions,
+}
+
+func execMigration(stmt string) func(context.Context, pgx.Tx) error {
+	return func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, stmt)
+		return err
+	}
+}
+
+// migrateToPartitions is migration 2.
+func migrateToPartitions(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `ALTER TABLE courier_messages RENAME TO courier_messages_v1;
+	ALTER INDEX courier_messages_time RENAME TO courier_messages_v1_time;
+	ALTER INDEX courier_messages_pubsub RENAME TO courier_messages_v1_pubsub;
+	ALTER INDEX courier_messages_content RENAME TO courier_messages_v1_content;
+	CREATE TABLE courier_messages (
+		ts            bigint NOT NULL,
+		hash          bytea  NOT NULL,
+		pubsub_topic  bytea  NOT NULL,
+		content_topic bytea  NOT NULL,
+		wire          bytea  NOT NULL,
+		PRIMARY KEY (ts, hash)
+	) PARTITION BY RANGE (ts);
+	ALTER TABLE courier_messages ALTER COLUMN wire SET STORAGE EXTERNAL;
+	CREATE INDEX courier_messages_pubsub ON courier_messages (pubsub_topic, ts, hash);
+	CREATE INDEX courier_messages_content ON courier_messages (pubsub_topic, content_topic, ts, hash);
+	CREATE TABLE courier_hashes (
+		hash bytea  PRIMARY KEY,
+		ts   bigint NOT NULL
+	);
+	CREATE INDEX courier_hashes_ts ON courier_hashes (ts);`); err != nil {
+		return err
+	}
+	// One timestamp of each hour (and far range) that holds rows.
+	rows, err := tx.Query(ctx, "SELECT min(ts) FROM courier_messages_v1 GROUP BY ts / $1", partitionWidth)
+	if err != nil {
+		return err
+	}
+	ts, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return err
+	}
+	if _, err := createPartitions(ctx, tx, ts, time.Now().UnixNano()); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO courier_hashes (hash, ts) SELECT hash, ts FROM courier_messages_v1;
+	INSERT INTO courier_messages (ts, hash, pubsub_topic, content_topic, wire)
+		SELECT ts, hash, pubsub_topic, content_topic, wire FROM courier_messages_v1;
+	DROP TABLE courier_messages_v1;`)
+	return err
 }
 
 // pgSchemaLock is the advisory lock key that serializes the migrations of
@@ -72,7 +129,7 @@ func migratePostgres(ctx context.Context, pool *pgxpool.Pool, apply bool) error 
 					return err
 				}
 			}
-			if _, err := tx.Exec(ctx, pgMigrations[v]); err != nil {
+			if err := pgMigrations[v](ctx, tx); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, "UPDATE courier_schema SET version = $1", v+1)

@@ -54,12 +54,20 @@ Scenarios (--scenario, a comma list; a -runN suffix is allowed):
               loopback TCP stream of 100 kB frames (tcp-baseline-100kB)
   store       fills an archive (the embedded one, or Postgres with
               --store-message-db-url) with --store-messages messages of
-              1,000 bytes over 10 content topics, as fast as its write
-              queue takes them (store-insert: msg_per_s), then times
-              --store-queries store v3 queries through the protocol on
-              127.0.0.1: a page of 20 with data, one content topic, a time
-              range at a random place (store-query: ns_per_msg_p50/_p99
-              are the latency of one query)
+              --store-profile (1,000 bytes) over 10 content topics, their
+              timestamps spread over 48 hours, as fast as its write queue
+              takes them (store-insert: msg_per_s; the notes give the rate
+              of the first and the last 10 % and the bytes on disk per
+              message), then times --store-queries store v3 queries of a
+              page of 20 with data: one content topic and a time range at a
+              random place through the protocol on 127.0.0.1 (store-query:
+              ns_per_msg_p50/_p99 are the latency of one query), and in
+              process the same (store-query-topic), 20 hashes
+              (store-query-hash) and a cursor at a random message
+              (store-query-cursor); last a retention pass of time:86400,
+              the older half, while 1,000 msg/s arrive (store-retention:
+              msgs deleted, wall_ms its duration, ns_per_msg_p50/_p99 the
+              latency of the appends meanwhile)
 
 Steady state (--steady, or a scenario named with a -steady suffix such as
 macro-steady): the seed method's 100 warm-up messages end long before
@@ -170,6 +178,7 @@ func runBench(args []string) error {
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for temporary archives (default: the system temp dir)")
 	fs.IntVar(&cfg.StoreMessages, "store-messages", 10_000, "store: messages archived before the queries (e.g. 1000000)")
 	fs.IntVar(&cfg.StoreQueries, "store-queries", 1000, "store: queries timed")
+	fs.StringVar(&cfg.StoreProfile, "store-profile", bench.DefaultStoreProfile, "store: payload mix of the archived messages, as --profile (e.g. "+bench.SeedProfile+")")
 	fs.StringVar(&cfg.StoreDBURL, "store-message-db-url", "", "store, macro, macro-rest: postgres://user:password@host:port/db for the Postgres archive (macro: in a schema of the run's, dropped after; default: the embedded archive in --dir)")
 	csvPath := fs.String("csv", "", "also write the rows as CSV to this file")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write the CPU profiles of the rows' measured parts, merged, to this file, and each row's beside it (cpu.prof: cpu.macro.prof); implies --budget")

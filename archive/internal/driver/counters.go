@@ -15,7 +15,7 @@ type Counters struct {
 	Deleted, RetentionRuns, RetentionErrors    atomic.Uint64
 	Retries                                    atomic.Uint64
 	CommitNs, MaxCommitNs, SyncNs, CkptNs      atomic.Int64
-	WriterCPUNs                                atomic.Int64
+	WriterCPUNs, CkptWriterNs                  atomic.Int64
 }
 
 // CommitTook counts one batch that took d.
@@ -39,7 +39,8 @@ func (c *Counters) Snapshot() archive.Stats {
 		CommitTime: time.Duration(c.CommitNs.Load()), MaxCommit: time.Duration(c.MaxCommitNs.Load()),
 		Syncs: c.Syncs.Load(), SyncErrors: c.SyncErrors.Load(), SyncTime: time.Duration(c.SyncNs.Load()),
 		Checkpoints: c.Ckpts.Load(), CheckpointTime: time.Duration(c.CkptNs.Load()),
-		Queries: c.Queries.Load(), Deleted: c.Deleted.Load(),
+		WriterCheckpointTime: time.Duration(c.CkptWriterNs.Load()),
+		Queries:              c.Queries.Load(), Deleted: c.Deleted.Load(),
 		RetentionRuns: c.RetentionRuns.Load(), RetentionErrors: c.RetentionErrors.Load(),
 		Retries: c.Retries.Load(), WriterCPU: time.Duration(c.WriterCPUNs.Load()),
 	}

@@ -73,6 +73,9 @@ type Config struct {
 	// (default 10,000) and StoreQueries the number of queries it times
 	// (default 1,000).
 	StoreMessages, StoreQueries int
+	// StoreProfile is the payload mix of the store scenario's messages, in
+	// the grammar of Profile (default DefaultStoreProfile, 1,000 bytes).
+	StoreProfile string
 	// StoreDBURL is the archive of the store scenario and of the macro
 	// receiver: "" for the embedded one in Dir, or a postgres:// URL
 	// (archive/dburl.Open). The macro scenarios archive in a schema created
@@ -149,6 +152,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.StoreQueries == 0 {
 		c.StoreQueries = 1000
+	}
+	if c.StoreProfile == "" {
+		c.StoreProfile = DefaultStoreProfile
 	}
 	if c.ContentTopic == "" {
 		c.ContentTopic = "/courier/1/bench/proto"
