@@ -367,6 +367,12 @@ func TestPostgresStatementNames(t *testing.T) {
 	if s := snapshot(); s["check_version_table_exists"] != 1 || s["try_advisory_lock"] != 1 || s["advisory_unlock"] != 1 {
 		t.Errorf("at Open: %v", s)
 	}
+	// The first append also makes its partitions (statements nwaku's map
+	// has no name for, as nwaku's partition manager's).
+	appendWait(t, a, newEnv(t, "/waku/2/rs/0/0", "/a/1/b/c", 999, []byte{9}))
+	if s := snapshot(); s["InsertRow"] != 1 || s[postgres.UnknownStatement] == 0 {
+		t.Errorf("first append: %v, want InsertRow 1 and the partitions' statements", s)
+	}
 	var hashes []message.Hash
 	for i := range 5 {
 		env := newEnv(t, "/waku/2/rs/0/0", "/a/1/b/c", int64(1000+i), []byte{byte(i)})
@@ -381,7 +387,7 @@ func TestPostgresStatementNames(t *testing.T) {
 		want map[string]int
 	}{
 		{archive.Query{PubsubTopic: "/waku/2/rs/0/0", ContentTopics: []string{"/a/1/b/c"}, Limit: 2}, map[string]int{"content_topic": 1}},
-		{archive.Query{Hashes: hashes, Limit: 2}, map[string]int{"messages_lookup": 1}},
+		{archive.Query{Hashes: hashes, Limit: 2}, map[string]int{"messages_lookup": 2}},
 		{archive.Query{PubsubTopic: "/waku/2/rs/0/0", Limit: 2}, map[string]int{postgres.UnknownStatement: 1}},
 		{archive.Query{PubsubTopic: "/waku/2/rs/0/0", ContentTopics: []string{"/a/1/b/c"}, Limit: 2, Cursor: &hashes[2]},
 			map[string]int{"SelectMessageByHashInMessagesLookup": 1, "content_topic": 1}},

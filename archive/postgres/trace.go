@@ -14,14 +14,19 @@ import (
 // the prepared statements of waku_archive/driver/postgres_driver: a
 // message insert is "InsertRow"): the first entry whose snippet the
 // statement contains gives its name. A statement with no counterpart is
-// "unknown_query_metric", as nwaku names a query its map misses.
+// "unknown_query_metric", as nwaku names a query its map misses (its
+// partition creation among them). A hash query is two statements here (the
+// hashes' timestamps, then the page), both "messages_lookup".
 var statementNames = []struct{ snippet, name string }{
 	{"INSERT INTO courier_messages", "InsertRow"},
 	{"WITH m AS MATERIALIZED", "messages_lookup"},
-	{"SELECT ts FROM courier_messages WHERE hash", "SelectMessageByHashInMessagesLookup"},
+	{"FROM courier_hashes WHERE hash = ANY", "messages_lookup"},
+	{"SELECT ts FROM courier_hashes WHERE hash", "SelectMessageByHashInMessagesLookup"},
 	{"content_topic = ", "content_topic"},
 	{"SELECT count(*) FROM courier_messages", "count_msgs"},
 	{"VACUUM (ANALYZE)", "analyze_messages"},
+	{"DETACH PARTITION", "detach_partition"},
+	{"DROP TABLE IF EXISTS courier_", "drop_partition_table"},
 	{"pg_advisory_unlock", "advisory_unlock"},
 	{"pg_advisory_lock", "try_advisory_lock"},
 	{"to_regclass", "check_version_table_exists"},
