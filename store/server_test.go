@@ -19,6 +19,7 @@ import (
 	"github.com/couriernet/courier/archive/embedded"
 	"github.com/couriernet/courier/internal/lpframe"
 	"github.com/couriernet/courier/internal/ratelimit"
+	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/message"
 )
 
@@ -422,6 +423,9 @@ func TestRateLimit(t *testing.T) {
 	if _, err := f.query(t, &Request{}); !errors.As(err, &se) || se.Code != 429 {
 		t.Fatalf("client error %v", err)
 	}
+	// The server counts an answer after writing it, so the client may have
+	// read the last one first.
+	testwait.Until(t, "three answers counted", func() bool { return f.srv.Stats().Answered >= 3 })
 	if st := f.srv.Stats(); st.RateLimited != 2 || st.Answered != 3 || st.Queries != 1 {
 		t.Fatalf("stats %+v", st)
 	}
