@@ -19,11 +19,12 @@ import (
 const archiveLogEvery = 10 * time.Second
 
 // Archive follows the outcome of the archive's commits, for the log and
-// for /health (Node.ArchiveFailing): from a failed batch (archive.Config.OnFailure) until the
-// next commit that succeeds (OnInsert), archive writes are failing. The
-// first failure of such a run is logged at once, later ones at most every
-// archiveLogEvery with the messages lost meanwhile, and the end of the run
-// once, with its length and count. Messages the archive failed to write
+// for /health (Node.ArchiveFailing): from a failed batch
+// (archive.Config.OnFailure) until the next commit that succeeds
+// (OnInsert), archive writes are failing. The first failure of such a run
+// is logged at once, later ones at most every archiveLogEvery with the
+// messages lost meanwhile, and the end of the run once, with its length
+// and count. Messages the archive failed to write
 // are counted by the archive (archive.Stats.Failed, the metric
 // waku_archive_errors_total{type="insert_failure"}); store-sync fetches them
 // again once writes succeed (the node's indexCommits, node/storesync.go,
