@@ -71,11 +71,12 @@
 // # Stream limits
 //
 // Streams open at once are also counted by go-libp2p's resource manager.
-// A courier node configures it (node/resources.go) so that a peer may hold
-// DefaultMaxInboundStreams (1024) inbound streams across all protocols and
-// connections, the bound this package resets streams at, and keeps
-// go-libp2p's defaults, autoscaled to an eighth of the machine's memory
-// (go-libp2p p2p/host/resource-manager limit_defaults.go), for the rest:
+// A courier node configures it (node/internal/peers/resources.go) so
+// that a peer may hold DefaultMaxInboundStreams (1024) inbound streams
+// across all protocols and connections, the bound this package resets
+// streams at, and keeps go-libp2p's defaults, autoscaled to an eighth of
+// the machine's memory (go-libp2p p2p/host/resource-manager
+// limit_defaults.go), for the rest:
 // with M GiB of RAM, a peer may hold 64 + M/2 inbound streams of any one
 // protocol, and streams whose protocol is still being negotiated count
 // against a node-wide transient limit of 128 + 16*M. So streams of one

@@ -18,7 +18,7 @@ func (n *Node) healthReport() rest.Health {
 		hn.RelayPeers = len(n.relay.TopicPeers("")) // "": every gossipsub peer
 	}
 	if n.store.health != nil {
-		_, hn.ArchiveFailing = n.store.health.status()
+		_, hn.ArchiveFailing = n.store.health.Status()
 	}
 	return n.health.Report(hn)
 }

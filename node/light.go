@@ -63,7 +63,7 @@ func (n *Node) buildLight() error {
 			lc.Autoshard = n.cfg.auto.PubsubTopic
 		}
 		if n.rln != nil {
-			lc.RLN = lightpushRLN{n.rln}
+			lc.RLN = n.rln.Lightpush()
 		}
 		svc, err := lightpush.New(n.host, lc)
 		if err != nil {

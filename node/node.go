@@ -167,8 +167,8 @@ func (n *Node) build() error {
 }
 
 // newHost makes the libp2p host (peers.NewHost) of the configuration, with
-// the node's resource manager (resourceManager) and the certificate for
-// secure WebSocket loaded.
+// the node's resource manager (peers.ResourceManager) and the certificate
+// for secure WebSocket loaded.
 func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	hc := peers.HostConfig{MaxConnections: n.cfg.MaxConnections, AgentString: n.cfg.AgentString, WebSocket: n.cfg.WebSocket,
 		PortMapping: n.cfg.Discovery.portMapping(), Listen: n.cfg.listen, Registerer: n.metrics.Registry(),
@@ -178,7 +178,7 @@ func (n *Node) newHost(key crypto.PrivKey) (host.Host, error) {
 	for _, m := range n.cfg.Muxers {
 		hc.Mplex = append(hc.Mplex, m == MuxerMplex)
 	}
-	rm, err := n.resourceManager()
+	rm, err := peers.ResourceManager(n.cfg.MaxConnections, n.cfg.Discovery.IPColocationLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node/internal/rlnnode"
 	"github.com/couriernet/courier/node/state"
@@ -54,19 +53,6 @@ func (n *Node) rlnHealth() func() (state.HealthStatus, string) {
 		return nil
 	}
 	return n.rln.Health
-}
-
-// lightpushRLN is the lightpush service's RLN step: rlnnode's Prepare with
-// its proof error as lightpush's OUT_OF_RLN_PROOF.
-type lightpushRLN struct{ r *rlnnode.RLN }
-
-func (l lightpushRLN) Prepare(topic string, m *message.Message) (*message.Message, *rln.RateLimitProof, error) {
-	out, proof, err := l.r.Prepare(topic, m)
-	var pe *rlnnode.ProofError
-	if errors.As(err, &pe) {
-		return nil, nil, &lightpush.OutOfRLNProofError{Err: pe.Err}
-	}
-	return out, proof, err
 }
 
 // publishRLN publishes msg with RLN relay on, as nwaku's REST handlers do

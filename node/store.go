@@ -25,8 +25,8 @@ func (n *Node) openArchive() (err error) {
 	cfg.OnInsert, cfg.OnQuery = afterInsert(cfg.OnInsert, onInsert), afterQuery(cfg.OnQuery, onQuery)
 	n.metrics.ObservePostgres(&cfg.Postgres)
 	n.indexCommits(&cfg.Config)
-	n.store.health = newArchiveHealth(n.cfg.Logger.With("component", "archive"))
-	n.store.health.observe(&cfg.Config)
+	n.store.health = health.NewArchive(n.cfg.Logger.With("component", "archive"))
+	n.store.health.Observe(&cfg.Config)
 	if cfg.Logger == nil {
 		cfg.Logger = n.cfg.Logger.With("component", "archive")
 	}
@@ -73,7 +73,7 @@ type storeParts struct {
 	sync *storesync.Service // nil when store-sync is off
 	// health follows the archive's failed and successful commits for the
 	// log and /health; nil without archive.
-	health *archiveHealth
+	health *health.Archive
 	// resumeLimits bound store resume: resume.DefaultLimits.
 	resumeLimits resume.Limits
 }

@@ -1,7 +1,8 @@
 // Package health computes the node's health report, GET /health, as
 // nwaku v0.38.1 does (waku/node/health_monitor/node_health_monitor.nim):
 // the state of each protocol mounted, by nwaku's rule for it, and the
-// node's connectivity from them.
+// node's connectivity from them; Archive follows the archive's writes,
+// which make Store NOT_READY while they fail.
 package health
 
 import (

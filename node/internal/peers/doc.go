@@ -4,8 +4,8 @@
 // nodes' re-dials, what the node knows of each peer (origin,
 // connectedness, shards), the peers kept across restarts, discovery (the
 // node's ENR, discv5, DNS discovery, peer exchange), the libp2p host the
-// peers reach the node through (NewHost) and the addresses it listens on
-// and announces.
+// peers reach the node through (NewHost) with its resource manager
+// (ResourceManager) and the addresses it listens on and announces.
 //
 // A Manager works over a libp2p host and a Config the node resolved from
 // its own configuration; it holds no reference to the node. New makes it,

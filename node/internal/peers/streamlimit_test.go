@@ -21,7 +21,7 @@ import (
 // manager, not mplex's MaxInboundStreams (1024 per connection), bounds a
 // peer's open inbound streams of one protocol: go-libp2p's per-protocol
 // per-peer default autoscaled to the machine, which the node keeps (its
-// own limits, node/resources.go, raise only the per-peer total to 1024).
+// own limits, resources.go, raise only the per-peer total to 1024).
 // A peer on mplex holding streams of one protocol open gets exactly that
 // many; the next is reset.
 func TestMplexStreamLimit(t *testing.T) {

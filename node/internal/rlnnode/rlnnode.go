@@ -27,6 +27,7 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node/state"
 	"github.com/couriernet/courier/rln"
@@ -290,6 +291,23 @@ func (r *RLN) Prepare(pubsubTopic string, m *message.Message) (*message.Message,
 		return nil, nil, ErrInvalid
 	}
 	return m, proof, nil
+}
+
+// Lightpush returns the lightpush service's RLN step
+// (lightpush.Config.RLN): Prepare, with its *ProofError as lightpush's
+// *OutOfRLNProofError (OUT_OF_RLN_PROOF) and its other errors as they are.
+func (r *RLN) Lightpush() lightpush.RLN { return lightpushRLN{r} }
+
+// lightpushRLN is the lightpush.RLN of RLN.Lightpush.
+type lightpushRLN struct{ r *RLN }
+
+func (l lightpushRLN) Prepare(topic string, m *message.Message) (*message.Message, *rln.RateLimitProof, error) {
+	out, proof, err := l.r.Prepare(topic, m)
+	var pe *ProofError
+	if errors.As(err, &pe) {
+		return nil, nil, &lightpush.OutOfRLNProofError{Err: pe.Err}
+	}
+	return out, proof, err
 }
 
 // Health is the "Rln Relay" entry of /health, as nwaku's getRlnRelayHealth

@@ -1,4 +1,4 @@
-package node
+package health
 
 import (
 	"errors"
@@ -18,16 +18,18 @@ import (
 // archive writes; the failures in between are summed into the next line.
 const archiveLogEvery = 10 * time.Second
 
-// archiveHealth follows the outcome of the archive's commits, for the log
-// and for /health: from a failed batch (archive.Config.OnFailure) until the
-// next commit that succeeds (OnInsert), archive writes are failing. The
-// first failure of such a run is logged at once, later ones at most every
-// archiveLogEvery with the messages lost meanwhile, and the end of the run
-// once, with its length and count. Messages the archive failed to write
+// Archive follows the outcome of the archive's commits, for the log and
+// for /health (Node.ArchiveFailing): from a failed batch
+// (archive.Config.OnFailure) until the next commit that succeeds
+// (OnInsert), archive writes are failing. The first failure of such a run
+// is logged at once, later ones at most every archiveLogEvery with the
+// messages lost meanwhile, and the end of the run once, with its length
+// and count. Messages the archive failed to write
 // are counted by the archive (archive.Stats.Failed, the metric
 // waku_archive_errors_total{type="insert_failure"}); store-sync fetches them
-// again once writes succeed (indexCommits keeps them out of its index).
-type archiveHealth struct {
+// again once writes succeed (the node's indexCommits, node/storesync.go,
+// keeps them out of its index).
+type Archive struct {
 	logger  *slog.Logger
 	now     func() time.Time
 	failing atomic.Bool // read by every commit; set and cleared under mu
@@ -40,14 +42,16 @@ type archiveHealth struct {
 	logged   time.Time // time of the last log line about the run
 }
 
-func newArchiveHealth(logger *slog.Logger) *archiveHealth {
-	return &archiveHealth{logger: logger, now: time.Now}
+// NewArchive returns an Archive that logs to logger; writes are not
+// failing until the archive reports a failed batch.
+func NewArchive(logger *slog.Logger) *Archive {
+	return &Archive{logger: logger, now: time.Now}
 }
 
-// observe has cfg's archive report its failed batches and its commits to
+// Observe has cfg's archive report its failed batches and its commits to
 // h; the OnInsert already set (the metrics') is called first.
-func (h *archiveHealth) observe(cfg *archive.Config) {
-	cfg.OnFailure = h.failed
+func (h *Archive) Observe(cfg *archive.Config) {
+	cfg.OnFailure = h.Failed
 	next := cfg.OnInsert
 	cfg.OnInsert = func(env *message.Envelope, d time.Duration) {
 		if next != nil {
@@ -59,9 +63,9 @@ func (h *archiveHealth) observe(cfg *archive.Config) {
 	}
 }
 
-// failed is archive.Config.OnFailure: a batch of n messages was not
-// written.
-func (h *archiveHealth) failed(err error, n int) {
+// Failed is archive.Config.OnFailure: a batch of n messages was not
+// written, for err.
+func (h *Archive) Failed(err error, n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
@@ -81,7 +85,7 @@ func (h *archiveHealth) failed(err error, n int) {
 }
 
 // recovered ends a run of failures at the first commit that succeeds.
-func (h *archiveHealth) recovered() {
+func (h *Archive) recovered() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.failing.Load() {
@@ -92,9 +96,9 @@ func (h *archiveHealth) recovered() {
 		"messages_not_stored", h.lost, "last_err", h.lastErr)
 }
 
-// status returns whether archive writes are failing and, when they are,
-// the reason /health gives.
-func (h *archiveHealth) status() (failing bool, desc string) {
+// Status returns whether archive writes are failing and, when they are,
+// the reason /health gives (Node.ArchiveFailing).
+func (h *Archive) Status() (failing bool, desc string) {
 	if !h.failing.Load() {
 		return false, ""
 	}
@@ -120,4 +124,15 @@ func diskFullHint(err error) string {
 		return ", disk full"
 	}
 	return ""
+}
+
+// Since returns the time of the first failure of the current run of
+// failing writes, the zero time when writes are not failing.
+func (h *Archive) Since() time.Time {
+	if !h.failing.Load() {
+		return time.Time{}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.since
 }

@@ -1,4 +1,4 @@
-package node
+package peers
 
 import (
 	"fmt"
@@ -48,10 +48,13 @@ func resourceLimits(maxConns, coloc int) (rcmgr.ConcreteLimitConfig, rcmgr.Optio
 	return partial.Build(scaled), subnets
 }
 
-// resourceManager builds the host's resource manager from the node's
-// connection limits (resourceLimits).
-func (n *Node) resourceManager() (network.ResourceManager, error) {
-	limits, subnets := resourceLimits(n.cfg.MaxConnections, n.cfg.Discovery.IPColocationLimit)
+// ResourceManager builds the host's resource manager
+// (HostConfig.ResourceManager) for maxConns connections
+// (--max-connections) and at most coloc peers per IP address
+// (--ip-colocation-limit, negative: none), with the limits resourceLimits
+// describes. The error is go-libp2p's, wrapped.
+func ResourceManager(maxConns, coloc int) (network.ResourceManager, error) {
+	limits, subnets := resourceLimits(maxConns, coloc)
 	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits), subnets)
 	if err != nil {
 		return nil, fmt.Errorf("node: resource manager: %w", err)
