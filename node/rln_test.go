@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/couriernet/courier/node/internal/health"
 	"github.com/couriernet/courier/node/state"
 	"github.com/couriernet/courier/rln"
+	"github.com/couriernet/courier/rln/keystore"
 )
 
 const testContract = "0x00000000000000000000000000000000000000aa"
@@ -70,7 +72,31 @@ func TestRLNRelayConfig(t *testing.T) {
 		}
 	}
 
-	c := on(RLNRelayConfig{CredPath: filepath.Join(t.TempDir(), "ks.json"), CredPassword: "pw", CircuitDir: t.TempDir()})
+	// A keystore path that does not exist, or a file that is not a
+	// keystore, is named before the circuit files are looked for.
+	dir := t.TempDir()
+	notKeystore := filepath.Join(dir, "not-a-keystore.json")
+	if err := os.WriteFile(notKeystore, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]error{filepath.Join(dir, "missing.json"): keystore.ErrNotExist, notKeystore: keystore.ErrMalformed} {
+		c := on(RLNRelayConfig{CredPath: path, CredPassword: "pw", CircuitDir: t.TempDir()})
+		c.ListenAddress, c.Logger = "127.0.0.1", slog.New(slog.DiscardHandler)
+		n, err := New(c)
+		if err == nil {
+			n.Stop(t.Context())
+			t.Fatalf("New accepted keystore %s", path)
+		}
+		if !errors.Is(err, want) || errors.Is(err, rln.ErrCircuitFiles) || !strings.Contains(err.Error(), "--rln-relay-cred-path "+path) {
+			t.Errorf("New with keystore %s: %v, want %v naming the path", path, err, want)
+		}
+	}
+
+	ks := filepath.Join(dir, "ks.json")
+	if err := keystore.New(keystore.RLN()).Save(ks); err != nil {
+		t.Fatal(err)
+	}
+	c := on(RLNRelayConfig{CredPath: ks, CredPassword: "pw", CircuitDir: t.TempDir()})
 	c.ListenAddress, c.Logger = "127.0.0.1", slog.New(slog.DiscardHandler)
 	n, err := New(c)
 	if err == nil {

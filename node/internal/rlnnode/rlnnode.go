@@ -102,7 +102,10 @@ type RLN struct {
 
 // New makes the verifier and the validator, and with a keystore the
 // prover, whose circuit files must be in CircuitDir (errors wrap
-// rln.ErrCircuitFiles and say where to get them).
+// rln.ErrCircuitFiles and say where to get them). A keystore that is
+// missing or not an RLN keystore is refused first (keystore.ErrNotExist,
+// ErrMalformed, ErrAppMismatch, ErrUnknownVersion); its password is
+// checked at Start.
 func New(cfg Config) (*RLN, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -117,6 +120,11 @@ func New(cfg Config) (*RLN, error) {
 		return nil, err
 	}
 	if cfg.CredPath != "" {
+		// The keystore is read (not yet decrypted) before the circuit
+		// files are looked for, so that a wrong path is named as such.
+		if _, err := keystore.Load(cfg.CredPath, keystore.RLN()); err != nil {
+			return nil, fmt.Errorf("rln-relay: --rln-relay-cred-path %s: %w", cfg.CredPath, err)
+		}
 		if r.prover, err = rln.NewProver(rln.ProverConfig{Dir: cfg.CircuitDir}); err != nil {
 			return nil, circuitHint(cfg.CircuitDir, err)
 		}
