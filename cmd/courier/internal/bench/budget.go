@@ -421,9 +421,10 @@ type cpuProfiler struct {
 func (c *cpuProfiler) start() error {
 	c.buf.Reset()
 	// runtime/pprof starts at 100 Hz; a rate set before it stays, and the
-	// runtime notes on stderr that it kept it.
+	// runtime notes on stderr that it kept it, a note withoutStderr keeps
+	// from the bench's output.
 	runtime.SetCPUProfileRate(budgetHz)
-	return pprof.StartCPUProfile(&c.buf)
+	return withoutStderr(func() error { return pprof.StartCPUProfile(&c.buf) })
 }
 
 // stop ends the part of row name and returns its profile.
