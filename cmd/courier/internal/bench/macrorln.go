@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/big"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/core/types"
-	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/ethclient/simulated"
 
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node"
@@ -31,10 +27,10 @@ import (
 // macro-rln's msg/s and CPU per message as ratios of it, B's verifications
 // per message, and A's proofs per second.
 //
-// B follows a membership contract on go-ethereum's simulated chain whose
-// code answers root() with the member's root (and 1 to every other call),
-// reached through rln/membership's Dial hook: the node's own RLN relay,
-// from the chain client to the validator, without a JSON-RPC server. The
+// B follows a membership contract whose root() answers the member's root
+// (rootChain, reached through rln/membership's Dial hook): the node's own
+// RLN relay, from the chain client to the validator, without a chain or a
+// JSON-RPC server. The
 // prover needs zerokit's circuit files (rln.DefaultCircuitDir).
 const (
 	// rlnMaxMeasured and rlnMaxWarmup bound the messages of macro-rln, each
@@ -61,7 +57,6 @@ func runMacroRLN(ctx context.Context, cfg Config, w *Workload, name string) ([]R
 	if err != nil {
 		return nil, err
 	}
-	defer prep.backend.Close()
 	fmt.Fprintf(cfg.Out, "%s: A's prover made %d proofs in %.1f s with %d workers: %.2f proofs/s (%d warm-up and %d measured messages, user message limit %d, epoch %d s)\n",
 		name, w.Total(), prep.proveTime.Seconds(), prep.workers, float64(w.Total())/prep.proveTime.Seconds(), w.Warmup, w.N, w.Total(), rlnEpochSec)
 	// The validator accepts a timestamp within 20 s of its clock: the
@@ -90,7 +85,7 @@ func runMacroRLN(ctx context.Context, cfg Config, w *Workload, name string) ([]R
 type rlnPrep struct {
 	msgs      []*message.Message
 	ts        int64
-	backend   *simulated.Backend
+	chain     *rootChain
 	contract  common.Address
 	proveTime time.Duration
 	workers   int
@@ -120,7 +115,7 @@ func prepareRLN(ctx context.Context, w *Workload, cfg Config) (*rlnPrep, error) 
 	}
 	p := &rlnPrep{msgs: make([]*message.Message, w.Total()), workers: runtime.GOMAXPROCS(0)}
 	p.contract = common.HexToAddress("0x000000000000000000000000000000000000c0de")
-	p.backend = simulated.NewBackend(types.GenesisAlloc{p.contract: {Code: rootContract(root), Balance: new(big.Int)}})
+	p.chain = newRootChain(p.contract, root)
 	prove := func(i int, ts int64) (*message.Message, error) {
 		payload := make([]byte, w.Size(i))
 		w.FillPayload(payload, i)
@@ -137,7 +132,6 @@ func prepareRLN(ctx context.Context, w *Workload, cfg Config) (*rlnPrep, error) 
 	// later than planned is measured and done again, up to three times.
 	start := time.Now()
 	if _, err := prove(0, start.UnixNano()); err != nil {
-		p.backend.Close()
 		return nil, err
 	}
 	perProof := time.Since(start) / time.Duration(p.workers)
@@ -163,38 +157,18 @@ func prepareRLN(ctx context.Context, w *Workload, cfg Config) (*rlnPrep, error) 
 		wg.Wait()
 		p.proveTime = time.Since(start)
 		if err := errors.Join(append(errs, ctx.Err())...); err != nil {
-			p.backend.Close()
 			return nil, err
 		}
 		if time.Until(time.Unix(0, p.ts)) > 0 {
 			break
 		}
 		if attempt == 3 {
-			p.backend.Close()
 			return nil, fmt.Errorf("bench: macro-rln: proving %d messages took %v, longer than planned three times", w.Total(), p.proveTime.Round(time.Millisecond))
 		}
 		perProof = p.proveTime / time.Duration(w.Total())
 		fmt.Fprintf(cfg.Progress, "macro-rln: proving took %v, longer than planned; proving again for a later timestamp\n", p.proveTime.Round(time.Millisecond))
 	}
 	return p, nil
-}
-
-// rootContract is the runtime code of a contract that answers root() with
-// root (as the membership contract's uint256) and every other call with 1
-// (maxMembershipRateLimit, nextFreeIndex): enough for rln/membership to
-// follow it.
-func rootContract(root rln.Field) []byte {
-	sel := crypto.Keccak256([]byte("root()"))[:4]
-	be := root.BigEndian()
-	code := []byte{
-		0x60, 0x00, 0x35, 0x60, 0xe0, 0x1c, // PUSH1 0 CALLDATALOAD PUSH1 224 SHR: the selector
-		0x63, sel[0], sel[1], sel[2], sel[3], 0x14, // PUSH4 root() EQ
-		0x60, 25, 0x57, // PUSH1 25 JUMPI
-		0x60, 0x01, 0x60, 0x00, 0x52, 0x60, 0x20, 0x60, 0x00, 0xf3, // return 1
-		0x5b, 0x7f, // 25: JUMPDEST PUSH32 root
-	}
-	code = append(code, be[:]...)
-	return append(code, 0x60, 0x00, 0x52, 0x60, 0x20, 0x60, 0x00, 0xf3) // MSTORE, return it
 }
 
 // runRLNPair runs one macro run of the prepared messages: A publishes them
@@ -215,10 +189,9 @@ func runRLNPair(ctx context.Context, cfg Config, w *Workload, name string, prep 
 	acfg.Counters = &ca
 	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
 	if withRLN {
-		client := prep.backend.Client()
 		bcfg.RLNRelay = node.RLNRelayConfig{Enabled: true, EthClientAddresses: []string{"http://simulated.invalid/"}, EthContractAddress: prep.contract.Hex(),
 			EpochSec: rlnEpochSec, Membership: membership.Config{HistoryBlocks: -1,
-				Dial: func(context.Context, string) (membership.Backend, error) { return client, nil }}}
+				Dial: func(context.Context, string) (membership.Backend, error) { return prep.chain, nil }}}
 	}
 	a, err := node.New(acfg)
 	if err != nil {
