@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -543,9 +542,8 @@ func (p *plan) parseRLN() error {
 		mc.PrivateKey = key
 	}
 	for _, e := range mc.Endpoints {
-		u, err := url.Parse(e)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-			return fmt.Errorf("%w: --rln-relay-eth-client-address %q: want an http(s):// or ws(s):// URL", ErrConfig, membership.Redact(e))
+		if err := membership.CheckEndpoint(e); err != nil {
+			return fmt.Errorf("%w: --rln-relay-eth-client-address %w", ErrConfig, err)
 		}
 	}
 	counterDir := p.DataDir

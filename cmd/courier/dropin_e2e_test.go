@@ -118,7 +118,9 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 	}{
 		{[]string{"--rln-relay=true"}, "courier node: node: invalid config: --rln-relay needs --rln-relay-eth-contract-address (rlnRelay.ethContractAddress is not specified)\n"},
 		{[]string{"--preset=twn", "--rln-relay-cred-path=keystore.json"}, "courier node: node: invalid config: --rln-relay-cred-path without --rln-relay-cred-password (RLN Relay Credential Password is not specified but path is)\n"},
-		{[]string{"--cluster-id=1", "--relay=true", "--rln-relay-eth-client-address=ftp://x"}, "courier node: node: invalid config: --rln-relay-eth-client-address \"ftp://x\": want an http(s):// or ws(s):// URL\n"},
+		{[]string{"--cluster-id=1", "--relay=true", "--rln-relay-eth-client-address=ftp://x"}, "courier node: node: invalid config: --rln-relay-eth-client-address \"ftp://x\": scheme \"ftp\"; want http, https, ws or wss\n"},
+		{[]string{"--cluster-id=1", "--relay=true", "--rln-relay-eth-client-address=https://linea-sepolia.infura.io:v3/0123456789abcdef"},
+			"courier node: node: invalid config: --rln-relay-eth-client-address \"https://linea-sepolia.infura.io:v3/<redacted>\": not a URL: invalid port \":v3\" after host\n"},
 		{[]string{"--cluster-id=2"}, "courier node: --cluster-id=2: the Logos Dev Network (nwaku runs cluster 2 as --preset=logos.dev) needs kademlia discovery, which this node does not support\n"},
 		// Start-up checks of the configuration are usage errors too.
 		{[]string{"--tcp-port=99999"}, "courier node: node: invalid config: --tcp-port 99999 not in 0..65535\n"},
