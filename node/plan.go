@@ -526,8 +526,8 @@ func (p *plan) parseRLN() error {
 		return fmt.Errorf("%w: --rln-relay-cred-password without --rln-relay-cred-path (RLN Relay Credential Path is not specified but password is)", ErrConfig)
 	case c.UserMessageLimit > rln.MaxUserMessageLimit:
 		return fmt.Errorf("%w: --rln-relay-user-message-limit %d: the circuit allows at most %d", ErrConfig, c.UserMessageLimit, rln.MaxUserMessageLimit)
-	case c.EpochSec > 1<<32:
-		return fmt.Errorf("%w: --rln-relay-epoch-sec %d is too long", ErrConfig, c.EpochSec)
+	case c.EpochSec > MaxEpochSec:
+		return fmt.Errorf("%w: --rln-relay-epoch-sec %d is out of range: want 1..%d seconds", ErrConfig, c.EpochSec, uint64(MaxEpochSec))
 	}
 	mc := c.Membership
 	mc.Endpoints, mc.Contract, mc.Logger = c.EthClientAddresses, common.HexToAddress(c.EthContractAddress), p.Logger

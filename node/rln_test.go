@@ -69,6 +69,7 @@ func TestRLNRelayConfig(t *testing.T) {
 		{on(RLNRelayConfig{EthClientAddresses: []string{"http://localhost:8540/", "https://u:key@rpc.example:85x6/v3/key?k=key"}}),
 			`--rln-relay-eth-client-address "https://<redacted>@rpc.example:85x6/<redacted>?<redacted>": not a URL: invalid port ":85x6" after host`},
 		{on(RLNRelayConfig{EthPrivateKey: "zz"}), "--rln-relay-eth-private-key: "},
+		{on(RLNRelayConfig{EpochSec: MaxEpochSec + 1}), "--rln-relay-epoch-sec 4294967297 is out of range: want 1..4294967296 seconds"},
 	} {
 		_, err := tc.cfg.resolve()
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {

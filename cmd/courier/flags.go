@@ -96,13 +96,8 @@ var nodeFlags = []flagDef{
 			return nil
 		}},
 	{name: "rln-relay-epoch-sec", kind: kindInt, nwaku: "1", usage: "epoch length in seconds (The Waku Network: 600)",
-		apply: func(o *nodeOptions, v flagVal) error {
-			if v.int() < 1 {
-				return fmt.Errorf("want a positive number of seconds")
-			}
-			o.cfg.RLNRelay.EpochSec = uint64(v.int())
-			return nil
-		}},
+		bounds: &intRange{lo: 1, hi: node.MaxEpochSec, unit: "seconds"},
+		apply:  func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.EpochSec = uint64(v.int()); return nil }},
 	{name: "rln-relay", kind: kindBool, nwaku: "false", usage: "RLN relay: relay only messages with a valid rate-limit proof (needs --relay)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.Enabled = v.bool(); return nil }},
 	{name: "rln-relay-membership-index", kind: kindInt, usage: "tree index of the keystore credential to use (default 0)",

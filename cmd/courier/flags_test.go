@@ -335,7 +335,14 @@ func TestNodeFlagsRefuse(t *testing.T) {
 		want    string
 	}{
 		{[]string{"--execute=true"}, true, "--execute=true: --execute belongs to `courier generateRlnKeystore`"},
-		{[]string{"--rln-relay-epoch-sec=0"}, false, "--rln-relay-epoch-sec=0: want a positive number of seconds"},
+		// Numbers out of a row's range, or of an int's, are out of range,
+		// not "not a number".
+		{[]string{"--rln-relay-epoch-sec=0"}, false, `--rln-relay-epoch-sec=0: "0" is out of range: want 1..4294967296 seconds`},
+		{[]string{"--rln-relay-epoch-sec=-600"}, false, `--rln-relay-epoch-sec=-600: "-600" is out of range: want 1..4294967296 seconds`},
+		{[]string{"--rln-relay-epoch-sec=4294967297"}, false, `--rln-relay-epoch-sec=4294967297: "4294967297" is out of range: want 1..4294967296 seconds`},
+		{[]string{"--rln-relay-epoch-sec=99999999999999999999"}, false, `--rln-relay-epoch-sec=99999999999999999999: "99999999999999999999" is out of range: want 1..4294967296 seconds`},
+		{[]string{"--rln-relay-epoch-sec=10m"}, false, `--rln-relay-epoch-sec=10m: "10m" is not a number`},
+		{[]string{"--tcp-port=99999999999999999999"}, false, `--tcp-port=99999999999999999999: "99999999999999999999" is out of range: want -9223372036854775808..9223372036854775807`},
 		{[]string{"--rln-relay-user-message-limit=0"}, false, "--rln-relay-user-message-limit=0: want 1..65535"},
 		{[]string{"--rln-relay-user-message-limit=65536"}, false, "--rln-relay-user-message-limit=65536: want 1..65535"},
 		{[]string{"--rln-relay-membership-index=-1"}, false, "--rln-relay-membership-index=-1: want 0 or more"},
