@@ -325,6 +325,34 @@ func TestNodeFlagsForms(t *testing.T) {
 	}
 }
 
+// TestParseMsgSize runs nwaku's cases (tests/common/test_parse_size.nim)
+// and the forms of nwaku's default, which --max-msg-size takes quietly.
+func TestParseMsgSize(t *testing.T) {
+	for in, want := range map[string]uint64{
+		"15 KiB": 15360, "  1048576 B": 1048576, "150 B": 150, "150   b": 150, "150b": 150,
+		"1024kib": 1048576, "1024KiB": 1048576, "1024KB": 1024000, "1024kb": 1024000,
+		"1.5 kib": 1536, "1,5 kb": 1500, "0,5 kb": 500, "1.5 kb": 1500, "0.5 kb": 500,
+		"   1.5 KB": 1500, "   0.5 kb": 500, "   1024 kib": 1048576,
+		// nwaku's default in its forms; a number alone is bytes here.
+		"150KiB": 153600, "153.6KB": 153600, "153600B": 153600, "153600": 153600, "150.0 KiB": 153600,
+	} {
+		if got, err := parseMsgSize(in); err != nil || got != want {
+			t.Errorf("parseMsgSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"150K", "150 iB", "150 ib", "150 MB", "150 MiB", "150MiB", "150 K", "15..0 KiB", "", "abc", "-1KiB", ".5KiB", "1e3B", "150 KIB"} {
+		if got, err := parseMsgSize(in); err == nil || !strings.Contains(err.Error(), "cannot be parsed as a size") {
+			t.Errorf("parseMsgSize(%q) = %d, %v; want an error", in, got, err)
+		}
+	}
+	for _, in := range []string{"150KiB", "153600B", "153.6 KB", "153600"} {
+		clearNodeEnv(t)
+		if _, err := parseNodeFlags([]string{"--max-msg-size=" + in}); err != nil {
+			t.Errorf("--max-msg-size=%s: %v", in, err)
+		}
+	}
+}
+
 // TestNodeFlagsRefuse checks that values asking for what courier does not
 // do are refused with one line naming the flag and the reason, and that
 // malformed lines are usage errors; both exit 2 (see exit).
@@ -355,7 +383,14 @@ func TestNodeFlagsRefuse(t *testing.T) {
 		{[]string{"--cluster-id=2", "--preset=twn", "--relay=false"}, true, "--cluster-id=2: the Logos Dev Network"},
 		{[]string{"--rendezvous=true"}, true, "--rendezvous=true: rendezvous is not supported by this node"},
 		{[]string{"--nat=stun"}, false, "--nat=stun: want none, any, upnp, pmp or extip:<IPv4>"},
-		{[]string{"--max-msg-size=1MiB"}, true, "--max-msg-size=1MiB: only nwaku's default limit of 150KiB (153600 bytes) is supported"},
+		{[]string{"--max-msg-size=1024KiB"}, true, "--max-msg-size=1024KiB: only nwaku's default limit of 150KiB (153600 bytes) is supported"},
+		{[]string{"--max-msg-size=0.5 kb"}, true, "--max-msg-size=0.5 kb: only nwaku's default limit of 150KiB (153600 bytes) is supported"},
+		// Text that is no size is a usage error that gives nwaku's forms
+		// (waku/common/utils/parse_size_units.nim parseMsgSize).
+		{[]string{"--max-msg-size=abc"}, false, `--max-msg-size=abc: "abc" cannot be parsed as a size: want a number and KiB, KB or B, as nwaku takes it (e.g. 150KiB, 153.6KB, 153600B)`},
+		{[]string{"--max-msg-size=150K"}, false, `--max-msg-size=150K: "150K" cannot be parsed as a size: unit "K": want a number and KiB, KB or B`},
+		{[]string{"--max-msg-size=15..0KiB"}, false, `--max-msg-size=15..0KiB: "15..0KiB" cannot be parsed as a size: want a number and KiB, KB or B`},
+		{[]string{"--max-msg-size=1MiB"}, false, `--max-msg-size=1MiB: "1MiB" cannot be parsed as a size: nwaku takes no MiB (1MiB is 1024KiB): want a number and KiB, KB or B`},
 		{[]string{"--mix=true"}, true, "--mix=true: mix is not supported by this node"},
 		{[]string{"--relay-client=true"}, true, "--relay-client=true: circuit relay is not supported by this node"},
 		{[]string{"--log-level=VERBOSE"}, false, "--log-level=VERBOSE: want TRACE, DEBUG, INFO, NOTICE, WARN, ERROR or FATAL"},
