@@ -54,7 +54,15 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	a := startNwakuLine(t, link, "A")
-	b := startNwakuLine(t, bin, "B", "--staticnode="+a.addr)
+	// B is given keystore flags with --rln-relay=false: ignored, as nwaku
+	// ignores them, with a warning that names them.
+	b := startNwakuLine(t, bin, "B", "--staticnode="+a.addr, "--rln-relay-cred-path=keystore.json", "--rln-relay-cred-password=s3cret")
+	if b.out.count("level=WARN", "--rln-relay-cred-path, --rln-relay-cred-password given without --rln-relay: ignored") != 1 || b.out.count("s3cret") != 0 {
+		t.Errorf("B: want one warning naming the ignored --rln-relay-cred-* flags, without the password; logged:\n%s", strings.Join(b.out.snapshot(), "\n"))
+	}
+	if a.out.count("given without --rln-relay") != 0 {
+		t.Errorf("A: warning about RLN flags it was not given")
+	}
 	for _, n := range []*nodeProc{a, b} {
 		if lines := n.log.snapshot(); len(lines) != 0 {
 			t.Errorf("%s: node logs on stderr, want them on stdout as nwaku's: %q", n.name, lines)

@@ -29,6 +29,9 @@ type nodeOptions struct {
 	keystore   keystoreOptions
 	// notes are printed at start: defaults that differ from nwaku's.
 	notes []string
+	// warnings are logged at start at WARN: flags given that have no
+	// effect.
+	warnings []string
 }
 
 // nodeFlags is the node's command line: every flag of nwaku v0.38.1

@@ -325,6 +325,46 @@ func TestNodeFlagsForms(t *testing.T) {
 	}
 }
 
+// TestNodeFlagsIgnoredRLN: --rln-relay-* flags given while RLN relay is
+// off are ignored, as nwaku ignores them, with one warning that names
+// them (never their values).
+func TestNodeFlagsIgnoredRLN(t *testing.T) {
+	const suffix = " given without --rln-relay: ignored, as nwaku v0.38.1 ignores them (RLN relay is off)"
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string // the warning, "" for none
+	}{
+		{nil, nil, ""},
+		{[]string{"--rln-relay-cred-path=ks.json", "--rln-relay-cred-password=s3cret"}, nil, "--rln-relay-cred-path, --rln-relay-cred-password" + suffix},
+		{[]string{"--rln-relay=false", "--rln-relay-membership-index=1", "--rln-relay-eth-private-key=0x01"}, nil,
+			"--rln-relay-eth-private-key, --rln-relay-membership-index" + suffix},
+		{nil, map[string]string{"WAKUNODE2_RLN_RELAY_CRED_PASSWORD": "s3cret"}, "--rln-relay-cred-password" + suffix},
+		{[]string{"--rln-relay=true", "--rln-relay-cred-path=ks.json", "--rln-relay-cred-password=s3cret"}, nil, ""},
+		// The Waku Network's preset turns RLN relay on with relay, not without.
+		{[]string{"--preset=twn", "--rln-relay-cred-path=ks.json", "--rln-relay-cred-password=s3cret"}, nil, ""},
+		{[]string{"--preset=twn", "--relay=false", "--rln-relay-cred-password=s3cret"}, nil, "--rln-relay-cred-password" + suffix},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			clearNodeEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			o, err := parseNodeFlags(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if tc.want != "" {
+				want = []string{tc.want}
+			}
+			if !slices.Equal(o.warnings, want) {
+				t.Errorf("warnings %q, want %q", o.warnings, want)
+			}
+		})
+	}
+}
+
 // TestParseMsgSize runs nwaku's cases (tests/common/test_parse_size.nim)
 // and the forms of nwaku's default, which --max-msg-size takes quietly.
 func TestParseMsgSize(t *testing.T) {
