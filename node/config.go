@@ -263,6 +263,10 @@ func DefaultConfig() Config {
 	return c
 }
 
+// MaxEpochSec is the longest RLN epoch RLNRelayConfig.EpochSec may set,
+// 2^32 s (some 136 years).
+const MaxEpochSec = 1 << 32
+
 // RLNRelayConfig configures RLN relay (17/WAKU2-RLN-RELAY) as nwaku
 // v0.38.1's --rln-relay-* flags do (tools/confutils/cli_args.nim;
 // waku/waku_rln_relay): every relayed message must carry a valid
@@ -310,8 +314,9 @@ type RLNRelayConfig struct {
 	// counts against this flag, default 1, while its proofs use the
 	// registered limit.)
 	UserMessageLimit uint64
-	// EpochSec is the epoch length in seconds (--rln-relay-epoch-sec).
-	// Default 1, nwaku's; The Waku Network uses 600.
+	// EpochSec is the epoch length in seconds (--rln-relay-epoch-sec),
+	// at most MaxEpochSec. 0 means 1, nwaku's default; The Waku Network
+	// uses 600.
 	EpochSec uint64
 	// CircuitDir holds zerokit's circuit files a node with a membership
 	// proves with (--rln-relay-circuit-dir, courier's). Empty means

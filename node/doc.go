@@ -77,6 +77,7 @@
 // which peers read up to 1,024 bytes (metadata.MaxRPCSize): at most 508
 // shards whatever their ids, up to 573 with low ids. New refuses a
 // configuration that relays more (ErrTooManyShards with ErrConfig), and
-// the REST API's relay subscriptions and filter subscribers' shards are
-// refused when they would go over it, so the node always stays readable.
+// the REST API's relay subscriptions (answered 400, the client's fault)
+// and filter subscribers' shards are refused when they would go over it,
+// so the node always stays readable.
 package node

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -527,8 +526,8 @@ func (p *plan) parseRLN() error {
 		return fmt.Errorf("%w: --rln-relay-cred-password without --rln-relay-cred-path (RLN Relay Credential Path is not specified but password is)", ErrConfig)
 	case c.UserMessageLimit > rln.MaxUserMessageLimit:
 		return fmt.Errorf("%w: --rln-relay-user-message-limit %d: the circuit allows at most %d", ErrConfig, c.UserMessageLimit, rln.MaxUserMessageLimit)
-	case c.EpochSec > 1<<32:
-		return fmt.Errorf("%w: --rln-relay-epoch-sec %d is too long", ErrConfig, c.EpochSec)
+	case c.EpochSec > MaxEpochSec:
+		return fmt.Errorf("%w: --rln-relay-epoch-sec %d is out of range: want 1..%d seconds", ErrConfig, c.EpochSec, uint64(MaxEpochSec))
 	}
 	mc := c.Membership
 	mc.Endpoints, mc.Contract, mc.Logger = c.EthClientAddresses, common.HexToAddress(c.EthContractAddress), p.Logger
@@ -543,9 +542,8 @@ func (p *plan) parseRLN() error {
 		mc.PrivateKey = key
 	}
 	for _, e := range mc.Endpoints {
-		u, err := url.Parse(e)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-			return fmt.Errorf("%w: --rln-relay-eth-client-address %q: want an http(s):// or ws(s):// URL", ErrConfig, membership.Redact(e))
+		if err := membership.CheckEndpoint(e); err != nil {
+			return fmt.Errorf("%w: --rln-relay-eth-client-address %w", ErrConfig, err)
 		}
 	}
 	counterDir := p.DataDir

@@ -46,13 +46,14 @@ func (n *Node) restAPI() *restapi.API {
 }
 
 // subscribeREST subscribes the relay to topics for the REST API, refused
-// whole when the metadata protocol would not carry their shards
-// (ErrTooManyShards).
+// whole when the metadata protocol would not carry their shards: the
+// error wraps ErrTooManyShards and matches rest.ErrSubscriptionRefused, so
+// that the client is answered 400.
 func (n *Node) subscribeREST(topics []string) error {
 	n.shardMu.Lock()
 	defer n.shardMu.Unlock()
 	if err := n.checkMoreShards(topics); err != nil {
-		return err
+		return refusedSubscription{err}
 	}
 	for _, t := range topics {
 		if err := n.relay.Subscribe(t, relay.OwnerREST); err != nil {
@@ -61,3 +62,12 @@ func (n *Node) subscribeREST(topics []string) error {
 	}
 	return nil
 }
+
+// refusedSubscription is a REST subscription the node refuses whatever its
+// state, the client's fault: it matches rest.ErrSubscriptionRefused and
+// keeps the text of the error it wraps.
+type refusedSubscription struct{ error }
+
+func (e refusedSubscription) Unwrap() error { return e.error }
+
+func (e refusedSubscription) Is(target error) bool { return target == rest.ErrSubscriptionRefused }

@@ -63,8 +63,13 @@ func TestRLNRelayConfig(t *testing.T) {
 		{on(RLNRelayConfig{CredPath: "ks.json"}), "RLN Relay Credential Password is not specified but path is"},
 		{on(RLNRelayConfig{CredPassword: "pw"}), "RLN Relay Credential Path is not specified but password is"},
 		{on(RLNRelayConfig{UserMessageLimit: rln.MaxUserMessageLimit + 1}), "--rln-relay-user-message-limit 65536: the circuit allows at most 65535"},
-		{on(RLNRelayConfig{EthClientAddresses: []string{"ftp://x/"}}), `--rln-relay-eth-client-address "ftp://x": want an http(s):// or ws(s):// URL`},
+		{on(RLNRelayConfig{EthClientAddresses: []string{"ftp://x/"}}), `--rln-relay-eth-client-address "ftp://x": scheme "ftp"; want http, https, ws or wss`},
+		// An address that does not parse: its scheme and host, the rest
+		// redacted (API keys live there), and why.
+		{on(RLNRelayConfig{EthClientAddresses: []string{"http://localhost:8540/", "https://u:key@rpc.example:85x6/v3/key?k=key"}}),
+			`--rln-relay-eth-client-address "https://<redacted>@rpc.example:85x6/<redacted>?<redacted>": not a URL: invalid port ":85x6" after host`},
 		{on(RLNRelayConfig{EthPrivateKey: "zz"}), "--rln-relay-eth-private-key: "},
+		{on(RLNRelayConfig{EpochSec: MaxEpochSec + 1}), "--rln-relay-epoch-sec 4294967297 is out of range: want 1..4294967296 seconds"},
 	} {
 		_, err := tc.cfg.resolve()
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {

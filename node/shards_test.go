@@ -80,8 +80,8 @@ func TestTooManyShardsRefused(t *testing.T) {
 }
 
 // TestRESTSubscriptionTooManyShards: a REST subscription that would make the
-// shard set too large is refused whole (500, saying why), and the node
-// stays peerable; one that fits is made.
+// shard set too large is refused whole (400, the client's fault, saying
+// why), and the node stays peerable; one that fits is made.
 func TestRESTSubscriptionTooManyShards(t *testing.T) {
 	n := startTestNode(t, Config{Relay: true, Shards: shardIDs(0, 300), REST: true, RESTAddress: "127.0.0.1"})
 	body := func(from, to int) string {
@@ -92,7 +92,7 @@ func TestRESTSubscriptionTooManyShards(t *testing.T) {
 		return "[" + strings.Join(ts, ",") + "]"
 	}
 	code, text := restCall(t, n, "POST", "/relay/v1/subscriptions", body(300, 700))
-	if code != 500 || !strings.HasPrefix(text, "Failed to subscribe: node: too many shards for the metadata protocol: relaying 700 shards") ||
+	if code != 400 || !strings.HasPrefix(text, "Failed to subscribe: node: too many shards for the metadata protocol: relaying 700 shards") ||
 		!strings.Contains(text, "peers read at most 1024") {
 		t.Fatalf("subscribing 400 more shards: %d %q", code, text)
 	}

@@ -32,7 +32,8 @@ type NodeBackend interface {
 type RelayBackend interface {
 	// RelaySubscribe subscribes the relay to the pubsub topics (static-shard
 	// topics, already validated). Subscribing a topic already subscribed
-	// succeeds.
+	// succeeds. An error that matches ErrSubscriptionRefused is the
+	// client's fault (answered 400), any other the node's (500).
 	RelaySubscribe(pubsubTopics []string) error
 	// RelayUnsubscribe unsubscribes the relay from the pubsub topics.
 	// Unsubscribing a topic not subscribed succeeds.

@@ -67,7 +67,8 @@ func (s *Server) deleteAutoSubscriptions(w http.ResponseWriter, r *http.Request)
 
 // changeSubscriptions reads and checks the body's topics (content topics
 // when auto, with their shards), then runs apply under the subscription
-// lock; an error from apply is answered 500 with its text.
+// lock; an error from apply is answered with its text, 400 when it
+// matches ErrSubscriptionRefused, else 500.
 func (s *Server) changeSubscriptions(w http.ResponseWriter, r *http.Request, auto bool, apply func(topics, shards []string) error) {
 	topics, ok := s.readTopics(w, r)
 	if !ok {
@@ -84,7 +85,11 @@ func (s *Server) changeSubscriptions(w http.ResponseWriter, r *http.Request, aut
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
 	if err := apply(topics, shards); err != nil {
-		writeText(w, http.StatusInternalServerError, err.Error())
+		code := http.StatusInternalServerError
+		if errors.Is(err, ErrSubscriptionRefused) {
+			code = http.StatusBadRequest
+		}
+		writeText(w, code, err.Error())
 		return
 	}
 	writeOK(w)

@@ -128,6 +128,12 @@ var (
 	// topics have no shard. Answered 400 "Failed to publish. Autosharding
 	// is disabled" (nwaku rest_api/endpoint/relay/handlers.nim).
 	ErrAutoshardingDisabled = errors.New("rest: autosharding is disabled")
+	// ErrSubscriptionRefused: the node cannot take the subscription as
+	// asked, whatever its state (its shard set would grow beyond what the
+	// metadata protocol carries, say): the client's fault. The relay
+	// subscription handlers answer 400 "Failed to subscribe: <error>"; a
+	// backend makes its error match (errors.Is) without adding this text.
+	ErrSubscriptionRefused = errors.New("rest: subscription refused")
 )
 
 // ErrConfig: an invalid Config field.

@@ -29,6 +29,7 @@ type fakeBackend struct {
 	static     bool  // ContentTopicShard answers ErrAutoshardingDisabled
 	noPeers    bool  // RelayTopicPeers answers 0
 	publishErr error // returned by RelayPublish when set
+	subErr     error // returned by RelaySubscribe when set
 	block      bool  // RelayPublish waits for its context to end
 
 	mu          sync.Mutex
@@ -51,6 +52,9 @@ func (f *fakeBackend) RelaySubscribe(topics []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.subCalls = append(f.subCalls, topics)
+	if f.subErr != nil {
+		return f.subErr
+	}
 	for _, t := range topics {
 		f.subscribed[t] = true
 	}
@@ -244,6 +248,36 @@ func TestCacheBound(t *testing.T) {
 	}
 	if st := s.Stats(); st != (Stats{Cached: 52, DroppedOldest: 2, Drained: 50}) {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// refusal is a backend's error that matches ErrSubscriptionRefused with
+// its own text.
+type refusal struct{ text string }
+
+func (r refusal) Error() string        { return r.text }
+func (r refusal) Is(target error) bool { return target == ErrSubscriptionRefused }
+
+// TestSubscriptionRefused: a subscription the backend refuses as the
+// client's fault (ErrSubscriptionRefused) is answered 400 with its text,
+// by pubsub topic and by content topic; another error of the backend is
+// 500; neither caches the topics.
+func TestSubscriptionRefused(t *testing.T) {
+	const text = "node: too many shards for the metadata protocol: relaying 700 shards of cluster 0"
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{refusal{text}, 400},
+		{fmt.Errorf("relay: join: %w", refusal{text}), 400},
+		{errors.New(text), 500},
+	} {
+		f := newFake(t)
+		f.subErr = tc.err
+		s := newServer(t, f, Config{})
+		expect(t, s, "POST", "/relay/v1/subscriptions", `["/waku/2/rs/1/0"]`, tc.code, "Failed to subscribe: "+tc.err.Error())
+		expect(t, s, "POST", "/relay/v1/auto/subscriptions", `["/toychat/2/huilong/proto"]`, tc.code, "Failed to subscribe: "+tc.err.Error())
+		expect(t, s, "GET", "/relay/v1/messages/"+url.PathEscape("/waku/2/rs/1/0"), ``, 404, "")
 	}
 }
 

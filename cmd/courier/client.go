@@ -56,7 +56,7 @@ func restCall(method, base, path string, body any) ([]byte, error) {
 func runPublish(args []string) error {
 	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, "usage: courier publish [flags] PAYLOAD\n\nPublishes one message through a node's REST API or, with --lightpush, as a light client\nwith lightpush v3 through the node at that multiaddr. With --pubsub-topic it prints the\nmessage hash; without, the node picks the shard by autosharding and it prints OK.\n\nFlags:\n")
+		fmt.Fprint(os.Stderr, "usage: courier publish [flags] PAYLOAD\n\nPublishes one message through a node's REST API or, with --lightpush, as a light client\nwith lightpush v3 through the node at that multiaddr. With --pubsub-topic it prints the\nmessage hash (0x and 64 hex digits, as the REST store API gives it); without, the node picks the shard by autosharding and it prints OK.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	base := fs.String("rest", "http://127.0.0.1:8645", "the node's REST API address")
@@ -83,12 +83,17 @@ func runPublish(args []string) error {
 		return err
 	}
 	if *topic != "" {
-		fmt.Println(msg.Hash(*topic, nil))
+		fmt.Println(hashText(msg.Hash(*topic, nil)))
 	} else {
 		fmt.Println("OK")
 	}
 	return nil
 }
+
+// hashText is a message hash as courier publish prints it: 0x and 64
+// lowercase hex digits, as the REST store API answers messageHash (nwaku
+// waku/rest_api/endpoint/store/types.nim) and courier query --hash takes it.
+func hashText(h message.Hash) string { return "0x" + h.String() }
 
 func runSubscribe(args []string) error {
 	fs := flag.NewFlagSet("subscribe", flag.ContinueOnError)

@@ -54,7 +54,15 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	a := startNwakuLine(t, link, "A")
-	b := startNwakuLine(t, bin, "B", "--staticnode="+a.addr)
+	// B is given keystore flags with --rln-relay=false: ignored, as nwaku
+	// ignores them, with a warning that names them.
+	b := startNwakuLine(t, bin, "B", "--staticnode="+a.addr, "--rln-relay-cred-path=keystore.json", "--rln-relay-cred-password=s3cret")
+	if b.out.count("level=WARN", "--rln-relay-cred-path, --rln-relay-cred-password given without --rln-relay: ignored") != 1 || b.out.count("s3cret") != 0 {
+		t.Errorf("B: want one warning naming the ignored --rln-relay-cred-* flags, without the password; logged:\n%s", strings.Join(b.out.snapshot(), "\n"))
+	}
+	if a.out.count("given without --rln-relay") != 0 {
+		t.Errorf("A: warning about RLN flags it was not given")
+	}
 	for _, n := range []*nodeProc{a, b} {
 		if lines := n.log.snapshot(); len(lines) != 0 {
 			t.Errorf("%s: node logs on stderr, want them on stdout as nwaku's: %q", n.name, lines)
@@ -118,7 +126,9 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 	}{
 		{[]string{"--rln-relay=true"}, "courier node: node: invalid config: --rln-relay needs --rln-relay-eth-contract-address (rlnRelay.ethContractAddress is not specified)\n"},
 		{[]string{"--preset=twn", "--rln-relay-cred-path=keystore.json"}, "courier node: node: invalid config: --rln-relay-cred-path without --rln-relay-cred-password (RLN Relay Credential Password is not specified but path is)\n"},
-		{[]string{"--cluster-id=1", "--relay=true", "--rln-relay-eth-client-address=ftp://x"}, "courier node: node: invalid config: --rln-relay-eth-client-address \"ftp://x\": want an http(s):// or ws(s):// URL\n"},
+		{[]string{"--cluster-id=1", "--relay=true", "--rln-relay-eth-client-address=ftp://x"}, "courier node: node: invalid config: --rln-relay-eth-client-address \"ftp://x\": scheme \"ftp\"; want http, https, ws or wss\n"},
+		{[]string{"--cluster-id=1", "--relay=true", "--rln-relay-eth-client-address=https://linea-sepolia.infura.io:v3/0123456789abcdef"},
+			"courier node: node: invalid config: --rln-relay-eth-client-address \"https://linea-sepolia.infura.io:v3/<redacted>\": not a URL: invalid port \":v3\" after host\n"},
 		{[]string{"--cluster-id=2"}, "courier node: --cluster-id=2: the Logos Dev Network (nwaku runs cluster 2 as --preset=logos.dev) needs kademlia discovery, which this node does not support\n"},
 		// Start-up checks of the configuration are usage errors too.
 		{[]string{"--tcp-port=99999"}, "courier node: node: invalid config: --tcp-port 99999 not in 0..65535\n"},

@@ -17,6 +17,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -465,6 +466,10 @@ func (m restMessage) message() *message.Message {
 
 func (m restMessage) hash() message.Hash { return m.message().Hash(e2eTopic, nil) }
 
+// hex0x is a message hash as the REST store API writes it and courier
+// publish prints it: 0x and 64 lowercase hex digits.
+func hex0x(h message.Hash) string { return "0x" + hex.EncodeToString(h[:]) }
+
 var escapedTopic = url.PathEscape(e2eTopic)
 
 // publish posts m on n's REST API on e2eTopic.
@@ -807,8 +812,8 @@ func cliPublishSubscribe(t *testing.T, bin string, a, c *nodeProc) []restMessage
 			t.Errorf("courier subscribe printed %s, not a message published", line)
 		case string(m.Payload) == payloads[2] && want != "OK":
 			t.Errorf("courier publish by autosharding printed %q, want OK", want)
-		case string(m.Payload) != payloads[2] && want != m.hash().String():
-			t.Errorf("courier publish printed %s, the message received hashes to %s", want, m.hash())
+		case string(m.Payload) != payloads[2] && want != hex0x(m.hash()):
+			t.Errorf("courier publish printed %s, the message received hashes to %s", want, hex0x(m.hash()))
 		}
 		delete(printed, string(m.Payload))
 		got = append(got, m)

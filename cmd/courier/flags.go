@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/node"
 	"github.com/couriernet/courier/rln"
 )
@@ -27,6 +29,9 @@ type nodeOptions struct {
 	keystore   keystoreOptions
 	// notes are printed at start: defaults that differ from nwaku's.
 	notes []string
+	// warnings are logged at start at WARN: flags given that have no
+	// effect.
+	warnings []string
 }
 
 // nodeFlags is the node's command line: every flag of nwaku v0.38.1
@@ -96,13 +101,8 @@ var nodeFlags = []flagDef{
 			return nil
 		}},
 	{name: "rln-relay-epoch-sec", kind: kindInt, nwaku: "1", usage: "epoch length in seconds (The Waku Network: 600)",
-		apply: func(o *nodeOptions, v flagVal) error {
-			if v.int() < 1 {
-				return fmt.Errorf("want a positive number of seconds")
-			}
-			o.cfg.RLNRelay.EpochSec = uint64(v.int())
-			return nil
-		}},
+		bounds: &intRange{lo: 1, hi: node.MaxEpochSec, unit: "seconds"},
+		apply:  func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.EpochSec = uint64(v.int()); return nil }},
 	{name: "rln-relay", kind: kindBool, nwaku: "false", usage: "RLN relay: relay only messages with a valid rate-limit proof (needs --relay)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.Enabled = v.bool(); return nil }},
 	{name: "rln-relay-membership-index", kind: kindInt, usage: "tree index of the keystore credential to use (default 0)",
@@ -124,8 +124,10 @@ var nodeFlags = []flagDef{
 	{name: "execute", kind: kindBool, nwaku: "false", usage: "generateRlnKeystore: register on chain",
 		refuse: "--execute belongs to `courier generateRlnKeystore`", quiet: whenFalse},
 
-	{name: "max-msg-size", nwaku: "150KiB", usage: "largest WakuMessage (KiB, KB or B)",
-		refuse: "only nwaku's default limit of 150KiB (153600 bytes) is supported", quiet: maxMsgSizeQuiet},
+	// max-msg-size: only nwaku's default, in any of its forms; other
+	// sizes are refused, text that is no size is a usage error.
+	{name: "max-msg-size", nwaku: "150KiB", usage: "largest WakuMessage: a number and KiB, KB or B (only 150KiB, 153600 bytes, is supported)",
+		apply: applyMaxMsgSize},
 	{name: "protected-shard", kind: kindList, usage: "shard:pubkey of a signed shard",
 		refuse: "protected (signed) shards are not supported by this node", quiet: whenEmpty},
 	{name: "mode", nwaku: "noMode", usage: "Core or Edge",
@@ -434,19 +436,58 @@ func positive(n *int, v flagVal) error {
 	return nil
 }
 
-// maxMsgSizeQuiet accepts the sizes that equal nwaku's default, 150 KiB.
-func maxMsgSizeQuiet(v flagVal) bool {
-	s := strings.ReplaceAll(strings.TrimSpace(v.str()), " ", "")
-	for _, u := range []struct {
-		suffix string
-		mul    int
-	}{{"KiB", 1024}, {"KB", 1000}, {"B", 1}, {"", 1}} {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			n, err := strconv.Atoi(num)
-			return err == nil && n*u.mul == 150*1024
-		}
+// applyMaxMsgSize accepts the sizes that equal nwaku's default, 150 KiB;
+// another size is a *refusedError, text that does not parse an error that
+// gives the forms nwaku takes.
+func applyMaxMsgSize(_ *nodeOptions, v flagVal) error {
+	n, err := parseMsgSize(v.str())
+	if err != nil {
+		return err
 	}
-	return false
+	if n != message.MaxSize {
+		return &refusedError{flag: "max-msg-size", value: v.str(), reason: "only nwaku's default limit of 150KiB (153600 bytes) is supported"}
+	}
+	return nil
+}
+
+// errMsgSizeForms is the end of parseMsgSize's errors.
+const errMsgSizeForms = "want a number and KiB, KB or B, as nwaku takes it (e.g. 150KiB, 153.6KB, 153600B)"
+
+// parseMsgSize parses a size in bytes as nwaku's parseMsgSize does
+// (waku/common/utils/parse_size_units.nim): a number, with a fraction
+// after "." or "," if need be, then KiB (1024 bytes), KB (1000) or B, the
+// K and B in either case, spaces around the unit allowed; the bytes are
+// the product, the fraction dropped. A number alone, which nwaku refuses,
+// is taken as bytes.
+func parseMsgSize(s string) (uint64, error) {
+	t := strings.TrimSpace(s)
+	end := 0
+	for end < len(t) && (t[end] >= '0' && t[end] <= '9' || end > 0 && (t[end] == '.' || t[end] == ',')) {
+		end++
+	}
+	num, unit := strings.Replace(t[:end], ",", ".", 1), strings.TrimSpace(t[end:])
+	value, err := strconv.ParseFloat(num, 64)
+	if err != nil || strings.Count(t[:end], ".")+strings.Count(t[:end], ",") > 1 {
+		return 0, fmt.Errorf("%q cannot be parsed as a size: %s", s, errMsgSizeForms)
+	}
+	var mul float64
+	switch unit {
+	case "KiB", "kiB", "Kib", "kib":
+		mul = 1024
+	case "KB", "kB", "Kb", "kb":
+		mul = 1000
+	case "B", "b", "":
+		mul = 1
+	case "MiB", "MB", "mib", "mb", "Mb", "mB", "Mib", "miB":
+		return 0, fmt.Errorf("%q cannot be parsed as a size: nwaku takes no %s (1MiB is 1024KiB): %s", s, unit, errMsgSizeForms)
+	default:
+		return 0, fmt.Errorf("%q cannot be parsed as a size: unit %q: %s", s, unit, errMsgSizeForms)
+	}
+	bytes := value * mul
+	if bytes >= math.MaxUint64 {
+		return 0, fmt.Errorf("%q is out of range", s)
+	}
+	return uint64(bytes), nil
 }
 
 // applyPreset applies nwaku's network presets as tools/confutils/cli_args.nim

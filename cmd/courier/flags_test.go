@@ -325,6 +325,74 @@ func TestNodeFlagsForms(t *testing.T) {
 	}
 }
 
+// TestNodeFlagsIgnoredRLN: --rln-relay-* flags given while RLN relay is
+// off are ignored, as nwaku ignores them, with one warning that names
+// them (never their values).
+func TestNodeFlagsIgnoredRLN(t *testing.T) {
+	const suffix = " given without --rln-relay: ignored, as nwaku v0.38.1 ignores them (RLN relay is off)"
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string // the warning, "" for none
+	}{
+		{nil, nil, ""},
+		{[]string{"--rln-relay-cred-path=ks.json", "--rln-relay-cred-password=s3cret"}, nil, "--rln-relay-cred-path, --rln-relay-cred-password" + suffix},
+		{[]string{"--rln-relay=false", "--rln-relay-membership-index=1", "--rln-relay-eth-private-key=0x01"}, nil,
+			"--rln-relay-eth-private-key, --rln-relay-membership-index" + suffix},
+		{nil, map[string]string{"WAKUNODE2_RLN_RELAY_CRED_PASSWORD": "s3cret"}, "--rln-relay-cred-password" + suffix},
+		{[]string{"--rln-relay=true", "--rln-relay-cred-path=ks.json", "--rln-relay-cred-password=s3cret"}, nil, ""},
+		// The Waku Network's preset turns RLN relay on with relay, not without.
+		{[]string{"--preset=twn", "--rln-relay-cred-path=ks.json", "--rln-relay-cred-password=s3cret"}, nil, ""},
+		{[]string{"--preset=twn", "--relay=false", "--rln-relay-cred-password=s3cret"}, nil, "--rln-relay-cred-password" + suffix},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			clearNodeEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			o, err := parseNodeFlags(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if tc.want != "" {
+				want = []string{tc.want}
+			}
+			if !slices.Equal(o.warnings, want) {
+				t.Errorf("warnings %q, want %q", o.warnings, want)
+			}
+		})
+	}
+}
+
+// TestParseMsgSize runs nwaku's cases (tests/common/test_parse_size.nim)
+// and the forms of nwaku's default, which --max-msg-size takes quietly.
+func TestParseMsgSize(t *testing.T) {
+	for in, want := range map[string]uint64{
+		"15 KiB": 15360, "  1048576 B": 1048576, "150 B": 150, "150   b": 150, "150b": 150,
+		"1024kib": 1048576, "1024KiB": 1048576, "1024KB": 1024000, "1024kb": 1024000,
+		"1.5 kib": 1536, "1,5 kb": 1500, "0,5 kb": 500, "1.5 kb": 1500, "0.5 kb": 500,
+		"   1.5 KB": 1500, "   0.5 kb": 500, "   1024 kib": 1048576,
+		// nwaku's default in its forms; a number alone is bytes here.
+		"150KiB": 153600, "153.6KB": 153600, "153600B": 153600, "153600": 153600, "150.0 KiB": 153600,
+	} {
+		if got, err := parseMsgSize(in); err != nil || got != want {
+			t.Errorf("parseMsgSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"150K", "150 iB", "150 ib", "150 MB", "150 MiB", "150MiB", "150 K", "15..0 KiB", "", "abc", "-1KiB", ".5KiB", "1e3B", "150 KIB"} {
+		if got, err := parseMsgSize(in); err == nil || !strings.Contains(err.Error(), "cannot be parsed as a size") {
+			t.Errorf("parseMsgSize(%q) = %d, %v; want an error", in, got, err)
+		}
+	}
+	for _, in := range []string{"150KiB", "153600B", "153.6 KB", "153600"} {
+		clearNodeEnv(t)
+		if _, err := parseNodeFlags([]string{"--max-msg-size=" + in}); err != nil {
+			t.Errorf("--max-msg-size=%s: %v", in, err)
+		}
+	}
+}
+
 // TestNodeFlagsRefuse checks that values asking for what courier does not
 // do are refused with one line naming the flag and the reason, and that
 // malformed lines are usage errors; both exit 2 (see exit).
@@ -335,7 +403,14 @@ func TestNodeFlagsRefuse(t *testing.T) {
 		want    string
 	}{
 		{[]string{"--execute=true"}, true, "--execute=true: --execute belongs to `courier generateRlnKeystore`"},
-		{[]string{"--rln-relay-epoch-sec=0"}, false, "--rln-relay-epoch-sec=0: want a positive number of seconds"},
+		// Numbers out of a row's range, or of an int's, are out of range,
+		// not "not a number".
+		{[]string{"--rln-relay-epoch-sec=0"}, false, `--rln-relay-epoch-sec=0: "0" is out of range: want 1..4294967296 seconds`},
+		{[]string{"--rln-relay-epoch-sec=-600"}, false, `--rln-relay-epoch-sec=-600: "-600" is out of range: want 1..4294967296 seconds`},
+		{[]string{"--rln-relay-epoch-sec=4294967297"}, false, `--rln-relay-epoch-sec=4294967297: "4294967297" is out of range: want 1..4294967296 seconds`},
+		{[]string{"--rln-relay-epoch-sec=99999999999999999999"}, false, `--rln-relay-epoch-sec=99999999999999999999: "99999999999999999999" is out of range: want 1..4294967296 seconds`},
+		{[]string{"--rln-relay-epoch-sec=10m"}, false, `--rln-relay-epoch-sec=10m: "10m" is not a number`},
+		{[]string{"--tcp-port=99999999999999999999"}, false, `--tcp-port=99999999999999999999: "99999999999999999999" is out of range: want -9223372036854775808..9223372036854775807`},
 		{[]string{"--rln-relay-user-message-limit=0"}, false, "--rln-relay-user-message-limit=0: want 1..65535"},
 		{[]string{"--rln-relay-user-message-limit=65536"}, false, "--rln-relay-user-message-limit=65536: want 1..65535"},
 		{[]string{"--rln-relay-membership-index=-1"}, false, "--rln-relay-membership-index=-1: want 0 or more"},
@@ -348,7 +423,14 @@ func TestNodeFlagsRefuse(t *testing.T) {
 		{[]string{"--cluster-id=2", "--preset=twn", "--relay=false"}, true, "--cluster-id=2: the Logos Dev Network"},
 		{[]string{"--rendezvous=true"}, true, "--rendezvous=true: rendezvous is not supported by this node"},
 		{[]string{"--nat=stun"}, false, "--nat=stun: want none, any, upnp, pmp or extip:<IPv4>"},
-		{[]string{"--max-msg-size=1MiB"}, true, "--max-msg-size=1MiB: only nwaku's default limit of 150KiB (153600 bytes) is supported"},
+		{[]string{"--max-msg-size=1024KiB"}, true, "--max-msg-size=1024KiB: only nwaku's default limit of 150KiB (153600 bytes) is supported"},
+		{[]string{"--max-msg-size=0.5 kb"}, true, "--max-msg-size=0.5 kb: only nwaku's default limit of 150KiB (153600 bytes) is supported"},
+		// Text that is no size is a usage error that gives nwaku's forms
+		// (waku/common/utils/parse_size_units.nim parseMsgSize).
+		{[]string{"--max-msg-size=abc"}, false, `--max-msg-size=abc: "abc" cannot be parsed as a size: want a number and KiB, KB or B, as nwaku takes it (e.g. 150KiB, 153.6KB, 153600B)`},
+		{[]string{"--max-msg-size=150K"}, false, `--max-msg-size=150K: "150K" cannot be parsed as a size: unit "K": want a number and KiB, KB or B`},
+		{[]string{"--max-msg-size=15..0KiB"}, false, `--max-msg-size=15..0KiB: "15..0KiB" cannot be parsed as a size: want a number and KiB, KB or B`},
+		{[]string{"--max-msg-size=1MiB"}, false, `--max-msg-size=1MiB: "1MiB" cannot be parsed as a size: nwaku takes no MiB (1MiB is 1024KiB): want a number and KiB, KB or B`},
 		{[]string{"--mix=true"}, true, "--mix=true: mix is not supported by this node"},
 		{[]string{"--relay-client=true"}, true, "--relay-client=true: circuit relay is not supported by this node"},
 		{[]string{"--log-level=VERBOSE"}, false, "--log-level=VERBOSE: want TRACE, DEBUG, INFO, NOTICE, WARN, ERROR or FATAL"},

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -43,11 +44,33 @@ type flagDef struct {
 	// purpose; the reason is in the row's comment and in the help text.
 	def *string
 
+	// bounds, when set, is the range of a kindInt row's values: Set
+	// refuses a number outside it as out of range, naming the range.
+	bounds *intRange
+
 	apply  func(o *nodeOptions, v flagVal) error
 	refuse string
 	quiet  func(v flagVal) bool
 	with   string
 }
+
+// intRange is the range lo..hi, both included, of a kindInt row; unit,
+// when set, follows it in errors ("seconds").
+type intRange struct {
+	lo, hi int
+	unit   string
+}
+
+func (r intRange) String() string {
+	s := fmt.Sprintf("%d..%d", r.lo, r.hi)
+	if r.unit != "" {
+		s += " " + r.unit
+	}
+	return s
+}
+
+// anyInt is the range of a kindInt row without bounds.
+var anyInt = intRange{lo: math.MinInt, hi: math.MaxInt}
 
 // defaultText returns the text the flag takes when it is not given.
 func (d *flagDef) defaultText() string {
@@ -108,9 +131,7 @@ func (f *flagValue) Set(s string) error {
 			err = fmt.Errorf("%q is not true or false", s)
 		}
 	case kindInt:
-		if _, e := strconv.Atoi(s); e != nil {
-			err = fmt.Errorf("%q is not a number", s)
-		}
+		err = checkInt(s, f.def.bounds)
 	}
 	if err != nil {
 		if f.bad != nil {
@@ -122,6 +143,24 @@ func (f *flagValue) Set(s string) error {
 		f.val.vals = append(f.val.vals, s)
 	} else {
 		f.val = flagVal{given: true, vals: []string{s}}
+	}
+	return nil
+}
+
+// checkInt checks the text of a kindInt row: a decimal integer within
+// bounds (any int when nil). A number too large for an int is out of
+// range, not "not a number".
+func checkInt(s string, bounds *intRange) error {
+	r := anyInt
+	if bounds != nil {
+		r = *bounds
+	}
+	n, err := strconv.Atoi(s)
+	switch {
+	case errors.Is(err, strconv.ErrRange) || err == nil && (n < r.lo || n > r.hi):
+		return fmt.Errorf("%q is out of range: want %s", s, r)
+	case err != nil:
+		return fmt.Errorf("%q is not a number", s)
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func (l *lightHost) close() {
 }
 
 // publishLightpush sends msg with lightpush v3 through the node at addr and
-// prints the message hash (with a pubsub topic) or OK, and the relay peers
+// prints the message hash (with a pubsub topic; hashText) or OK, and the relay peers
 // the node reached on stderr.
 func publishLightpush(addr, pubsubTopic string, clusterID int, msg *message.Message) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -91,7 +91,7 @@ func publishLightpush(addr, pubsubTopic string, clusterID int, msg *message.Mess
 		return &lightpush.StatusError{Code: lightpush.StatusNoPeersToRelay, Desc: "the node relayed to no peer"}
 	}
 	if pubsubTopic != "" {
-		fmt.Println(msg.Hash(pubsubTopic, nil))
+		fmt.Println(hashText(msg.Hash(pubsubTopic, nil)))
 	} else {
 		fmt.Println("OK")
 	}

@@ -57,7 +57,7 @@ func testE2ELightClients(t *testing.T, bin string) {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
-		if want, ok := printed[string(m.Payload)]; !ok || m.ContentTopic != ct || want != m.hash().String() {
+		if want, ok := printed[string(m.Payload)]; !ok || m.ContentTopic != ct || want != hex0x(m.hash()) {
 			t.Errorf("subscribe printed %s; publish printed %q", line, want)
 		}
 	}

@@ -89,7 +89,7 @@ func runNode(args []string) error {
 	logger := newLogger(os.Stdout, level, o.logJSON)
 	o.cfg.Logger, o.cfg.LogLevel = logger, level
 	p2plog.Install(logger.Handler())
-	return serveNode(ctx, stop, o.cfg, o.notes)
+	return serveNode(ctx, stop, o.cfg, o.notes, o.warnings)
 }
 
 // asksVersion reports whether --version (or -version) comes among the
@@ -181,6 +181,26 @@ func (o *nodeOptions) finish(p *parsedFlags) {
 	if !p.values["nat"].val.given {
 		o.notes = append(o.notes, "--nat defaults to none here (nwaku: any, which probes UPnP/NAT-PMP)")
 	}
+	if ignored := ignoredRLNFlags(p, c.RLNRelay.Enabled); len(ignored) > 0 {
+		o.warnings = append(o.warnings, strings.Join(ignored, ", ")+" given without --rln-relay: ignored, as nwaku v0.38.1 ignores them (RLN relay is off)")
+	}
+}
+
+// ignoredRLNFlags returns the --rln-relay-* flags given (on the command
+// line, in the environment or in the config file) when RLN relay is off:
+// nwaku's RlnRelayConfBuilder.build (waku/factory/conf_builder/
+// rln_relay_conf_builder.nim) reads none of them then, silently.
+func ignoredRLNFlags(p *parsedFlags, enabled bool) []string {
+	if enabled {
+		return nil
+	}
+	var out []string
+	for _, d := range nodeFlags {
+		if strings.HasPrefix(d.name, "rln-relay-") && p.values[d.name].val.given {
+			out = append(out, "--"+d.name)
+		}
+	}
+	return out
 }
 
 func printNodeHelp() {
@@ -264,14 +284,14 @@ func shortLevel(l slog.Level) string {
 }
 
 // serveNode runs a node until ctx ends (the first SIGINT or SIGTERM,
-// stopsignal.Context), logging notes once the configuration is accepted;
+// stopsignal.Context), logging notes (INFO) and warnings (WARN) once the configuration is accepted;
 // stop stops catching the signals, as the first one does, so that a second
 // one ends the process at once (while New waits on a database or a name
 // server, say). A signal that came before serveNode ends it with nil
 // (exit code 0) and no node built; one that comes while the node is being
 // built or started stops it as one after the start does: Stop commits the
 // archive and the result is nil, once New has returned.
-func serveNode(ctx context.Context, stop context.CancelFunc, cfg node.Config, notes []string) error {
+func serveNode(ctx context.Context, stop context.CancelFunc, cfg node.Config, notes, warnings []string) error {
 	if ctx.Err() != nil {
 		cfg.Logger.Info("stopped before start")
 		return nil
@@ -282,6 +302,9 @@ func serveNode(ctx context.Context, stop context.CancelFunc, cfg node.Config, no
 	}
 	for _, note := range notes {
 		cfg.Logger.Info(note)
+	}
+	for _, w := range warnings {
+		cfg.Logger.Warn(w)
 	}
 	if err := n.Start(ctx); err != nil {
 		stop()

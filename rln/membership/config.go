@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
-	"net/url"
 	"strings"
 	"time"
 
@@ -142,14 +141,8 @@ func (c Config) withDefaults() (Config, error) {
 		if c.Dial != nil {
 			continue
 		}
-		u, err := url.Parse(e)
-		if err != nil || u.Host == "" {
-			return c, fmt.Errorf("%w: endpoint %q is not a URL", ErrConfig, e)
-		}
-		switch u.Scheme {
-		case "http", "https", "ws", "wss":
-		default:
-			return c, fmt.Errorf("%w: endpoint %q: scheme must be http, https, ws or wss", ErrConfig, Redact(e))
+		if err := CheckEndpoint(e); err != nil {
+			return c, fmt.Errorf("%w: endpoint %w", ErrConfig, err)
 		}
 	}
 	if c.Contract == (common.Address{}) {
@@ -206,15 +199,4 @@ func ParsePrivateKey(s string) (*ecdsa.PrivateKey, error) {
 		return nil, fmt.Errorf("%w: Ethereum private key: %v", ErrConfig, err)
 	}
 	return k, nil
-}
-
-// Redact returns an endpoint address fit for logs and /health: its scheme
-// and host, without the path, query or user info that RPC providers put
-// API keys in.
-func Redact(address string) string {
-	u, err := url.Parse(address)
-	if err != nil || u.Host == "" {
-		return "(endpoint)"
-	}
-	return u.Scheme + "://" + u.Host
 }

@@ -306,10 +306,49 @@ func TestRedact(t *testing.T) {
 		"https://linea-sepolia.infura.io/v3/0123456789abcdef": "https://linea-sepolia.infura.io",
 		"wss://user:secret@rpc.example:8546/ws?key=k":         "wss://rpc.example:8546",
 		"http://localhost:8540/":                              "http://localhost:8540",
-		"not a url":                                           "(endpoint)",
+		// Addresses that do not parse keep their scheme and host too.
+		"http://rpc.example:85x6/v3/0123456789abcdef": "http://rpc.example:85x6",
+		"rpc.example/v3/0123456789abcdef":             "rpc.example",
 	} {
 		if got := membership.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCheckEndpoint: an endpoint that is not an http(s) or ws(s) URL is
+// refused with its scheme and host shown, every other part redacted, and
+// the reason; the secrets in its user info, path and query never appear.
+func TestCheckEndpoint(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"https://linea-sepolia.infura.io/v3/0123456789abcdef", ""},
+		{"wss://user:secret@rpc.example:8546/ws?key=0123456789abcdef", ""},
+		{"HTTP://localhost:8540/", ""},
+		{"http://rpc.example:85x6/v3/0123456789abcdef",
+			`"http://rpc.example:85x6/<redacted>": not a URL: invalid port ":85x6" after host`},
+		{"https://user:secret@rpc example.com/v3/0123456789abcdef?key=secret#secret",
+			`"https://<redacted>@rpc example.com/<redacted>?<redacted>#<redacted>": not a URL: invalid character " " in host name`},
+		{"https://rpc.example/v3/%zsecret", `"https://rpc.example/<redacted>": not a URL: a % not followed by two hex digits`},
+		{"https://rpc.example/v3/secret\x7f", `"https://rpc.example/<redacted>": not a URL: invalid control character in URL`},
+		{"https://[::1/v3/secret", `"https://[::1/<redacted>": not a URL: missing ']' in host`},
+		{"ftp://user:secret@files.example/secret", `"ftp://<redacted>@files.example/<redacted>": scheme "ftp"; want http, https, ws or wss`},
+		{"localhost:8545", `"localhost:8545": no scheme; want an http://, https://, ws:// or wss:// URL`},
+		{"rpc.example/v3/secret", `"rpc.example/<redacted>": no scheme; want an http://, https://, ws:// or wss:// URL`},
+		{"http:///v3/secret", `"http:///<redacted>": no host`},
+		{" http://rpc.example/v3/secret", `"http://rpc.example/<redacted>": spaces around it`},
+		{" ", `"": empty; want an http://, https://, ws:// or wss:// URL`},
+	} {
+		err := membership.CheckEndpoint(tc.in)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckEndpoint(%q) = %v", tc.in, err)
+		case tc.want == "":
+		case err == nil:
+			t.Errorf("CheckEndpoint(%q) accepted it", tc.in)
+		case err.Error() != tc.want || !errors.Is(err, membership.ErrConfig):
+			t.Errorf("CheckEndpoint(%q) = %q, want %q wrapping ErrConfig", tc.in, err, tc.want)
+		case strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "0123456789abcdef"):
+			t.Errorf("CheckEndpoint(%q) = %q shows a secret", tc.in, err)
 		}
 	}
 }

@@ -23,47 +23,14 @@ import (
 // prints A's decodes, hashes and encodes per message.
 func runMacroLightpush(ctx context.Context, cfg Config, w *Workload, name string) (Row, error) {
 	row := NewRow(name, cfg.Profile, w.N)
-	dir, err := tempDir(cfg.Dir, "macro")
+	pair, err := startPair(ctx, cfg, w, pairConfig{dirName: "macro", window: cfg.Inflight, ackLatency: true,
+		configure: func(a, _ *node.Config) { a.Lightpush = true }})
+	defer pair.close()
 	if err != nil {
 		return row, err
 	}
-	defer removeAll(dir)
-	var t *tracker
-	var fails archiveFailures
-	var ca, cb, cc message.Counters
-	base := node.Config{ListenAddress: "127.0.0.1", Relay: true, PubsubTopics: []string{cfg.PubsubTopic}, Logger: quietLogger}
-	acfg, bcfg := base, base
-	acfg.Counters, acfg.Lightpush = &ca, true
-	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
-	bcfg.ArchiveConfig.OnInsert = ackLatency(&t)
-	var a, b *node.Node
-	asNode(ctx, "A", func() { a, err = node.New(acfg) })
-	if err != nil {
-		return row, err
-	}
-	defer a.Stop(context.Background())
-	asNode(ctx, "B", func() { b, err = node.New(bcfg) })
-	if err != nil {
-		return row, err
-	}
-	defer b.Stop(context.Background())
-	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, cfg.Inflight)
-	asNode(ctx, "B", func() { addHandlers(b.Relay(), cfg.Handlers, &t) })
-	for _, n := range []struct {
-		name string
-		n    *node.Node
-	}{{"A", a}, {"B", b}} {
-		asNode(ctx, n.name, func() { err = n.n.Start(ctx) })
-		if err != nil {
-			return row, err
-		}
-	}
-	asNode(ctx, "A", func() {
-		err = connectMesh(ctx, a.Host(), b.Host(), a.Relay().TopicPeers, b.Relay().TopicPeers, cfg.PubsubTopic)
-	})
-	if err != nil {
-		return row, err
-	}
+	a, t := pair.a, pair.t
+	var cc message.Counters
 	// The light client is the publishing application.
 	var lh host.Host
 	asNode(ctx, "publisher", func() {
@@ -83,32 +50,26 @@ func runMacroLightpush(ctx context.Context, cfg Config, w *Workload, name string
 		return row, err
 	}
 	lp := &lightPublisher{c: lightpush.NewClient(lh, lightpush.ClientConfig{Counters: &cc}), to: a.Host().ID(), topic: cfg.PubsubTopic, w: w}
-	msgIDs := func() uint64 { return a.Relay().Stats().MsgIDHashes + b.Relay().Stats().MsgIDHashes }
-	proc := func() message.CounterSnapshot { return ca.Snapshot().Add(cb.Snapshot()).Add(cc.Snapshot()) }
-	losses := func() string {
-		return fmt.Sprintf("sender: %s; receiver: %s; lightpush: %v", dropSummary(a.Relay(), &archiveFailures{}), dropSummary(b.Relay(), &fails), lp.err())
-	}
+	proc := func() message.CounterSnapshot { return pair.proc().Add(cc.Snapshot()) }
+	losses := func() string { return fmt.Sprintf("%s; lightpush: %v", pair.losses(), lp.err()) }
 	p := cfg.newPhase(name)
 	var a0 message.CounterSnapshot
 	stop := startProgress(cfg.Progress, name, t)
 	asNode(ctx, "publisher", func() {
 		err = drive(ctx, cfg, w, t, &p, func(i int) (int64, error) { return lp.publish(ctx, i) }, losses,
-			func() { a0 = ca.Snapshot(); p.begin(proc(), cb.Snapshot(), msgIDs()) })
+			func() { a0 = pair.ca.Snapshot(); p.begin(proc(), pair.cb.Snapshot(), pair.msgIDs()) })
 	})
 	lp.wait()
 	if err == nil {
 		err = lp.err()
 	}
-	p.end(proc(), cb.Snapshot(), msgIDs())
+	p.end(proc(), pair.cb.Snapshot(), pair.msgIDs())
 	stop()
 	noteWarmup(cfg, name, &p)
 	if err == nil {
-		err = checkDrops(name+" sender", a.Relay(), &archiveFailures{})
+		err = pair.checkDrops(name)
 	}
-	if err == nil {
-		err = checkDrops(name+" receiver", b.Relay(), &fails)
-	}
-	d := ca.Snapshot().Sub(a0)
+	d := pair.ca.Snapshot().Sub(a0)
 	n := float64(w.N)
 	fmt.Fprintf(cfg.Out, "%s: lightpush service node A per message: %.3f decodes, %.3f hashes, %.3f encodes\n",
 		name, float64(d.Decodes)/n, float64(d.Hashes)/n, float64(d.Encodes)/n)

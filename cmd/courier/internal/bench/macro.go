@@ -37,19 +37,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 		name += "[postgres]"
 	}
 	row := NewRow(name, cfg.Profile, w.N)
-	dir, err := tempDir(cfg.Dir, "macro")
-	if err != nil {
-		return row, err
-	}
-	defer removeAll(dir)
-	var t *tracker
-	var fails archiveFailures
-	var ca, cb message.Counters
-	base := node.Config{ListenAddress: "127.0.0.1", Relay: true, PubsubTopics: []string{cfg.PubsubTopic}, Muxers: cfg.muxers(), Logger: quietLogger}
-	acfg, bcfg := base, base
-	acfg.Counters, acfg.REST, acfg.RESTAddress = &ca, viaREST, "127.0.0.1"
-	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
-	bcfg.ArchiveConfig.OnInsert = ackLatency(&t)
+	var dbURL string
 	if cfg.StoreDBURL != "" {
 		// B archives in Postgres, in a schema of its own for this run.
 		u, drop, err := scratchSchema(ctx, cfg.StoreDBURL)
@@ -57,42 +45,15 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 			return row, err
 		}
 		defer drop()
-		bcfg.DBURL = u
+		dbURL = u
 	}
-	// Every goroutine a node starts carries its name in the CPU profile.
-	var a, b *node.Node
-	asNode(ctx, "A", func() { a, err = node.New(acfg) })
+	pair, err := startPair(ctx, cfg, w, pairConfig{dirName: "macro", window: cfg.Inflight, ackLatency: true,
+		configure: func(a, b *node.Config) { a.REST, a.RESTAddress, b.DBURL = viaREST, "127.0.0.1", dbURL }})
+	defer pair.close()
 	if err != nil {
 		return row, err
 	}
-	defer a.Stop(context.Background())
-	asNode(ctx, "B", func() { b, err = node.New(bcfg) })
-	if err != nil {
-		return row, err
-	}
-	defer b.Stop(context.Background())
-	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, cfg.Inflight)
-	asNode(ctx, "B", func() { addHandlers(b.Relay(), cfg.Handlers, &t) })
-	for _, n := range []struct {
-		name string
-		n    *node.Node
-	}{{"A", a}, {"B", b}} {
-		asNode(ctx, n.name, func() { err = n.n.Start(ctx) })
-		if err != nil {
-			return row, err
-		}
-	}
-	asNode(ctx, "A", func() { // A dials: its side of the connection is A's
-		err = connectMesh(ctx, a.Host(), b.Host(), a.Relay().TopicPeers, b.Relay().TopicPeers, cfg.PubsubTopic)
-	})
-	if err != nil {
-		return row, err
-	}
-	msgIDs := func() uint64 { return a.Relay().Stats().MsgIDHashes + b.Relay().Stats().MsgIDHashes }
-	proc := func() message.CounterSnapshot { return ca.Snapshot().Add(cb.Snapshot()) }
-	losses := func() string {
-		return fmt.Sprintf("sender: %s; receiver: %s", dropSummary(a.Relay(), &archiveFailures{}), dropSummary(b.Relay(), &fails))
-	}
+	a, b, t := pair.a, pair.b, pair.t
 	p := cfg.newPhase(name)
 	publish := func(i int) (int64, error) { // as an application writes its payload: once, in place
 		m := &message.Message{ContentTopic: w.ContentTopic, Timestamp: time.Now().UnixNano()}
@@ -116,7 +77,7 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 	stop := startProgress(cfg.Progress, name, t)
 	var arch0 archive.Stats
 	asNode(ctx, "publisher", func() {
-		err = drive(ctx, cfg, w, t, &p, publish, losses, func() { arch0 = b.Archive().Stats(); p.begin(proc(), cb.Snapshot(), msgIDs()) })
+		err = drive(ctx, cfg, w, t, &p, publish, pair.losses, func() { arch0 = b.Archive().Stats(); p.begin(pair.proc(), pair.cb.Snapshot(), pair.msgIDs()) })
 	})
 	if rp != nil {
 		rp.wait()
@@ -124,15 +85,12 @@ func runMacro(ctx context.Context, cfg Config, w *Workload, name string, via pub
 			err = rp.err()
 		}
 	}
-	p.end(proc(), cb.Snapshot(), msgIDs())
+	p.end(pair.proc(), pair.cb.Snapshot(), pair.msgIDs())
 	stop()
 	noteWarmup(cfg, name, &p)
 	noteArchive(cfg, name, arch0, b.Archive().Stats())
 	if err == nil {
-		err = checkDrops(name+" sender", a.Relay(), &archiveFailures{})
-	}
-	if err == nil {
-		err = checkDrops(name+" receiver", b.Relay(), &fails)
+		err = pair.checkDrops(name)
 	}
 	p.fill(&row, w, t)
 	row.WireBytesPerMsg = float64(p.recv1.DecodedBytes-p.recv0.DecodedBytes) / float64(w.N)

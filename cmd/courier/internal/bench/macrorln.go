@@ -176,48 +176,20 @@ func prepareRLN(ctx context.Context, w *Workload, cfg Config) (*rlnPrep, error) 
 // handlers, with RLN relay when withRLN.
 func runRLNPair(ctx context.Context, cfg Config, w *Workload, name string, prep *rlnPrep, withRLN bool) (Row, error) {
 	row := NewRow(name, cfg.Profile, w.N)
-	dir, err := tempDir(cfg.Dir, "macro-rln")
-	if err != nil {
-		return row, err
-	}
-	defer removeAll(dir)
-	var t *tracker
-	var fails archiveFailures
-	var ca, cb message.Counters
-	base := node.Config{ListenAddress: "127.0.0.1", Relay: true, PubsubTopics: []string{cfg.PubsubTopic}, Muxers: cfg.muxers(), Logger: quietLogger}
-	acfg, bcfg := base, base
-	acfg.Counters = &ca
-	bcfg.Counters, bcfg.Store, bcfg.DataDir, bcfg.OnArchived = &cb, true, dir, fails.onArchived(&t)
-	if withRLN {
-		bcfg.RLNRelay = node.RLNRelayConfig{Enabled: true, EthClientAddresses: []string{"http://simulated.invalid/"}, EthContractAddress: prep.contract.Hex(),
+	configure := func(_, b *node.Config) {
+		if !withRLN {
+			return
+		}
+		b.RLNRelay = node.RLNRelayConfig{Enabled: true, EthClientAddresses: []string{"http://simulated.invalid/"}, EthContractAddress: prep.contract.Hex(),
 			EpochSec: rlnEpochSec, Membership: membership.Config{HistoryBlocks: -1,
 				Dial: func(context.Context, string) (membership.Backend, error) { return prep.chain, nil }}}
 	}
-	a, err := node.New(acfg)
+	pair, err := startPair(ctx, cfg, w, pairConfig{dirName: "macro-rln", window: window, configure: configure})
+	defer pair.close()
 	if err != nil {
 		return row, err
 	}
-	defer a.Stop(context.Background())
-	b, err := node.New(bcfg)
-	if err != nil {
-		return row, err
-	}
-	defer b.Stop(context.Background())
-	t = newTracker(w.Total(), w.Warmup, 1+cfg.Handlers, window)
-	addHandlers(b.Relay(), cfg.Handlers, &t)
-	for _, n := range []*node.Node{a, b} {
-		if err := n.Start(ctx); err != nil {
-			return row, err
-		}
-	}
-	if err := connectMesh(ctx, a.Host(), b.Host(), a.Relay().TopicPeers, b.Relay().TopicPeers, cfg.PubsubTopic); err != nil {
-		return row, err
-	}
-	msgIDs := func() uint64 { return a.Relay().Stats().MsgIDHashes + b.Relay().Stats().MsgIDHashes }
-	proc := func() message.CounterSnapshot { return ca.Snapshot().Add(cb.Snapshot()) }
-	losses := func() string {
-		return fmt.Sprintf("sender: %s; receiver: %s", dropSummary(a.Relay(), &archiveFailures{}), dropSummary(b.Relay(), &fails))
-	}
+	a, b, t := pair.a, pair.b, pair.t
 	publish := func(i int) (int64, error) {
 		m := *prep.msgs[i] // the message's fields; its slices are shared, and only read
 		if !withRLN {
@@ -229,17 +201,14 @@ func runRLNPair(ctx context.Context, cfg Config, w *Workload, name string, prep 
 	var p phase
 	var v0 float64
 	stop := startProgress(cfg.Progress, name, t)
-	err = drive(ctx, cfg, w, t, &p, publish, losses, func() { v0 = verifications(b); p.begin(proc(), cb.Snapshot(), msgIDs()) })
-	p.end(proc(), cb.Snapshot(), msgIDs())
+	err = drive(ctx, cfg, w, t, &p, publish, pair.losses, func() { v0 = verifications(b); p.begin(pair.proc(), pair.cb.Snapshot(), pair.msgIDs()) })
+	p.end(pair.proc(), pair.cb.Snapshot(), pair.msgIDs())
 	stop()
 	if withRLN {
 		prep.verifiedPerMsg = (verifications(b) - v0) / float64(w.N)
 	}
 	if err == nil {
-		err = checkDrops(name+" sender", a.Relay(), &archiveFailures{})
-	}
-	if err == nil {
-		err = checkDrops(name+" receiver", b.Relay(), &fails)
+		err = pair.checkDrops(name)
 	}
 	p.fill(&row, w, t)
 	row.WireBytesPerMsg = float64(p.recv1.DecodedBytes-p.recv0.DecodedBytes) / float64(w.N)
