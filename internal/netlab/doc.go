@@ -16,6 +16,13 @@
 //	nb := b.StartNode(bin, t.TempDir(), "--staticnode", na.Addr)
 //	l.Partition([]*netlab.Host{a}, []*netlab.Host{b})
 //
+// A test's own server (a chain's JSON-RPC endpoint, say) is reached from
+// a host through Forward: the host's loopback port is served by the test
+// process, which joins each connection to the server's loopback address
+// in its own namespace; the host keeps no route out. NewPeer is an
+// in-test libp2p host on a lab host (a flooder, a measured peer), and
+// DialGossip a raw gossipsub stream from it to a node.
+//
 // Addresses are 10.77.<segment>.<host>; hosts route only 10.77.0.0/16 and
 // no namespace has a default route, so no packet leaves the lab. Every
 // namespace, mount and process is removed by the test's cleanup, on

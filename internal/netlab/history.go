@@ -3,10 +3,12 @@ package netlab
 import (
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/couriernet/courier/message"
@@ -70,6 +72,30 @@ func (h *History) Publish(n *Node, m Message) error {
 	h.published[hash] = Published{Node: n.Host.Name, At: at, Seq: len(h.order)}
 	h.order = append(h.order, hash)
 	return nil
+}
+
+// PublishLoop publishes count messages of scenario tag (NewMessage, size
+// bytes) at rate per second from nodes chosen at random, recording them
+// in h. A publish that fails is logged on tb and tried once more, as a
+// client would; it returns how many failed twice. When publishes take
+// longer than 1/rate, the next ones go at once until the schedule is met.
+func (h *History) PublishLoop(tb testing.TB, tag string, nodes []*Node, count, size int, rate float64) (failed int) {
+	every := time.Duration(float64(time.Second) / rate)
+	next := time.Now()
+	for i := range count {
+		n := nodes[rand.IntN(len(nodes))]
+		m := NewMessage(tag, i, size)
+		if err := h.Publish(n, m); err != nil {
+			tb.Logf("publish %s %d: %v; once more", tag, i, err)
+			if err := h.Publish(n, m); err != nil {
+				tb.Logf("publish %s %d again: %v", tag, i, err)
+				failed++
+			}
+		}
+		next = next.Add(every)
+		time.Sleep(time.Until(next))
+	}
+	return failed
 }
 
 // Deliver records that node delivered msgs at time at (one poll's drain).
@@ -199,16 +225,22 @@ func (h *History) Set() map[message.Hash]bool {
 // DeliveryCheck is CheckSet for what node delivered (its REST relay
 // cache), with the duplicates the polls saw.
 func (h *History) DeliveryCheck(node string) SetCheck {
-	want := h.Set()
+	return CheckSet(node, h.Set(), h.Delivered(node))
+}
+
+// Delivered returns every hash node delivered, published or not, each
+// listed as many times as the polls saw it (so CheckSet counts the
+// duplicates), in no order.
+func (h *History) Delivered(node string) []message.Hash {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	var got []message.Hash
 	for x, d := range h.delivered[node] {
 		for range d.Count {
 			got = append(got, x)
 		}
 	}
-	h.mu.Unlock()
-	return CheckSet(node, want, got)
+	return got
 }
 
 // Latencies returns, sorted, over every node's first delivery of each

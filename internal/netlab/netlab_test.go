@@ -18,15 +18,7 @@ import (
 // greeting, then copies everything it reads to io.Discard.
 func listenIn(t *testing.T, h *Host, addr string) net.Listener {
 	t.Helper()
-	var ln net.Listener
-	if err := inNS(h.NS, func() error {
-		var err error
-		ln, err = net.Listen("tcp", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := h.Listen(addr)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -242,5 +234,68 @@ func TestSweep(t *testing.T) {
 	}
 	if n < 2 {
 		t.Errorf("sweep removed %d, want at least 2", n)
+	}
+}
+
+// TestForward: a process on a host reaches a server of the test process
+// on the host's own loopback through Forward, in both directions with
+// half-closes, while the host still has no route out; a target that is
+// not a loopback address is refused.
+func TestForward(t *testing.T) {
+	l := New(t, Config{Name: "fwd"})
+	a := l.AddHost("a")
+	srv, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		for {
+			c, err := srv.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b, _ := io.ReadAll(c) // until the client's half-close
+				fmt.Fprintf(c, "got %d bytes: %s", len(b), b)
+			}()
+		}
+	}()
+	addr := a.Forward("127.0.0.1:8540", srv.Addr().String())
+	if addr != "127.0.0.1:8540" {
+		t.Fatalf("Forward served %s", addr)
+	}
+	for i := range 3 { // one connection after another
+		// A process on a: curl would be the natural client, but a dial
+		// from a's namespace is the same socket.
+		c, err := a.DialContext(context.Background(), "tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "hello %d", i)
+		c.(*net.TCPConn).CloseWrite()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, err := io.ReadAll(c)
+		c.Close()
+		if want := fmt.Sprintf("got 7 bytes: hello %d", i); err != nil || string(b) != want {
+			t.Fatalf("through the forward: %q, %v; want %q", b, err, want)
+		}
+	}
+	// The test's server is not reachable from a at its own address: a's
+	// loopback is a's, and a has no route out of the lab.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if c, err := a.DialContext(ctx, "tcp", srv.Addr().String()); err == nil {
+		c.Close()
+		t.Fatalf("a reached %s without the forward", srv.Addr())
+	}
+
+	// Only loopback targets.
+	for target, ok := range map[string]bool{"127.0.0.1:8545": true, "[::1]:80": true, "10.77.1.2:80": false,
+		"192.0.2.1:80": false, "localhost:80": false, "127.0.0.1": false} {
+		if err := forwardTarget(target); (err == nil) != ok {
+			t.Errorf("forwardTarget(%q) = %v", target, err)
+		}
 	}
 }

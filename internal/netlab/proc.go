@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -338,4 +339,23 @@ func (p *Proc) Memory() (Memory, error) {
 		}
 	}
 	return m, nil
+}
+
+// PeakRSS returns the largest peak resident set (VmHWM, bytes) of the
+// nodes' current runs; a node that exited is left out, one whose memory
+// cannot be read is logged on tb and left out.
+func PeakRSS(tb testing.TB, nodes []*Node) int64 {
+	var peak int64
+	for _, n := range nodes {
+		if n.Exited() {
+			continue
+		}
+		m, err := n.Memory()
+		if err != nil {
+			tb.Logf("memory of %s: %v", n.Host.Name, err)
+			continue
+		}
+		peak = max(peak, m.Peak)
+	}
+	return peak
 }

@@ -38,7 +38,7 @@ func testFullDisk(t *testing.T, bin string) {
 
 	h := netlab.NewHistory()
 	stop := h.Poll([]*netlab.Node{s1}, 100*time.Millisecond)
-	publishLoop(t, h, "disk", []*netlab.Node{r}, 20, 512, rate)
+	h.PublishLoop(t, "disk", []*netlab.Node{r}, 20, 512, rate)
 	waitArchives(t, []*netlab.Node{s0, s1}, h.Set(), 10*time.Second)
 	errorsBefore := archiveErrors(t, s0)
 
@@ -48,7 +48,7 @@ func testFullDisk(t *testing.T, bin string) {
 	}
 	fullAt := time.Now()
 	t.Logf("filled s0's disk with %d bytes", filled)
-	if failed := publishLoop(t, h, "disk", []*netlab.Node{r}, 100, 512, rate); failed > 0 {
+	if failed := h.PublishLoop(t, "disk", []*netlab.Node{r}, 100, 512, rate); failed > 0 {
 		t.Errorf("%d publishes refused", failed)
 	}
 	waitFor(t, 10*time.Second, "s1 delivers all, through s0", func() (bool, string) {
@@ -87,7 +87,7 @@ func testFullDisk(t *testing.T, bin string) {
 	}
 	freedAt := time.Now()
 	conv := waitArchives(t, []*netlab.Node{s0, s1}, h.Set(), 2*syncInterval+relayJitter+20*time.Second)
-	fig := netlab.Figures{Scenario: "FullDisk", Published: h.Count(), Delivered: h.Deliveries(), Converge: conv, MemPeak: peakRSS(t, nodesOf(ms))}
+	fig := netlab.Figures{Scenario: "FullDisk", Published: h.Count(), Delivered: h.Deliveries(), Converge: conv, MemPeak: netlab.PeakRSS(t, nodesOf(ms))}
 	for _, c := range checkArchives(t, []*netlab.Node{s0, s1}, h.Set()) {
 		fig.Archived = max(fig.Archived, c.Got)
 		fig.Lost += c.Lost

@@ -17,7 +17,6 @@ package faults
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -179,29 +178,6 @@ func eventually(timeout time.Duration, cond func() (bool, string)) (bool, string
 	}
 }
 
-// publishLoop publishes count messages of size bytes at rate per second
-// from nodes chosen at random, recording them in h. A publish that fails
-// is logged and tried once more, as a client would; it returns how many
-// failed twice.
-func publishLoop(t testing.TB, h *netlab.History, tag string, nodes []*netlab.Node, count, size int, rate float64) (failed int) {
-	every := time.Duration(float64(time.Second) / rate)
-	next := time.Now()
-	for i := range count {
-		n := nodes[rand.IntN(len(nodes))]
-		m := netlab.NewMessage(tag, i, size)
-		if err := h.Publish(n, m); err != nil {
-			t.Logf("publish %s %d: %v; once more", tag, i, err)
-			if err := h.Publish(n, m); err != nil {
-				t.Logf("publish %s %d again: %v", tag, i, err)
-				failed++
-			}
-		}
-		next = next.Add(every)
-		time.Sleep(time.Until(next))
-	}
-	return failed
-}
-
 // archives reads every node's archive listing.
 func archives(nodes []*netlab.Node) (map[string][]message.Hash, error) {
 	out := map[string][]message.Hash{}
@@ -232,23 +208,6 @@ func checkArchives(t *testing.T, nodes []*netlab.Node, want map[message.Hash]boo
 		}
 	}
 	return out
-}
-
-// peakRSS returns the largest peak resident set of the nodes' current runs.
-func peakRSS(t *testing.T, nodes []*netlab.Node) int64 {
-	var peak int64
-	for _, n := range nodes {
-		if n.Exited() {
-			continue
-		}
-		m, err := n.Memory()
-		if err != nil {
-			t.Logf("memory of %s: %v", n.Host.Name, err)
-			continue
-		}
-		peak = max(peak, m.Peak)
-	}
-	return peak
 }
 
 // hops returns, for every ordered pair of members, the shortest path in

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,24 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
-	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
-	"github.com/libp2p/go-msgio"
-	ma "github.com/multiformats/go-multiaddr"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/couriernet/courier/internal/netlab"
 	"github.com/couriernet/courier/message"
-	"github.com/couriernet/courier/metadata"
 )
-
-// Gossipsub protocol ids the flooder speaks.
-var meshsub = []string{"/meshsub/1.1.0", "/meshsub/1.0.0"}
 
 // flooder is an in-test libp2p host on a lab host that sends gossipsub
 // RPCs of its own making straight onto a stream, as a hostile peer would.
@@ -44,38 +30,7 @@ type flooder struct {
 
 func newFlooder(t *testing.T, on *netlab.Host) *flooder {
 	t.Helper()
-	return &flooder{h: newPeerHost(t, on)}
-}
-
-// newPeerHost is an in-test libp2p host on lab host on, without
-// listening: it dials from on's namespace, answers the Waku metadata
-// protocol for shard 0 of cluster 0 (or the node would disconnect it) and
-// reads and drops the gossipsub stream the node opens.
-func newPeerHost(t *testing.T, on *netlab.Host) host.Host {
-	t.Helper()
-	dial := func(ma.Multiaddr) (tcp.ContextDialer, error) { return on, nil }
-	h, err := libp2p.New(
-		libp2p.NoListenAddrs,
-		libp2p.Transport(tcp.NewTCPTransport, tcp.WithDialerForAddr(dial)),
-		libp2p.ResourceManager(&network.NullResourceManager{}),
-		libp2p.DisableRelay(),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	// The node checks the cluster and shards of every peer (Waku
-	// metadata) and disconnects those that do not answer.
-	md, err := metadata.New(h, metadata.Config{Shards: func() []uint16 { return []uint16{0} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { md.Close() })
-	// The node opens a gossipsub stream to every peer; read and drop it.
-	for _, p := range meshsub {
-		h.SetStreamHandler(protocolID(p), func(s network.Stream) { io.Copy(io.Discard, s); s.Close() })
-	}
-	return h
+	return &flooder{h: on.NewPeer()}
 }
 
 // flood connects to target and sends rate messages per second on the
@@ -84,29 +39,11 @@ func newPeerHost(t *testing.T, on *netlab.Host) host.Host {
 // unique. It returns the time the node closed the connection (zero if it
 // did not) and the last write error.
 func (f *flooder) flood(ctx context.Context, target *netlab.Node, rate int) (cut time.Time, err error) {
-	id, err := peer.Decode(target.ID)
+	g, err := netlab.DialGossip(ctx, f.h, target)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, fmt.Errorf("flooder: %w", err)
 	}
-	addr, err := ma.NewMultiaddr(target.Host.Multiaddr(target.ID))
-	if err != nil {
-		return time.Time{}, err
-	}
-	if err := f.h.Connect(ctx, peer.AddrInfo{ID: id, Addrs: []ma.Multiaddr{addr}}); err != nil {
-		return time.Time{}, fmt.Errorf("flooder connect: %w", err)
-	}
-	s, err := f.h.NewStream(ctx, id, protocolIDs(meshsub)...)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("flooder stream: %w", err)
-	}
-	defer s.Reset()
-	w := msgio.NewVarintWriter(s)
-	topic := netlab.PubsubTopic
-	yes := true
-	sub, _ := proto.Marshal(&pb.RPC{Subscriptions: []*pb.RPC_SubOpts{{Subscribe: &yes, Topicid: &topic}}})
-	if err := w.WriteMsg(sub); err != nil {
-		return time.Time{}, err
-	}
+	defer g.Close()
 	const batch = 100
 	tick := time.NewTicker(time.Second * batch / time.Duration(rate))
 	defer tick.Stop()
@@ -118,7 +55,7 @@ func (f *flooder) flood(ctx context.Context, target *netlab.Node, rate int) (cut
 			return time.Time{}, nil
 		case <-tick.C:
 		}
-		rpc := &pb.RPC{}
+		msgs := make([][]byte, 0, batch)
 		for range batch {
 			seq++
 			var data []byte
@@ -130,17 +67,16 @@ func (f *flooder) flood(ctx context.Context, target *netlab.Node, rate int) (cut
 				data[0], data[1] = 0xff, 0xff // field 31, wire type 7: no WakuMessage
 				binary.BigEndian.PutUint64(data[2:], seq)
 			}
-			rpc.Publish = append(rpc.Publish, &pb.Message{Data: data, Topic: &topic})
+			msgs = append(msgs, data)
 		}
-		b, _ := proto.Marshal(rpc)
-		if err := w.WriteMsg(b); err != nil {
-			if f.h.Network().Connectedness(id) != network.Connected {
+		if err := g.Publish(msgs...); err != nil {
+			if !g.Connected() {
 				return time.Now(), nil
 			}
 			return time.Time{}, err
 		}
 		f.sent.Add(batch)
-		if f.h.Network().Connectedness(id) != network.Connected {
+		if !g.Connected() {
 			return time.Now(), nil
 		}
 	}
@@ -179,7 +115,7 @@ func testFlood(t *testing.T, bin string) {
 	stop := h.Poll([]*netlab.Node{c}, poll)
 	measure := func() (count int, p50, p99 time.Duration) {
 		before := h.Count()
-		if failed := publishLoop(t, h, "flood", []*netlab.Node{a}, int(phase.Seconds()*rate), 256, rate); failed > 0 {
+		if failed := h.PublishLoop(t, "flood", []*netlab.Node{a}, int(phase.Seconds()*rate), 256, rate); failed > 0 {
 			t.Errorf("%d publishes refused", failed)
 		}
 		time.Sleep(2 * time.Second)
@@ -225,7 +161,7 @@ func testFlood(t *testing.T, bin string) {
 	<-scoreDone
 	stop()
 	floodTook := time.Since(floodStart)
-	peak := peakRSS(t, []*netlab.Node{a, b, c})
+	peak := netlab.PeakRSS(t, []*netlab.Node{a, b, c})
 
 	if floodErr != nil {
 		t.Errorf("flood: %v", floodErr)
@@ -279,13 +215,3 @@ func rejectMetrics(m map[string]float64) map[string]float64 {
 }
 
 func containsFold(s, sub string) bool { return strings.Contains(strings.ToLower(s), sub) }
-
-func protocolID(s string) protocol.ID { return protocol.ID(s) }
-
-func protocolIDs(ss []string) []protocol.ID {
-	out := make([]protocol.ID, len(ss))
-	for i, s := range ss {
-		out[i] = protocol.ID(s)
-	}
-	return out
-}

@@ -34,7 +34,7 @@ func testMesh12(t *testing.T, bin string) {
 	h := netlab.NewHistory()
 	stop := h.Poll(nodes, poll)
 	start := time.Now()
-	if failed := publishLoop(t, h, "mesh", nodes, count, 1024, rate); failed > 0 {
+	if failed := h.PublishLoop(t, "mesh", nodes, count, 1024, rate); failed > 0 {
 		t.Errorf("%d publishes refused", failed)
 	}
 	published := time.Since(start)
@@ -78,7 +78,7 @@ func testMesh12(t *testing.T, bin string) {
 	}
 	lat := h.Latencies()
 	fig.P50, fig.P99 = netlab.Percentile(lat, 50), netlab.Percentile(lat, 99)
-	fig.MemPeak = peakRSS(t, nodes)
+	fig.MemPeak = netlab.PeakRSS(t, nodes)
 	mean, most := meanHops(hops(n, edges))
 	hs := l.HopStats()
 	fig.Extra = append(fig.Extra,

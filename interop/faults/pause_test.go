@@ -39,7 +39,7 @@ func testPause(t *testing.T, bin string) {
 
 	h := netlab.NewHistory()
 	done := make(chan int)
-	go func() { done <- publishLoop(t, h, "pause", publishers, int(duration.Seconds()*rate), 4096, rate) }()
+	go func() { done <- h.PublishLoop(t, "pause", publishers, int(duration.Seconds()*rate), 4096, rate) }()
 	time.Sleep(15 * time.Second)
 	if err := paused.Pause(); err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func testPause(t *testing.T, bin string) {
 		t.Errorf("%d publishes refused", failed)
 	}
 	conv := waitArchives(t, nodes, h.Set(), 2*syncInterval+relayJitter+30*time.Second)
-	fig := netlab.Figures{Scenario: "Pause", Published: h.Count(), Converge: time.Since(resumed), MemPeak: peakRSS(t, nodes)}
+	fig := netlab.Figures{Scenario: "Pause", Published: h.Count(), Converge: time.Since(resumed), MemPeak: netlab.PeakRSS(t, nodes)}
 	for _, c := range checkArchives(t, nodes, h.Set()) {
 		fig.Archived = max(fig.Archived, c.Got)
 		fig.Lost += c.Lost

@@ -10,11 +10,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
-	"google.golang.org/protobuf/proto"
-
-	pb "github.com/libp2p/go-libp2p-pubsub/pb"
-	"github.com/libp2p/go-msgio"
 
 	"github.com/couriernet/courier/filter"
 	"github.com/couriernet/courier/internal/netlab"
@@ -44,10 +39,6 @@ func testPeerMemory(t *testing.T, bin string) {
 	time.Sleep(3 * time.Second)
 	base, baseHeap := memNow(t, n)
 
-	addr, err := ma.NewMultiaddr(nh.Multiaddr(id))
-	if err != nil {
-		t.Fatal(err)
-	}
 	pid, err := peer.Decode(id)
 	if err != nil {
 		t.Fatal(err)
@@ -56,12 +47,9 @@ func testPeerMemory(t *testing.T, bin string) {
 	for i := range hosts {
 		on := lan.AddHost(fmt.Sprintf("c%d", i))
 		for range perHost {
-			h := newPeerHost(t, on)
+			h := on.NewPeer()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := h.Connect(ctx, peer.AddrInfo{ID: pid, Addrs: []ma.Multiaddr{addr}})
-			if err == nil {
-				err = subscribeRaw(ctx, h, pid)
-			}
+			_, err := netlab.DialGossip(ctx, h, n)
 			cancel()
 			if err != nil {
 				t.Fatalf("peer %d: %v", len(peers), err)
@@ -122,18 +110,6 @@ const filterHeapBound = 64 << 10
 // peer costs the node (its connection, muxer, gossipsub and peer-manager
 // state), in bytes.
 const peerHeapBound = 256 << 10
-
-// subscribeRaw opens a gossipsub stream to p and subscribes to the lab's
-// topic, as a relay peer does.
-func subscribeRaw(ctx context.Context, h host.Host, p peer.ID) error {
-	s, err := h.NewStream(ctx, p, protocolIDs(meshsub)...)
-	if err != nil {
-		return err
-	}
-	topic, yes := netlab.PubsubTopic, true
-	b, _ := proto.Marshal(&pb.RPC{Subscriptions: []*pb.RPC_SubOpts{{Subscribe: &yes, Topicid: &topic}}})
-	return msgio.NewVarintWriter(s).WriteMsg(b)
-}
 
 // memNow returns the node's resident memory and its Go heap in use
 // (go_memstats_heap_inuse_bytes).

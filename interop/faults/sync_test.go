@@ -75,7 +75,7 @@ func testPartition(t *testing.T, bin string) {
 
 	h := netlab.NewHistory()
 	publish := func(d time.Duration) {
-		if failed := publishLoop(t, h, "part", nodes, int(d.Seconds()*rate), 512, rate); failed > 0 {
+		if failed := h.PublishLoop(t, "part", nodes, int(d.Seconds()*rate), 512, rate); failed > 0 {
 			t.Errorf("%d publishes refused", failed)
 		}
 	}
@@ -117,7 +117,7 @@ func testPartition(t *testing.T, bin string) {
 	if allConv > allBound {
 		t.Errorf("all messages converged %v after the heal, want within the relay jitter, three sync intervals and %v of redial (%v)", allConv, allowRedial, allBound)
 	}
-	fig.MemPeak = peakRSS(t, nodes)
+	fig.MemPeak = netlab.PeakRSS(t, nodes)
 	fig.Extra = append(fig.Extra, fmt.Sprintf("%d published before the heal, %d of them older than %v at the heal converged %v after it",
 		beforeHeal, len(old), relayJitter, oldConv.Round(100*time.Millisecond)))
 	t.Log(fig)
@@ -187,7 +187,7 @@ func testKills(t *testing.T, bin string) {
 	duration := time.Duration(kills+1) * every
 	go func() {
 		defer wg.Done()
-		if failed := publishLoop(t, h, "kill", pubNodes, int(duration.Seconds()*rate), 512, rate); failed > 0 {
+		if failed := h.PublishLoop(t, "kill", pubNodes, int(duration.Seconds()*rate), 512, rate); failed > 0 {
 			t.Errorf("%d publishes refused", failed)
 		}
 	}()
@@ -196,7 +196,7 @@ func testKills(t *testing.T, bin string) {
 	var peakBefore int64
 	for i := range kills {
 		time.Sleep(every)
-		peakBefore = max(peakBefore, peakRSS(t, storeNodes))
+		peakBefore = max(peakBefore, netlab.PeakRSS(t, storeNodes))
 		victim := storeNodes[rand.IntN(len(storeNodes))]
 		listed, err := victim.StoreHashes()
 		if err != nil {
@@ -238,7 +238,7 @@ func testKills(t *testing.T, bin string) {
 		fig.Lost += c.Lost
 		fig.Dup += c.Duplicated
 	}
-	fig.MemPeak = max(peakBefore, peakRSS(t, storeNodes))
+	fig.MemPeak = max(peakBefore, netlab.PeakRSS(t, storeNodes))
 	fig.Extra = append(fig.Extra, fmt.Sprintf("kills %v, %d acknowledged before a kill", killed, len(acked)))
 	t.Log(fig)
 }
