@@ -200,8 +200,12 @@ func TestFaultsRLNFlood(t *testing.T) {
 		t.Fatalf("%d proofs took %v (a pair %v before): their messages, stamped %v from an epoch boundary %v ago, are outside the 20 s clock gap",
 			len(flood), took, warm, floodStamp, time.Since(boundary))
 	}
-	t.Logf("the flooder's %d proofs took %v (a pair %v before); %d messages to send, stamped %v from an epoch boundary %v away",
-		len(flood), took.Round(100*time.Millisecond), warm.Round(10*time.Millisecond), total, floodStamp, time.Until(boundary).Round(100*time.Millisecond))
+	when := fmt.Sprintf("%v away", time.Until(boundary).Round(100*time.Millisecond))
+	if !time.Now().Before(boundary) {
+		when = fmt.Sprintf("%v ago", time.Since(boundary).Round(100*time.Millisecond))
+	}
+	t.Logf("the flooder's %d proofs took %v (a pair %v before); %d messages to send, stamped %v from an epoch boundary %s",
+		len(flood), took.Round(100*time.Millisecond), warm.Round(10*time.Millisecond), total, floodStamp, when)
 
 	// The flood, while a publishes.
 	ctx, cancel := context.WithTimeout(context.Background(), floodPhase)
