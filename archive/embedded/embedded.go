@@ -258,7 +258,9 @@ func (a *Archive) Close() error {
 		}
 		a.retired = nil
 		if a.cur != nil {
-			errs = append(errs, a.cur.Close())
+			// Truncating to its size gives back the blocks reserved past
+			// it (ext4 and XFS free them even when the size stays).
+			errs = append(errs, a.cur.Truncate(a.commitEnd), a.cur.Close())
 			a.cur = nil
 		}
 		a.segMu.Unlock()

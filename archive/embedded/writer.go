@@ -156,7 +156,7 @@ func (a *Archive) commit(batch []queue.Item) (err error) {
 
 // roll starts a new segment; the syncer fsyncs and closes the old one.
 func (a *Archive) roll() error {
-	f, err := createSegment(a.dir, a.curID+1)
+	f, err := createSegment(a.dir, a.curID+1, a.cfg.SegmentSize)
 	if err != nil {
 		return fmt.Errorf("archive: segment: %w", err)
 	}

@@ -1,0 +1,50 @@
+package embedded_test
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/embedded"
+)
+
+// TestSegmentReserve checks that an open archive's segment has its blocks
+// reserved up to SegmentSize while its size is what was written, and that
+// Close gives the reserve back.
+func TestSegmentReserve(t *testing.T) {
+	dir := t.TempDir()
+	const size = 8 << 20
+	a := openT(t, dir, archive.Config{}, embedded.Options{SegmentSize: size})
+	appendWait(t, a, newEnv(t, "/waku/2/rs/1/0", "/courier/1/reserve/proto", 1, make([]byte, 1000)))
+	seg := filepath.Join(dir, "0000000001.seg")
+	fi, blocks := statBlocks(t, seg)
+	if blocks < size {
+		t.Skipf("the file system reserved %d of %d bytes (no fallocate?)", blocks, size)
+	}
+	if fi.Size() > 2000 {
+		t.Fatalf("an open segment of one message has %d bytes", fi.Size())
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, blocks = statBlocks(t, seg)
+	if blocks > fi.Size()+64<<10 {
+		t.Fatalf("a closed segment of %d bytes keeps %d bytes of blocks", fi.Size(), blocks)
+	}
+	b := openT(t, dir, archive.Config{}, embedded.Options{SegmentSize: size})
+	defer b.Close()
+	if _, blocks = statBlocks(t, seg); blocks < size {
+		t.Fatalf("a reopened segment has %d bytes of blocks, want its reserve of %d", blocks, size)
+	}
+}
+
+func statBlocks(t *testing.T, path string) (os.FileInfo, int64) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi, fi.Sys().(*syscall.Stat_t).Blocks * 512
+}
