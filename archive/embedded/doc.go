@@ -108,11 +108,12 @@
 // VFS but for the WAL's writes) that holds the frames a transaction
 // appends and writes them, at most 64 KiB at a time, with the commit
 // frame, before COMMIT returns: one write per commit instead of two per
-// dirty page, and what is committed is in the kernel as before. And each
-// segment reserves its blocks up to Options.SegmentSize when it is
-// created (fallocate(2), the file's size unchanged), so a record's write
-// does not allocate blocks page by page; Close gives back the reserve of
-// the current segment.
+// dirty page, and what is committed is in the kernel as before. And the
+// writer reserves the current segment's blocks 16 MiB ahead of its
+// records (fallocate(2), the file's size unchanged; never past
+// Options.SegmentSize), so a record's write does not allocate blocks page
+// by page; at most those 16 MiB are held past what the segment holds, and
+// Close (or the next Open, after a crash) gives them back.
 //
 // A syncer goroutine makes it survive power loss every
 // Options.FsyncInterval (1 s): it fsyncs the segments, the directory and the

@@ -127,6 +127,7 @@ type Archive struct {
 	topics    map[string]int64 // topic ids (topicID)
 	end       int64            // next free offset in cur (records committed or pending)
 	commitEnd int64            // end of the committed records in cur
+	reserved  int64            // blocks of cur reserved up to here (reserveTo)
 	iov       [][]byte
 	hdrs      []byte
 

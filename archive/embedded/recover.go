@@ -36,7 +36,7 @@ func (a *Archive) recover() error {
 	}
 	if lastSeg == 0 {
 		lastSeg, lastEnd = 1, int64(segHeaderSize)
-		if a.cur, err = createSegment(a.dir, lastSeg, a.cfg.SegmentSize); err != nil {
+		if a.cur, err = createSegment(a.dir, lastSeg); err != nil {
 			return fmt.Errorf("archive: %w", err)
 		}
 	} else {
@@ -53,9 +53,8 @@ func (a *Archive) recover() error {
 		if err := a.cur.Truncate(lastEnd); err != nil {
 			return fmt.Errorf("archive: %w", err)
 		}
-		reserve(a.cur, lastEnd, a.cfg.SegmentSize)
 	}
-	a.curID, a.end, a.commitEnd, a.committed = lastSeg, lastEnd, lastEnd, lastID
+	a.curID, a.end, a.commitEnd, a.committed, a.reserved = lastSeg, lastEnd, lastEnd, lastID, lastEnd
 	return a.syncOnce()
 }
 

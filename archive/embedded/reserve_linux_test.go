@@ -13,8 +13,9 @@ import (
 )
 
 // TestSegmentReserve checks that an open archive's segment has its blocks
-// reserved up to SegmentSize while its size is what was written, and that
-// Close gives the reserve back.
+// reserved ahead of its records, up to SegmentSize when that is nearer,
+// while its size is what was written; that Close gives the reserve back;
+// and that a reopened archive reserves again as it writes.
 func TestSegmentReserve(t *testing.T) {
 	dir := t.TempDir()
 	const size = 8 << 20
@@ -40,8 +41,26 @@ func TestSegmentReserve(t *testing.T) {
 	}
 	b := openT(t, dir, archive.Config{}, embedded.Options{SegmentSize: size})
 	defer b.Close()
+	appendWait(t, b, newEnv(t, "/waku/2/rs/1/0", "/courier/1/reserve/proto", 2, make([]byte, 1000)))
 	if _, blocks = statBlocks(t, seg); blocks < size {
-		t.Fatalf("a reopened segment has %d bytes of blocks, want its reserve of %d", blocks, size)
+		t.Fatalf("a reopened segment written to has %d bytes of blocks, want its reserve of %d", blocks, size)
+	}
+}
+
+// TestSegmentReserveBounded: in a segment larger than the reserve ahead,
+// the blocks held past the records are 16 MiB, not the segment's size.
+func TestSegmentReserveBounded(t *testing.T) {
+	dir := t.TempDir()
+	if !canReserve(t, dir) {
+		t.Skip("the file system of the test's directory has no fallocate")
+	}
+	const size, ahead = 256 << 20, 16 << 20
+	a := openT(t, dir, archive.Config{}, embedded.Options{SegmentSize: size})
+	defer a.Close()
+	appendWait(t, a, newEnv(t, "/waku/2/rs/1/0", "/courier/1/reserve/proto", 1, make([]byte, 1000)))
+	fi, blocks := statBlocks(t, filepath.Join(dir, "0000000001.seg"))
+	if blocks < ahead || blocks > fi.Size()+ahead+64<<10 {
+		t.Fatalf("a segment of %d bytes has %d bytes of blocks, want its size and %d ahead", fi.Size(), blocks, ahead)
 	}
 }
 

@@ -55,10 +55,9 @@ func segIDs(dir string) ([]int64, error) {
 	return ids, nil
 }
 
-// createSegment creates segment id in dir with its magic, reserves its
-// blocks up to size bytes (reserve), and returns it open for reading and
-// writing.
-func createSegment(dir string, id, size int64) (*os.File, error) {
+// createSegment creates segment id in dir with its magic and returns it
+// open for reading and writing.
+func createSegment(dir string, id int64) (*os.File, error) {
 	f, err := os.OpenFile(segName(dir, id), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -67,7 +66,6 @@ func createSegment(dir string, id, size int64) (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
-	reserve(f, 0, size)
 	return f, nil
 }
 
