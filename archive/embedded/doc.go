@@ -70,11 +70,24 @@
 // 8,475 msg/s (archive alone, 6,200 to 12,200 over the rounds); over a whole
 // run both the archive and the bound are held to the disk's write speed,
 // about 300 MB/s while the measurement ran (10,500 msg/s, 680 MB/s, on the
-// idle machine of the ARCHITECTURE table). The archive's writer spends
-// about 25 µs of CPU per message in pwritev and 10 µs in SQLite; the
-// CRC-32C, 16 to 20 µs, runs in Append on the caller's goroutine (go test
-// -bench Append -cpuprofile). Go
-// benchmarks: go test -run '^$' -bench Append -benchtime 10000x ./archive/embedded/.
+// idle machine of the ARCHITECTURE table). The CRC-32C runs in Append
+// on the caller's goroutine. Go benchmarks: go test -run '^$' -bench Append
+// -benchtime 10000x ./archive/embedded/.
+//
+// The writer's CPU per message (Stats.WriterCPU: index transaction and
+// segment write, kernel time included), before and after the WAL VFS and
+// the segment reserve (2026-12-01, load average 1.6, three alternating
+// runs of each build, medians):
+//
+//	go test -run '^$' -bench AppendIndex -benchtime 15000x ./archive/embedded/
+//	go test -run '^$' -bench AppendInFlight -benchtime 4000x ./archive/embedded/
+//
+//	200-byte payloads, window 8 (7.5-8 msg/batch) 35.5 -> 22.4 µs
+//	seed mix, window 32 (15 msg/batch)            35.7 -> 25.1 µs
+//	seed mix, window 1 (1 msg/batch)              91   -> 66 µs
+//
+// and 18.2 -> 15.0 µs over the store scenario's million 1,000-byte
+// messages (docs/archive.md, "The writer's CPU per message").
 //
 // # Write path and durability
 //
@@ -82,11 +95,25 @@
 // and returns; when the queue is full it waits (push back, never a drop).
 // One writer goroutine takes whatever is queued, up to archive.Config.MaxBatch,
 // never waiting for more (group commit), and in one index transaction
-// inserts the rows (INSERT OR IGNORE: a duplicate hash stores nothing),
-// writes the new records to the segment with one pwritev(2), then commits.
-// Only then are the done callbacks called. So every message the index
-// says is committed has its bytes in the kernel: it survives kill -9 of
-// the process, as nwaku's SQLite default (WAL, synchronous=NORMAL) does.
+// inserts the rows (a row whose hash is stored is not inserted: a
+// duplicate stores nothing), writes the new records to the segment with
+// one pwritev(2), then commits. Only then are the done callbacks called.
+// So every message the index says is committed has its bytes in the
+// kernel: it survives kill -9 of the process, as nwaku's SQLite default
+// (WAL, synchronous=NORMAL) does.
+//
+// Two things keep the writer's system calls few. SQLite writes each WAL
+// frame as two writes (its header, then its page); the writer's connection
+// opens the index through a VFS of its own (walvfs.go, the default unix
+// VFS but for the WAL's writes) that holds the frames a transaction
+// appends and writes them, at most 64 KiB at a time, with the commit
+// frame, before COMMIT returns: one write per commit instead of two per
+// dirty page, and what is committed is in the kernel as before. And the
+// writer reserves the current segment's blocks 16 MiB ahead of its
+// records (fallocate(2), the file's size unchanged; never past
+// Options.SegmentSize), so a record's write does not allocate blocks page
+// by page; at most those 16 MiB are held past what the segment holds, and
+// Close (or the next Open, after a crash) gives them back.
 //
 // A syncer goroutine makes it survive power loss every
 // Options.FsyncInterval (1 s): it fsyncs the segments, the directory and the
@@ -119,6 +146,7 @@
 //	sync.go       the syncer goroutine: fsync rounds and the "synced" watermark
 //	recover.go    Open's crash recovery
 //	index.go      the SQLite connections, WAL fsync and checkpoint
+//	walvfs.go     the writer's VFS: the frames of a commit in one write
 //	schema.go     the SQLite schema, its migrations, the refusal of nwaku's database
 //	segment.go    the segment and record format
 //	query.go      the planner's selections from the index, records read from the segments

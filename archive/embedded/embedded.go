@@ -127,6 +127,7 @@ type Archive struct {
 	topics    map[string]int64 // topic ids (topicID)
 	end       int64            // next free offset in cur (records committed or pending)
 	commitEnd int64            // end of the committed records in cur
+	reserved  int64            // blocks of cur reserved up to here (reserveTo)
 	iov       [][]byte
 	hdrs      []byte
 
@@ -258,7 +259,9 @@ func (a *Archive) Close() error {
 		}
 		a.retired = nil
 		if a.cur != nil {
-			errs = append(errs, a.cur.Close())
+			// Truncating to its size gives back the blocks reserved past
+			// it (ext4 and XFS free them even when the size stays).
+			errs = append(errs, a.cur.Truncate(a.commitEnd), a.cur.Close())
 			a.cur = nil
 		}
 		a.segMu.Unlock()

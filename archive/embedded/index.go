@@ -54,8 +54,12 @@ func (a *Archive) openIndex() error {
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate"
 	cache := func(bytes int64) string { return "&_cache_size=" + strconv.FormatInt(-max(bytes>>10, 1), 10) }
+	// The writer's connection writes the WAL through walVFS (walvfs.go).
+	if err := walVFSOnce(); err != nil {
+		return err
+	}
 	var err error
-	if a.wdb, err = sql.Open(sqliteDriver, dsn+cache(a.cfg.CacheSize)); err != nil {
+	if a.wdb, err = sql.Open(sqliteDriver, dsn+cache(a.cfg.CacheSize)+"&vfs="+walVFS); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}
 	a.wdb.SetMaxOpenConns(1) // the writer's

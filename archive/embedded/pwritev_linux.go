@@ -53,3 +53,24 @@ func writeVec(f *os.File, bufs [][]byte, off int64) error {
 	}
 	return nil
 }
+
+// reserve asks the file system for the blocks of f from off to end
+// (fallocate(2) with FALLOC_FL_KEEP_SIZE: the file's size, and so what
+// recovery and retention see, does not change). A write into reserved
+// blocks skips the delayed allocation of each page it touches, which was
+// about a fifth of the writer's CPU for a segment write. It is a hint: a
+// file system without fallocate, or too little free space, leaves the
+// writes to allocate as they go.
+func reserve(f *os.File, off, end int64) {
+	if end <= off {
+		return
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		for unix.Fallocate(int(fd), unix.FALLOC_FL_KEEP_SIZE, off, end-off) == unix.EINTR {
+		}
+	})
+}

@@ -54,7 +54,7 @@ func (a *Archive) recover() error {
 			return fmt.Errorf("archive: %w", err)
 		}
 	}
-	a.curID, a.end, a.commitEnd, a.committed = lastSeg, lastEnd, lastEnd, lastID
+	a.curID, a.end, a.commitEnd, a.committed, a.reserved = lastSeg, lastEnd, lastEnd, lastID, lastEnd
 	return a.syncOnce()
 }
 

@@ -98,6 +98,7 @@ func (a *Archive) commit(batch []queue.Item) (err error) {
 		wire := env.Wire()
 		rec := int64(recHeaderSize + len(wire))
 		if a.end+rec > a.cfg.SegmentSize && a.end > int64(segHeaderSize) {
+			a.reserveTo(a.end)
 			if err = writeVec(a.cur, a.iov, pending); err != nil {
 				return fmt.Errorf("archive: segment: %w", err)
 			}
@@ -138,6 +139,7 @@ func (a *Archive) commit(batch []queue.Item) (err error) {
 		bytes += uint64(rec)
 	}
 	if len(a.iov) > 0 {
+		a.reserveTo(a.end)
 		if err = writeVec(a.cur, a.iov, pending); err != nil {
 			return fmt.Errorf("archive: segment: %w", err)
 		}
@@ -164,6 +166,25 @@ func (a *Archive) roll() error {
 	a.retired = append(a.retired, a.cur)
 	a.cur, a.curID = f, a.curID+1
 	a.segMu.Unlock()
-	a.end, a.commitEnd = int64(segHeaderSize), int64(segHeaderSize)
+	a.end, a.commitEnd, a.reserved = int64(segHeaderSize), int64(segHeaderSize), int64(segHeaderSize)
 	return nil
+}
+
+// reserveAhead is how far past the records being written the writer
+// reserves the current segment's blocks: one fallocate(2) per 16 MiB of
+// records, and never more than 16 MiB of blocks held past what the
+// segment holds.
+const reserveAhead = 16 << 20
+
+// reserveTo makes sure the current segment's blocks are reserved up to
+// end, reserving up to reserveAhead past it (not past the segment's
+// size) when they are not: a record's write into reserved blocks does not
+// allocate them page by page (reserve).
+func (a *Archive) reserveTo(end int64) {
+	if end <= a.reserved {
+		return
+	}
+	to := max(min(end+reserveAhead, a.cfg.SegmentSize), end)
+	reserve(a.cur, a.reserved, to)
+	a.reserved = to
 }
