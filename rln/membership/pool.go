@@ -77,15 +77,17 @@ func (p *pool) do(ctx context.Context, f func(ctx context.Context, b Backend) er
 }
 
 // try runs f on endpoint i within one CallTimeout, dropping the endpoint
-// when it fails in transport.
+// when it fails in transport. Its errors have the endpoint address's
+// secret parts redacted from their text (redactError): the transports
+// write the whole URL into theirs.
 func (p *pool) try(ctx context.Context, i int, f func(ctx context.Context, b Backend) error) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	b, err := p.use(ctx, i)
 	if err != nil {
-		return err
+		return redactError(p.addrs[i], err)
 	}
-	err = f(ctx, b)
+	err = redactError(p.addrs[i], f(ctx, b))
 	if err != nil && !answered(err) {
 		p.drop(i, b, err)
 	}
