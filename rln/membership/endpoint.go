@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -183,8 +184,9 @@ const minSecretLen = 8
 
 // addressError is an error of a call to an endpoint with the endpoint's
 // secret parts removed from its text. It unwraps to the original error, so
-// that errors.Is and errors.As see through it, except that errors.As to a
-// *url.Error gets a copy whose URL is redacted.
+// that errors.Is and errors.As see through it, except that errors.As to
+// any target the chain's *url.Error would fill (*url.Error, net.Error,
+// error) gets a copy whose URL is redacted.
 type addressError struct {
 	msg string
 	err error
@@ -195,20 +197,22 @@ func (e *addressError) Error() string { return e.msg }
 // Unwrap returns the original error, whose text may hold the address.
 func (e *addressError) Unwrap() error { return e.err }
 
-// As sets a **url.Error target to a copy of the first *url.Error in the
-// chain with its URL as showAddress has it.
+// As sets target to a copy of the chain's first *url.Error with its URL as
+// showAddress has it, when errors.As would set target to that *url.Error.
+// errors.As has checked that target is a non-nil pointer.
 func (e *addressError) As(target any) bool {
-	p, ok := target.(**url.Error)
-	if !ok {
-		return false
-	}
 	var ue *url.Error
 	if !errors.As(e.err, &ue) {
 		return false
 	}
+	t := reflect.ValueOf(target).Elem()
+	found := reflect.New(t.Type())
+	if !errors.As(e.err, found.Interface()) || found.Elem().Interface() != any(ue) {
+		return false
+	}
 	c := *ue
 	c.URL = showAddress(ue.URL)
-	*p = &c
+	t.Set(reflect.ValueOf(&c))
 	return true
 }
 

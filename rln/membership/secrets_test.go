@@ -104,8 +104,10 @@ func TestDialErrorsRedactAddress(t *testing.T) {
 				if errors.As(err, &ue) {
 					noSecret(t, "the *url.Error's URL", ue.URL)
 					var ne net.Error
-					if !errors.As(err, &ne) && !strings.Contains(err.Error(), "EOF") {
+					if !errors.As(err, &ne) {
 						t.Errorf("errors.As finds no net.Error in %v", err)
+					} else {
+						noSecret(t, "the net.Error errors.As finds", ne.Error())
 					}
 				} else if !strings.HasPrefix(addr, "ws:") {
 					t.Errorf("errors.As finds no *url.Error in %v", err)
@@ -164,5 +166,29 @@ func TestCheckEndpointRefusesPortAndHost(t *testing.T) {
 		if err := membership.CheckEndpoint(addr); err != nil {
 			t.Errorf("CheckEndpoint(%q) = %v, want nil", addr, err)
 		}
+	}
+}
+
+// TestUnavailableErrorOneLine: with every endpoint unreachable, the error
+// names each of them on one line, and still matches each one's error.
+func TestUnavailableErrorOneLine(t *testing.T) {
+	a, b := closedPort(t), closedPort(t)
+	cfg := config(&chaintest.Deployment{}, nil, "http://"+a+"/", "http://"+b+"/v3/SECRETKEY")
+	cfg.Contract[0] = 1
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := membership.Dial(ctx, cfg)
+	if err == nil {
+		c.Close()
+		t.Fatal("Dial succeeded")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, "http://"+a+": ") || !strings.Contains(msg, "; http://"+b+": ") {
+		t.Errorf("Dial's error is not one line naming both endpoints: %q", msg)
+	}
+	noSecret(t, "Dial's error", msg)
+	var ne net.Error
+	if !errors.Is(err, membership.ErrUnavailable) || !errors.As(err, &ne) {
+		t.Errorf("Dial: %v, want ErrUnavailable and a net.Error", err)
 	}
 }
