@@ -204,3 +204,17 @@ func TestErrorsHidePasswords(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRedact: Redact takes any text, and what it returns is its own
+// redaction (nothing is left to hide).
+func FuzzRedact(f *testing.F) {
+	for _, s := range []string{"postgres://u:p@h/db?password=x&sslpassword=y", "u:p@h", "mysql://a@b/c?d#e", "", "://@?&=#"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r := dburl.Redact(s)
+		if again := dburl.Redact(r); again != r {
+			t.Errorf("Redact(%q) = %q, but Redact(%q) = %q", s, r, r, again)
+		}
+	})
+}

@@ -5,6 +5,7 @@ package membership_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -191,4 +192,28 @@ func TestUnavailableErrorOneLine(t *testing.T) {
 	if !errors.Is(err, membership.ErrUnavailable) || !errors.As(err, &ne) {
 		t.Errorf("Dial: %v, want ErrUnavailable and a net.Error", err)
 	}
+}
+
+// FuzzRedactError: for any endpoint address Dial takes that has more than
+// a scheme and host, an error
+// that quotes it, as net/http's do, comes back without it and still
+// unwraps to the original.
+func FuzzRedactError(f *testing.F) {
+	for _, s := range []string{"http://h:1/v3/KEYKEYKEY", "https://u:p@h/?apikey=KEYKEYKEY", "ws://h#fragmentfragment", "http://h/a%41b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, address string) {
+		orig := &url.Error{Op: "Post", URL: address, Err: errors.New("EOF")}
+		err := membership.RedactError(address, fmt.Errorf("call: %w", orig))
+		if !errors.Is(err, orig) {
+			t.Fatalf("redacted error does not unwrap to the original: %v", err)
+		}
+		shown := membership.ShowAddress(address)
+		if membership.CheckEndpoint(address) != nil || !strings.Contains(shown, "<redacted>") {
+			return // not dialed, or nothing beyond scheme and host
+		}
+		if strings.Contains(strings.ReplaceAll(err.Error(), shown, ""), address) {
+			t.Errorf("RedactError(%q) = %q still quotes it", address, err)
+		}
+	})
 }
