@@ -48,7 +48,8 @@ func (e *EndpointError) Is(target error) bool { return target == ErrConfig }
 
 // CheckEndpoint reports whether address is an Ethereum JSON-RPC endpoint
 // this package dials: an http://, https://, ws:// or wss:// URL with a
-// host. Otherwise it returns an *EndpointError, which matches ErrConfig.
+// host, and a port from 1 to 65535 if it names one. Otherwise it returns
+// an *EndpointError, which matches ErrConfig.
 func CheckEndpoint(address string) error {
 	why := endpointProblem(address)
 	if why == "" {
