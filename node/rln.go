@@ -24,7 +24,7 @@ func (n *Node) buildRLN(rc *relay.Config) error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err != nil {
-		return fmt.Errorf("node: rln-relay: %w", err)
+		return fmt.Errorf("node: %w", err) // rlnnode's errors begin with "rln-relay: "
 	}
 	n.rln = r
 	// The relay's own timestamp rule (MaxTimestampSkew) stays off, so that

@@ -68,6 +68,12 @@ func TestRLNRelayConfig(t *testing.T) {
 		// redacted (API keys live there), and why.
 		{on(RLNRelayConfig{EthClientAddresses: []string{"http://localhost:8540/", "https://u:key@rpc.example:85x6/v3/key?k=key"}}),
 			`--rln-relay-eth-client-address "https://<redacted>@rpc.example:85x6/<redacted>?<redacted>": not a URL: invalid port ":85x6" after host`},
+		// A port outside 1-65535 or no host is refused at once, not
+		// dialed for a minute.
+		{on(RLNRelayConfig{EthClientAddresses: []string{"http://127.0.0.1:0/"}}), `--rln-relay-eth-client-address "http://127.0.0.1:0": port 0; want 1 to 65535`},
+		{on(RLNRelayConfig{EthClientAddresses: []string{"http://127.0.0.1:65536/"}}), `--rln-relay-eth-client-address "http://127.0.0.1:65536": port 65536; want 1 to 65535`},
+		{on(RLNRelayConfig{EthClientAddresses: []string{"https://rpc.example:99999/v3/key"}}), `--rln-relay-eth-client-address "https://rpc.example:99999/<redacted>": port 99999; want 1 to 65535`},
+		{on(RLNRelayConfig{EthClientAddresses: []string{"http://:8545/"}}), `--rln-relay-eth-client-address "http://:8545": no host`},
 		{on(RLNRelayConfig{EthPrivateKey: "zz"}), "--rln-relay-eth-private-key: "},
 		{on(RLNRelayConfig{EpochSec: MaxEpochSec + 1}), "--rln-relay-epoch-sec 4294967297 is out of range: want 1..4294967296 seconds"},
 	} {
@@ -92,8 +98,8 @@ func TestRLNRelayConfig(t *testing.T) {
 			n.Stop(t.Context())
 			t.Fatalf("New accepted keystore %s", path)
 		}
-		if !errors.Is(err, want) || errors.Is(err, rln.ErrCircuitFiles) || !strings.Contains(err.Error(), "--rln-relay-cred-path "+path) {
-			t.Errorf("New with keystore %s: %v, want %v naming the path", path, err, want)
+		if !errors.Is(err, want) || errors.Is(err, rln.ErrCircuitFiles) || !strings.HasPrefix(err.Error(), "node: rln-relay: --rln-relay-cred-path "+path+": ") {
+			t.Errorf("New with keystore %s: %v, want %v naming the path after one node: rln-relay: prefix", path, err, want)
 		}
 	}
 

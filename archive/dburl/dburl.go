@@ -74,7 +74,7 @@ func Parse(url string) (Location, error) {
 	path, ok := strings.CutPrefix(url, "sqlite://")
 	if !ok || path == "" {
 		scheme, _, _ := strings.Cut(url, "://")
-		return Location{}, fmt.Errorf("%w: database URL %q (scheme %q): want sqlite://PATH or postgres://user:password@host:port/db", archive.ErrConfig, url, scheme)
+		return Location{}, fmt.Errorf("%w: database URL %q (scheme %q): want sqlite://PATH or postgres://user:password@host:port/db", archive.ErrConfig, Redact(url), scheme)
 	}
 	return Location{Dir: path + SegmentsSuffix, Index: path}, nil
 }
@@ -94,16 +94,12 @@ func ParseIn(url, dataDir string) (Location, error) {
 }
 
 // String describes l for logs and errors: "PostgreSQL <URL>" with the
-// URL's password hidden, "embedded in <dir>" (index and segments both in
-// the directory) or "embedded (index <file>, segments <dir>)".
+// URL's passwords hidden (Redact), "embedded in <dir>" (index and segments
+// both in the directory) or "embedded (index <file>, segments <dir>)".
 func (l Location) String() string {
 	switch {
 	case l.Postgres != "":
-		u, err := url.Parse(l.Postgres)
-		if err != nil {
-			return "PostgreSQL (unreadable URL)"
-		}
-		return "PostgreSQL " + u.Redacted()
+		return "PostgreSQL " + Redact(l.Postgres)
 	case l.Index == "":
 		return "embedded in " + l.Dir
 	}
@@ -119,7 +115,8 @@ func Open(ctx context.Context, url string, cfg Config) (archive.Archive, error) 
 	return loc.Open(ctx, cfg)
 }
 
-// Open opens the archive at l: postgres.Open with cfg.Postgres, or
+// Open opens the archive at l: postgres.Open with cfg.Postgres (its errors
+// with the URL's passwords hidden wherever the URL appears whole), or
 // embedded.Open of l.Dir with cfg.Embedded (its IndexPath set to l.Index
 // when that is given). The zero Location is archive.ErrConfig, and so is an
 // index file whose directory does not exist: as with nwaku's SQLite
@@ -130,7 +127,7 @@ func (l Location) Open(ctx context.Context, cfg Config) (archive.Archive, error)
 	if l.Postgres != "" {
 		a, err := postgres.Open(ctx, l.Postgres, cfg.Config, cfg.Postgres)
 		if err != nil {
-			return nil, err // not a nil *postgres.Archive in an Archive
+			return nil, redactError(l.Postgres, err) // not a nil *postgres.Archive in an Archive
 		}
 		return a, nil
 	}
@@ -171,3 +168,71 @@ func (l Location) Check() error {
 	}
 	return nil
 }
+
+// hidden stands for a password Redact hides: pgx's mask, and net/url's.
+const hidden = "xxxxx"
+
+// Redact returns a database URL fit for logs and errors: the password of
+// its user info and the value of each query parameter whose name contains
+// "password" (password, sslpassword, ...; libpq's keywords, in any case)
+// replaced with "xxxxx", the rest as it was. A URL that does not parse is
+// cut the same way, by its "://", "@", "/", "?", "&" and "#".
+func Redact(dbURL string) string {
+	scheme, rest, ok := strings.Cut(dbURL, "://")
+	if !ok {
+		scheme, rest = "", dbURL
+	}
+	authority, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, tail = rest[:i], rest[i:]
+	}
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		if user, _, hasPassword := strings.Cut(authority[:i], ":"); hasPassword {
+			authority = user + ":" + hidden + authority[i:]
+		}
+	}
+	if q := strings.IndexByte(tail, '?'); q >= 0 {
+		query, fragment := tail[q+1:], ""
+		if f := strings.IndexByte(query, '#'); f >= 0 {
+			query, fragment = query[:f], query[f:]
+		}
+		params := strings.Split(query, "&")
+		for i, kv := range params {
+			k, _, hasValue := strings.Cut(kv, "=")
+			name, err := url.QueryUnescape(k)
+			if err != nil {
+				name = k
+			}
+			if hasValue && strings.Contains(strings.ToLower(name), "password") {
+				params[i] = k + "=" + hidden
+			}
+		}
+		tail = tail[:q+1] + strings.Join(params, "&") + fragment
+	}
+	if !ok {
+		return authority + tail
+	}
+	return scheme + "://" + authority + tail
+}
+
+// redactError returns err with each whole occurrence of dbURL in its text
+// replaced by Redact(dbURL); it unwraps to err. pgx hides the passwords
+// of the URLs it quotes itself.
+func redactError(dbURL string, err error) error {
+	shown := Redact(dbURL)
+	if shown == dbURL || !strings.Contains(err.Error(), dbURL) {
+		return err
+	}
+	return &urlError{msg: strings.ReplaceAll(err.Error(), dbURL, shown), err: err}
+}
+
+// urlError is an error whose text has a database URL's passwords hidden.
+type urlError struct {
+	msg string
+	err error
+}
+
+func (e *urlError) Error() string { return e.msg }
+
+// Unwrap returns the original error, whose text may hold the passwords.
+func (e *urlError) Unwrap() error { return e.err }

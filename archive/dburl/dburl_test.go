@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/archive/dburl"
@@ -152,4 +153,68 @@ func TestLocationString(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tt.loc, got, tt.want)
 		}
 	}
+}
+
+// TestRedact hides the password of the user info and of every query
+// parameter named for one, and leaves the rest of the URL as it was.
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:PWSECRET@h:5432/db":                         "postgres://u:xxxxx@h:5432/db",
+		"postgres://u@127.0.0.1:1/db?password=PWSECRET":           "postgres://u@127.0.0.1:1/db?password=xxxxx",
+		"postgres://u@h/db?sslmode=require&sslpassword=PWSECRET":  "postgres://u@h/db?sslmode=require&sslpassword=xxxxx",
+		"postgresql://u@h/db?PassWord=PWSECRET&user=u":            "postgresql://u@h/db?PassWord=xxxxx&user=u",
+		"postgres://u@h/db?my%5Fpassword=PWSECRET#frag":           "postgres://u@h/db?my%5Fpassword=xxxxx#frag",
+		"mysql://u:PWSECRET@x/db":                                 "mysql://u:xxxxx@x/db",
+		"mysql://u:PW%zzSECRET@x/db?password=PWSECRET":            "mysql://u:xxxxx@x/db?password=xxxxx",
+		"u:PWSECRET@x/db":                                         "u:xxxxx@x/db",
+		"postgres://u:p@ss:PWSECRET@h/db":                         "postgres://u:xxxxx@h/db",
+		"postgres://waku@h:5432/waku?sslmode=disable":             "postgres://waku@h:5432/waku?sslmode=disable",
+		"sqlite://store.sqlite3":                                  "sqlite://store.sqlite3",
+		"postgres://u:PWSECRET@h/db?application_name=a&password=": "postgres://u:xxxxx@h/db?application_name=a&password=xxxxx",
+	} {
+		if got := dburl.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestErrorsHidePasswords: the errors of a URL that is refused or whose
+// database cannot be reached do not show its passwords.
+func TestErrorsHidePasswords(t *testing.T) {
+	for _, u := range []string{
+		"mysql://u:PWSECRET@x/db",
+		"mysql://u@x/db?password=PWSECRET",
+		"postgres://u@127.0.0.1:1/db?password=PWSECRET",
+		"postgres://u:PWSECRET@127.0.0.1:1/db?sslpassword=PWSECRET2",
+		"postgres://u:PWSECRET@127.0.0.1:1/db?sslmode=bogus",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		a, err := dburl.Open(ctx, u, dburl.Config{})
+		cancel()
+		if err == nil {
+			a.Close()
+			t.Fatalf("Open(%q) succeeded", u)
+		}
+		if strings.Contains(err.Error(), "PWSECRET") {
+			t.Errorf("Open(%q): the error shows the password: %v", u, err)
+		}
+		loc, err := dburl.Parse(u)
+		if err == nil && strings.Contains(loc.String(), "PWSECRET") {
+			t.Errorf("Location %q shows the password", loc)
+		}
+	}
+}
+
+// FuzzRedact: Redact takes any text, and what it returns is its own
+// redaction (nothing is left to hide).
+func FuzzRedact(f *testing.F) {
+	for _, s := range []string{"postgres://u:p@h/db?password=x&sslpassword=y", "u:p@h", "mysql://a@b/c?d#e", "", "://@?&=#"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r := dburl.Redact(s)
+		if again := dburl.Redact(r); again != r {
+			t.Errorf("Redact(%q) = %q, but Redact(%q) = %q", s, r, r, again)
+		}
+	})
 }

@@ -69,6 +69,7 @@ func TestE2E(t *testing.T) {
 	t.Run("Discovery", func(t *testing.T) { testE2EDiscovery(t, bin) })
 	t.Run("PortInUse", func(t *testing.T) { testE2EPortInUse(t, bin) })
 	t.Run("ExitCodes", func(t *testing.T) { testE2EExitCodes(t, bin) })
+	t.Run("SecretsHidden", func(t *testing.T) { testE2ESecretsHidden(t, bin) })
 	t.Run("StopDuringStart", func(t *testing.T) { testE2EStopDuringStart(t, bin) })
 	t.Run("StopAtOnce", func(t *testing.T) { testE2EStopAtOnce(t, bin) })
 	t.Run("SilentDatabase", func(t *testing.T) { testE2ESilentDatabase(t, bin) })

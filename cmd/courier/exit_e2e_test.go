@@ -147,3 +147,39 @@ func testE2EStopDuringStart(t *testing.T, bin string) {
 	}
 	a.Close()
 }
+
+// testE2ESecretsHidden: a command's error is one line on stderr, and
+// neither it nor the log shows a database password or an Ethereum
+// endpoint's API key; an endpoint with a port outside 1 to 65535 or no
+// host is refused at once.
+func testE2ESecretsHidden(t *testing.T, bin string) {
+	dir := t.TempDir()
+	rln := []string{"--rln-relay=true", "--rln-relay-eth-contract-address=0x1111111111111111111111111111111111111111"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--store=true", "--store-message-db-url=mysql://u:PWSECRET@x/db"},
+			`courier node: node: invalid config: --store-message-db-url: archive: invalid config: database URL "mysql://u:xxxxx@x/db" (scheme "mysql")`},
+		{[]string{"--store=true", "--store-message-db-url=postgres://u@127.0.0.1:1/db?password=PWSECRET"},
+			"courier node: node: --store-message-db-url: open archive PostgreSQL postgres://u@127.0.0.1:1/db?password=xxxxx: archive: postgres: failed to connect to "},
+		{[]string{"--store=true", "--store-message-db-url=postgres://u:PWSECRET@127.0.0.1:1/db?sslpassword=PWSECRET"},
+			"courier node: node: --store-message-db-url: open archive PostgreSQL postgres://u:xxxxx@127.0.0.1:1/db?sslpassword=xxxxx: "},
+		{append([]string{"--rln-relay-eth-client-address=http://127.0.0.1:0/v3/SECRETKEY"}, rln...),
+			`--rln-relay-eth-client-address "http://127.0.0.1:0/<redacted>": port 0; want 1 to 65535`},
+		{append([]string{"--rln-relay-eth-client-address=https://127.0.0.1:99999/?apikey=SECRETKEY"}, rln...),
+			`--rln-relay-eth-client-address "https://127.0.0.1:99999?<redacted>": port 99999; want 1 to 65535`},
+		{append([]string{"--rln-relay-eth-client-address=http://:8545/#SECRETKEY"}, rln...),
+			`--rln-relay-eth-client-address "http://:8545#<redacted>": no host`},
+	} {
+		args := append([]string{"node", "--data-dir=" + dir, "--tcp-port=0"}, c.args...)
+		stdout, stderr, code := runBin(t, bin, dir, nil, args...)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != 1 || len(lines) != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("courier %s: exit %d, stderr %q; want exit 1 and one line with %q", strings.Join(args, " "), code, stderr, c.want)
+		}
+		if strings.Contains(stdout+stderr, "SECRET") {
+			t.Errorf("courier %s shows a secret:\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), stdout, stderr)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/couriernet/courier/cmd/courier/internal/stopsignal"
 )
@@ -83,6 +84,28 @@ func exit(name string, err error) {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "courier %s: %v\n", name, err)
+	fmt.Fprintf(os.Stderr, "courier %s: %s\n", name, oneLine(err))
 	os.Exit(1)
+}
+
+// oneLine returns err's text on one line: the lines of an error that has
+// several (errors.Join's, pgx's for each address it dialed) trimmed and
+// joined with "; ", or with a space after a line that ends in ":" and so
+// introduces the next.
+func oneLine(err error) string {
+	var b strings.Builder
+	for line := range strings.Lines(err.Error()) {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+			continue
+		case b.Len() == 0:
+		case strings.HasSuffix(b.String(), ":"):
+			b.WriteByte(' ')
+		default:
+			b.WriteString("; ")
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -45,7 +48,8 @@ func (e *EndpointError) Is(target error) bool { return target == ErrConfig }
 
 // CheckEndpoint reports whether address is an Ethereum JSON-RPC endpoint
 // this package dials: an http://, https://, ws:// or wss:// URL with a
-// host. Otherwise it returns an *EndpointError, which matches ErrConfig.
+// host, and a port from 1 to 65535 if it names one. Otherwise it returns
+// an *EndpointError, which matches ErrConfig.
 func CheckEndpoint(address string) error {
 	why := endpointProblem(address)
 	if why == "" {
@@ -76,8 +80,13 @@ func endpointProblem(address string) string {
 	if err != nil {
 		return "not a URL: " + parseReason(err)
 	}
-	if u.Host == "" {
+	if u.Hostname() == "" {
 		return "no host"
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("port %s; want 1 to 65535", port)
+		}
 	}
 	return ""
 }
@@ -165,4 +174,168 @@ func showAddress(address string) string {
 		b.WriteString("#" + redacted)
 	}
 	return b.String()
+}
+
+// minSecretLen is the shortest part of an endpoint address (a path
+// segment, a query value, the fragment, the user name or password) that
+// redactError also removes on its own from an error's text, wherever it
+// appears: API keys are longer, and shorter parts ("v3", "1") would cut
+// words out of the text.
+const minSecretLen = 8
+
+// addressError is an error of a call to an endpoint with the endpoint's
+// secret parts removed from its text. It unwraps to the original error, so
+// that errors.Is and errors.As see through it, except that errors.As to
+// any target the chain's *url.Error would fill (*url.Error, net.Error,
+// error) gets a copy whose URL is redacted.
+type addressError struct {
+	msg string
+	err error
+}
+
+func (e *addressError) Error() string { return e.msg }
+
+// Unwrap returns the original error, whose text may hold the address.
+func (e *addressError) Unwrap() error { return e.err }
+
+// As sets target to a copy of the chain's first *url.Error with its URL as
+// showAddress has it, when errors.As would set target to that *url.Error.
+// errors.As has checked that target is a non-nil pointer.
+func (e *addressError) As(target any) bool {
+	var ue *url.Error
+	if !errors.As(e.err, &ue) {
+		return false
+	}
+	t := reflect.ValueOf(target).Elem()
+	found := reflect.New(t.Type())
+	if !errors.As(e.err, found.Interface()) || found.Elem().Interface() != any(ue) {
+		return false
+	}
+	c := *ue
+	c.URL = showAddress(ue.URL)
+	t.Set(reflect.ValueOf(&c))
+	return true
+}
+
+// redactError returns err with every occurrence of address removed from
+// its text, as the transports write it: the address itself, the URL of
+// each *url.Error in err's tree (net/http writes the request's URL, its
+// password as "***"), and each secret part of the address at least
+// minSecretLen long. Each is replaced with the address as showAddress has
+// it. nil stays nil, and err is returned as it is when its text holds
+// none of them.
+func redactError(address string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*addressError); ok {
+		return err
+	}
+	shown := showAddress(address)
+	if !strings.Contains(shown, redacted) {
+		return err // nothing secret in the address
+	}
+	msg := err.Error()
+	olds := append(urlErrorURLs(err, nil), address)
+	if u, perr := url.Parse(address); perr == nil {
+		olds = append(olds, u.String(), u.Redacted())
+	}
+	pairs := make([]string, 0, 2*len(olds))
+	for _, old := range olds {
+		if old != "" && old != shown {
+			pairs = append(pairs, old, shown)
+		}
+	}
+	for _, s := range secretParts(address) {
+		pairs = append(pairs, s, redacted)
+	}
+	out := strings.NewReplacer(sortLongestFirst(pairs)...).Replace(msg)
+	if out == msg {
+		return err
+	}
+	return &addressError{msg: out, err: err}
+}
+
+// sortLongestFirst orders the old, new pairs of a strings.Replacer by
+// the old string's length, longest first, so that an address is replaced
+// whole before any part of it.
+func sortLongestFirst(pairs []string) []string {
+	type pair struct{ old, new string }
+	ps := make([]pair, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		ps = append(ps, pair{pairs[i], pairs[i+1]})
+	}
+	slices.SortStableFunc(ps, func(a, b pair) int { return len(b.old) - len(a.old) })
+	out := make([]string, 0, len(pairs))
+	for _, p := range ps {
+		out = append(out, p.old, p.new)
+	}
+	return out
+}
+
+// urlErrorURLs appends to urls the URL of each *url.Error in err's tree.
+func urlErrorURLs(err error, urls []string) []string {
+	if ue, ok := err.(*url.Error); ok {
+		urls = append(urls, ue.URL)
+	}
+	switch w := err.(type) {
+	case interface{ Unwrap() error }:
+		if inner := w.Unwrap(); inner != nil {
+			urls = urlErrorURLs(inner, urls)
+		}
+	case interface{ Unwrap() []error }:
+		for _, inner := range w.Unwrap() {
+			urls = urlErrorURLs(inner, urls)
+		}
+	}
+	return urls
+}
+
+// secretParts returns the parts of address that may be keys, raw and
+// unescaped, of at least minSecretLen bytes: the user name and password,
+// each path segment, each query parameter's value (and the whole query)
+// and the fragment.
+func secretParts(address string) []string {
+	var parts []string
+	add := func(ss ...string) {
+		for _, s := range ss {
+			if len(s) >= minSecretLen && !slices.Contains(parts, s) {
+				parts = append(parts, s)
+			}
+		}
+	}
+	rest := address
+	if _, r, ok := strings.Cut(rest, "://"); ok {
+		rest = r
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, rest = rest[:i], rest[i:]
+	} else {
+		rest = ""
+	}
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		user, pass, _ := strings.Cut(authority[:i], ":")
+		add(user, pass, unescape(user), unescape(pass))
+	}
+	rest, fragment, _ := strings.Cut(rest, "#")
+	add(fragment, unescape(fragment))
+	path, query, _ := strings.Cut(rest, "?")
+	for _, seg := range strings.Split(path, "/") {
+		add(seg, unescape(seg))
+	}
+	add(query)
+	for _, kv := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' }) {
+		_, v, _ := strings.Cut(kv, "=")
+		add(v, unescape(v))
+	}
+	return parts
+}
+
+// unescape is s with its %-escapes decoded, or s when it has a bad one.
+func unescape(s string) string {
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
+	}
+	return s
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,21 +72,41 @@ func (p *pool) do(ctx context.Context, f func(ctx context.Context, b Backend) er
 		errs = append(errs, fmt.Errorf("%s: %w", Redact(p.addrs[i]), err))
 	}
 	if mismatches == len(order) {
-		return fmt.Errorf("%w: %w", ErrChainID, errors.Join(errs...))
+		return fmt.Errorf("%w: %w", ErrChainID, endpointErrors(errs))
 	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(errs...))
+	return fmt.Errorf("%w: %w", ErrUnavailable, endpointErrors(errs))
 }
 
+// endpointErrors are the errors of the endpoints tried, one each. Its text
+// is theirs joined with "; ", on one line (errors.Join would put each on
+// its own); errors.Is and errors.As see each of them.
+type endpointErrors []error
+
+func (e endpointErrors) Error() string {
+	var b strings.Builder
+	for i, err := range e {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+func (e endpointErrors) Unwrap() []error { return e }
+
 // try runs f on endpoint i within one CallTimeout, dropping the endpoint
-// when it fails in transport.
+// when it fails in transport. Its errors have the endpoint address's
+// secret parts redacted from their text (redactError): the transports
+// write the whole URL into theirs.
 func (p *pool) try(ctx context.Context, i int, f func(ctx context.Context, b Backend) error) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	b, err := p.use(ctx, i)
 	if err != nil {
-		return err
+		return redactError(p.addrs[i], err)
 	}
-	err = f(ctx, b)
+	err = redactError(p.addrs[i], f(ctx, b))
 	if err != nil && !answered(err) {
 		p.drop(i, b, err)
 	}

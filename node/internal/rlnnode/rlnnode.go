@@ -105,7 +105,8 @@ type RLN struct {
 // rln.ErrCircuitFiles and say where to get them). A keystore that is
 // missing or not an RLN keystore is refused first (keystore.ErrNotExist,
 // ErrMalformed, ErrAppMismatch, ErrUnknownVersion); its password is
-// checked at Start.
+// checked at Start. Errors other than the circuit files' begin with
+// "rln-relay: ".
 func New(cfg Config) (*RLN, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -113,11 +114,11 @@ func New(cfg Config) (*RLN, error) {
 	r := &RLN{cfg: cfg, log: cfg.Logger.With("protocol", "rln-relay")}
 	verifier, err := rln.NewVerifier(rln.VerifierConfig{})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rln-relay: %w", err)
 	}
 	r.validator, err = rlnrelay.New(rlnrelay.Config{Verifier: verifier, Roots: (*roots)(r), EpochSec: cfg.EpochSec, OnSpam: r.onSpam})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rln-relay: %w", err)
 	}
 	if cfg.CredPath != "" {
 		// The keystore is read (not yet decrypted) before the circuit
