@@ -111,8 +111,10 @@ type Config struct {
 	// time between rounds, how far back a round reaches and how far before
 	// now it stops (--store-sync-interval, --store-sync-range,
 	// --store-sync-relay-jitter, in seconds on the command line), each
-	// 0..MaxStoreSyncSeconds seconds. Zero means nwaku's defaults: 300 s,
-	// 3600 s and 20 s.
+	// at most MaxStoreSyncSeconds seconds. Zero means nwaku's defaults:
+	// 300 s, 3600 s and 20 s. A negative StoreSyncInterval runs only the
+	// round right after Start (storesync.Config.Interval); the others
+	// must not be negative.
 	StoreSyncInterval, StoreSyncRange, StoreSyncRelayJitter time.Duration
 	// Filter serves filter v2 to light clients (--filter); relayed
 	// messages matching a subscription are pushed to it. Off by default.

@@ -220,7 +220,6 @@ func TestConfigRangesRefused(t *testing.T) {
 		{func(c *Config, v int) { c.RESTCacheCapacity = v }, "rest-relay-cache-capacity", 0, MaxCount, ""},
 		{func(c *Config, v int) { c.ArchiveConfig.Postgres.MaxConns = v }, "store-max-num-db-connections", 0, MaxPostgresConns, ""},
 		{func(c *Config, v int) { c.Discovery.PeerStoreCapacity = v }, "peer-store-capacity", 0, math.MaxInt, ""},
-		{func(c *Config, v int) { c.StoreSyncInterval = time.Duration(v) * time.Second }, "store-sync-interval", 0, MaxStoreSyncSeconds, "seconds"},
 		{func(c *Config, v int) { c.StoreSyncRange = time.Duration(v) * time.Second }, "store-sync-range", 0, MaxStoreSyncSeconds, "seconds"},
 		{func(c *Config, v int) { c.StoreSyncRelayJitter = time.Duration(v) * time.Second }, "store-sync-relay-jitter", 0, MaxStoreSyncSeconds, "seconds"},
 		{func(c *Config, v int) { c.FilterSubscriptionTimeout = time.Duration(v) * time.Second }, "filter-subscription-timeout", 0, MaxFilterSubscriptionSeconds, "seconds"},
@@ -262,10 +261,18 @@ func TestConfigRangesRefused(t *testing.T) {
 	// The longest durations, as the overflowing seconds of a flag would
 	// have made them.
 	for _, d := range []time.Duration{math.MinInt64, math.MaxInt64} {
-		c := Config{ListenAddress: "127.0.0.1", StoreSyncInterval: d}
-		msg := fmt.Sprintf("node: invalid config: --store-sync-interval %v is out of range: want 0..4294967295 seconds", d)
+		c := Config{ListenAddress: "127.0.0.1", StoreSyncRange: d}
+		msg := fmt.Sprintf("node: invalid config: --store-sync-range %v is out of range: want 0..4294967295 seconds", d)
 		if _, err := c.resolve(); err == nil || err.Error() != msg {
 			t.Errorf("%v: %v, want %q", d, err, msg)
+		}
+	}
+	// StoreSyncInterval may be negative (one round only), not too long.
+	for d, ok := range map[time.Duration]bool{-1: true, math.MinInt64: true, MaxStoreSyncSeconds * time.Second: true, math.MaxInt64: false} {
+		c := Config{ListenAddress: "127.0.0.1", StoreSyncInterval: d}
+		msg := fmt.Sprintf("node: invalid config: --store-sync-interval %v is out of range: want 0..4294967295 seconds", d)
+		if _, err := c.resolve(); ok && err != nil || !ok && (err == nil || err.Error() != msg) {
+			t.Errorf("StoreSyncInterval %v: %v, want accepted %v", d, err, ok)
 		}
 	}
 }

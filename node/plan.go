@@ -340,14 +340,16 @@ func (p *plan) checkLimits() error {
 			return errOutOfRange(n.flag, n.v, 0, n.hi, "")
 		}
 	}
+	// A negative StoreSyncInterval is the library's "one round only".
 	for _, d := range []struct {
-		flag string
-		v    time.Duration
-		hi   int64
-	}{{"store-sync-interval", p.StoreSyncInterval, MaxStoreSyncSeconds}, {"store-sync-range", p.StoreSyncRange, MaxStoreSyncSeconds},
-		{"store-sync-relay-jitter", p.StoreSyncRelayJitter, MaxStoreSyncSeconds},
-		{"filter-subscription-timeout", p.FilterSubscriptionTimeout, MaxFilterSubscriptionSeconds}} {
-		if d.v < 0 || d.v > time.Duration(d.hi)*time.Second {
+		flag  string
+		v     time.Duration
+		hi    int64
+		negOK bool
+	}{{"store-sync-interval", p.StoreSyncInterval, MaxStoreSyncSeconds, true}, {"store-sync-range", p.StoreSyncRange, MaxStoreSyncSeconds, false},
+		{"store-sync-relay-jitter", p.StoreSyncRelayJitter, MaxStoreSyncSeconds, false},
+		{"filter-subscription-timeout", p.FilterSubscriptionTimeout, MaxFilterSubscriptionSeconds, false}} {
+		if d.v < 0 && !d.negOK || d.v > time.Duration(d.hi)*time.Second {
 			return errOutOfRange(d.flag, d.v, 0, d.hi, "seconds")
 		}
 	}
