@@ -11,6 +11,7 @@ import (
 	"github.com/couriernet/courier/archive/dburl"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/rln/membership"
+	"github.com/couriernet/courier/shard"
 )
 
 // DefaultArchiveTimestampDrift is nwaku's MaxMessageTimestampVariance
@@ -89,8 +90,8 @@ type Config struct {
 	// warning, as nwaku does (waku/factory/node_factory.nim).
 	ContentTopics []string
 	// NumShardsInNetwork is the number of shards of the cluster under
-	// autosharding (--num-shards-in-network), 1..1024. Default 0: static
-	// sharding, as nwaku v0.38.1.
+	// autosharding (--num-shards-in-network), 1..MaxShardsInNetwork.
+	// Default 0: static sharding, as nwaku v0.38.1.
 	NumShardsInNetwork int
 	// Relay turns the relay protocol on (--relay). Default true via
 	// DefaultConfig; a Config built by hand has it off.
@@ -109,16 +110,20 @@ type Config struct {
 	// StoreSyncInterval, StoreSyncRange and StoreSyncRelayJitter are the
 	// time between rounds, how far back a round reaches and how far before
 	// now it stops (--store-sync-interval, --store-sync-range,
-	// --store-sync-relay-jitter, in seconds on the command line). Zero
-	// means nwaku's defaults: 300 s, 3600 s and 20 s.
+	// --store-sync-relay-jitter, in seconds on the command line), each
+	// at most MaxStoreSyncSeconds seconds. Zero means nwaku's defaults:
+	// 300 s, 3600 s and 20 s. A negative StoreSyncInterval runs only the
+	// round right after Start (storesync.Config.Interval); the others
+	// must not be negative.
 	StoreSyncInterval, StoreSyncRange, StoreSyncRelayJitter time.Duration
 	// Filter serves filter v2 to light clients (--filter); relayed
 	// messages matching a subscription are pushed to it. Off by default.
 	Filter bool
 	// FilterMaxPeersToServe, FilterMaxCriteria and FilterSubscriptionTimeout
 	// are the filter service's limits (--filter-max-peers-to-serve,
-	// --filter-max-criteria, --filter-subscription-timeout in seconds).
-	// Zero means nwaku's defaults: 1000, 1000 and 300 s.
+	// --filter-max-criteria, --filter-subscription-timeout in seconds):
+	// counts 0..MaxCount, the timeout 0..MaxFilterSubscriptionSeconds
+	// seconds. Zero means nwaku's defaults: 1000, 1000 and 300 s.
 	FilterMaxPeersToServe, FilterMaxCriteria int
 	FilterSubscriptionTimeout                time.Duration
 	// Lightpush serves lightpush v3 and v2 (--lightpush; needs Relay).
@@ -150,7 +155,9 @@ type Config struct {
 	// re-dialled with backoff when they drop (--staticnode).
 	StaticNodes []string
 	// MaxConnections is the connection manager's high water mark
-	// (--max-connections). Default 150, as nwaku v0.38.1.
+	// (--max-connections). Default 150, as nwaku v0.38.1; negative is
+	// refused (there is no "no limit": nim-libp2p's ConnManager asserts a
+	// positive count).
 	MaxConnections int
 	// AgentString is the libp2p agent version announced by identify
 	// (--agent-string). Default Version.
@@ -170,7 +177,8 @@ type Config struct {
 	// origin check and no CORS headers, as nwaku.
 	RESTAllowOrigin []string
 	// RESTCacheCapacity is the number of messages the REST relay cache
-	// keeps, all topics together (--rest-relay-cache-capacity). Default 50.
+	// keeps, all topics together (--rest-relay-cache-capacity),
+	// 0..MaxCount. Default 50.
 	RESTCacheCapacity int
 	// HTTPMaxConnections bounds the connections each HTTP server (the REST
 	// API, metrics) holds at once (--http-max-connections): at the limit
@@ -262,6 +270,29 @@ func DefaultConfig() Config {
 	c.fillDefaults()
 	return c
 }
+
+// Bounds of the Config fields nwaku types narrower than an int
+// (tools/confutils/cli_args.nim), which New refuses outside them, as the
+// command line does:
+const (
+	// MaxPort is the largest port (TCPPort, WebSocketPort, RESTPort,
+	// MetricsPort, Discv5UDPPort), nwaku's Port a uint16.
+	MaxPort = 65535
+	// MaxShardsInNetwork is the largest NumShardsInNetwork: every shard id
+	// of a cluster (shard.ShardsPerCluster).
+	MaxShardsInNetwork = shard.ShardsPerCluster
+	// MaxCount is the largest FilterMaxPeersToServe, FilterMaxCriteria and
+	// RESTCacheCapacity, nwaku's uint32.
+	MaxCount = 1<<32 - 1
+	// MaxStoreSyncSeconds bounds StoreSyncInterval, StoreSyncRange and
+	// StoreSyncRelayJitter (nwaku's uint32 seconds), and
+	// MaxFilterSubscriptionSeconds FilterSubscriptionTimeout (a uint16).
+	MaxStoreSyncSeconds          = 1<<32 - 1
+	MaxFilterSubscriptionSeconds = 65535
+	// MaxPostgresConns is the largest ArchiveConfig.Postgres.MaxConns,
+	// pgx's int32.
+	MaxPostgresConns = 1<<31 - 1
+)
 
 // MaxEpochSec is the longest RLN epoch RLNRelayConfig.EpochSec may set,
 // 2^32 s (some 136 years).

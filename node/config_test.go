@@ -2,7 +2,9 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -172,7 +174,7 @@ func TestResolveParsesEverything(t *testing.T) {
 		{Config{StoreNode: "/ip4/127.0.0.1/tcp/2"}, "node: invalid config: --storenode \"/ip4/127.0.0.1/tcp/2\" needs /p2p/<peer id>"},
 		{Config{LightpushNode: "garbage"}, "node: invalid config: --lightpushnode \"garbage\": "},
 		{Config{REST: true, RESTAllowOrigin: []string{"a(b"}}, "node: invalid config: REST API: rest: invalid config: allowed origins"},
-		{Config{REST: true, RESTCacheCapacity: -1}, "node: invalid config: --rest-relay-cache-capacity -1 is negative"},
+		{Config{REST: true, RESTCacheCapacity: -1}, "node: invalid config: --rest-relay-cache-capacity -1 is out of range: want 0..4294967295"},
 		{Config{Discovery: DiscoveryConfig{DNS4DomainName: "a/b"}}, "node: invalid config: --dns4-domain-name \"a/b\" is not a domain name"},
 		{Config{Store: true, DBURL: "mysql://u:p@h:1/db"}, "node: invalid config: --store-message-db-url: archive: invalid config: database URL \"mysql://u:p@h:1/db\""},
 	} {
@@ -189,5 +191,111 @@ func TestResolveParsesEverything(t *testing.T) {
 	}
 	if _, err := (Config{Store: true, ArchiveConfig: dburl.Config{Config: archive.Config{Retention: "days:2"}}}).resolve(); !errors.Is(err, ErrConfig) {
 		t.Errorf("retention: %v", err)
+	}
+}
+
+// TestConfigRangesRefused: a field outside the range of the flag it
+// stands for (nwaku's type, or the node's own rule) is refused by New with
+// the command line's words for a value out of range, so that no count or
+// time overflows and library users get the flags' bounds; the ends of each
+// range are taken.
+func TestConfigRangesRefused(t *testing.T) {
+	const big = 1 << 62
+	for _, tc := range []struct {
+		edit func(c *Config, v int)
+		flag string
+		lo   int
+		hi   int
+		unit string
+	}{
+		{func(c *Config, v int) { c.TCPPort = v }, "tcp-port", 0, MaxPort, ""},
+		{func(c *Config, v int) { c.WebSocketPort = v }, "websocket-port", 0, MaxPort, ""},
+		{func(c *Config, v int) { c.RESTPort = v }, "rest-port", 0, MaxPort, ""},
+		{func(c *Config, v int) { c.MetricsPort = v }, "metrics-server-port", 0, MaxPort, ""},
+		{func(c *Config, v int) { c.Discovery.Discv5UDPPort = v }, "discv5-udp-port", 0, MaxPort, ""},
+		{func(c *Config, v int) { c.NumShardsInNetwork, c.Shards = v, []uint16{0} }, "num-shards-in-network", 0, MaxShardsInNetwork, ""},
+		{func(c *Config, v int) { c.MaxConnections = v }, "max-connections", 0, math.MaxInt, ""},
+		{func(c *Config, v int) { c.FilterMaxPeersToServe = v }, "filter-max-peers-to-serve", 0, MaxCount, ""},
+		{func(c *Config, v int) { c.FilterMaxCriteria = v }, "filter-max-criteria", 0, MaxCount, ""},
+		{func(c *Config, v int) { c.RESTCacheCapacity = v }, "rest-relay-cache-capacity", 0, MaxCount, ""},
+		{func(c *Config, v int) { c.ArchiveConfig.Postgres.MaxConns = v }, "store-max-num-db-connections", 0, MaxPostgresConns, ""},
+		{func(c *Config, v int) { c.Discovery.PeerStoreCapacity = v }, "peer-store-capacity", 0, math.MaxInt, ""},
+		{func(c *Config, v int) { c.StoreSyncRange = time.Duration(v) * time.Second }, "store-sync-range", 0, MaxStoreSyncSeconds, "seconds"},
+		{func(c *Config, v int) { c.StoreSyncRelayJitter = time.Duration(v) * time.Second }, "store-sync-relay-jitter", 0, MaxStoreSyncSeconds, "seconds"},
+		{func(c *Config, v int) { c.FilterSubscriptionTimeout = time.Duration(v) * time.Second }, "filter-subscription-timeout", 0, MaxFilterSubscriptionSeconds, "seconds"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			want := fmt.Sprintf("want %d..%d", tc.lo, tc.hi)
+			if tc.unit != "" {
+				want += " " + tc.unit
+			}
+			for _, v := range []int{tc.lo, tc.hi} {
+				c := Config{ListenAddress: "127.0.0.1"}
+				tc.edit(&c, v)
+				if _, err := c.resolve(); err != nil {
+					t.Errorf("%d: %v", v, err)
+				}
+			}
+			bad := []int{tc.lo - 1, tc.hi + 1}
+			if tc.unit == "" {
+				bad = []int{tc.lo - 1, -big}
+				if tc.hi < math.MaxInt {
+					bad = append(bad, tc.hi+1, big)
+				}
+			}
+			for _, v := range bad {
+				c := Config{ListenAddress: "127.0.0.1"}
+				tc.edit(&c, v)
+				_, err := c.resolve()
+				shown := fmt.Sprint(v)
+				if tc.unit == "seconds" {
+					shown = fmt.Sprint(time.Duration(v) * time.Second)
+				}
+				msg := fmt.Sprintf("node: invalid config: --%s %s is out of range: %s", tc.flag, shown, want)
+				if !errors.Is(err, ErrConfig) || err.Error() != msg {
+					t.Errorf("%d: %v, want %q", v, err, msg)
+				}
+			}
+		})
+	}
+	// The longest durations, as the overflowing seconds of a flag would
+	// have made them.
+	for _, d := range []time.Duration{math.MinInt64, math.MaxInt64} {
+		c := Config{ListenAddress: "127.0.0.1", StoreSyncRange: d}
+		msg := fmt.Sprintf("node: invalid config: --store-sync-range %v is out of range: want 0..4294967295 seconds", d)
+		if _, err := c.resolve(); err == nil || err.Error() != msg {
+			t.Errorf("%v: %v, want %q", d, err, msg)
+		}
+	}
+	// StoreSyncInterval may be negative (one round only), not too long.
+	for d, ok := range map[time.Duration]bool{-1: true, math.MinInt64: true, MaxStoreSyncSeconds * time.Second: true, math.MaxInt64: false} {
+		c := Config{ListenAddress: "127.0.0.1", StoreSyncInterval: d}
+		msg := fmt.Sprintf("node: invalid config: --store-sync-interval %v is out of range: want 0..4294967295 seconds", d)
+		if _, err := c.resolve(); ok && err != nil || !ok && (err == nil || err.Error() != msg) {
+			t.Errorf("StoreSyncInterval %v: %v, want accepted %v", d, err, ok)
+		}
+	}
+}
+
+// TestConfigShardCountNamesItsSource: too many shards for the metadata
+// protocol is reported with the setting that asked for them.
+func TestConfigShardCountNamesItsSource(t *testing.T) {
+	many := make([]uint16, 600)
+	for i := range many {
+		many[i] = uint16(i)
+	}
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Relay: true, NumShardsInNetwork: 600}, "(--num-shards-in-network 600: without --shard every shard of the network is relayed)"},
+		{Config{Relay: true, NumShardsInNetwork: 1024, Shards: many}, "(--shard)"},
+		{Config{Relay: true, Shards: many, PubsubTopics: []string{"/waku/2/rs/0/1000"}}, "(--shard; --pubsub-topic)"},
+	} {
+		tc.cfg.ListenAddress = "127.0.0.1"
+		_, err := tc.cfg.resolve()
+		if !errors.Is(err, ErrTooManyShards) || !strings.HasSuffix(err.Error(), tc.want) {
+			t.Errorf("%d shards, %d in network, topics %q: %v, want ErrTooManyShards ending %q", len(tc.cfg.Shards), tc.cfg.NumShardsInNetwork, tc.cfg.PubsubTopics, err, tc.want)
+		}
 	}
 }

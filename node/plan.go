@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"math/big"
 	"net"
 	"path/filepath"
@@ -41,6 +42,9 @@ type plan struct {
 	// autosharding; nil under static sharding.
 	contentShards []string
 	listen        []peers.ListenAddr // nil with NoListen
+	// everyShard: Shards was empty and holds every shard of
+	// NumShardsInNetwork.
+	everyShard bool
 	// filterNode, lightpushNode and storeNode are the service nodes of
 	// --filternode, --lightpushnode and --storenode, nil when not set.
 	filterNode, lightpushNode, storeNode *peer.AddrInfo
@@ -133,9 +137,10 @@ func (c Config) resolve() (*plan, error) {
 	if c.WebSocketSecure {
 		c.WebSocket = true
 	}
+	everyShard := len(c.Shards) == 0 && c.NumShardsInNetwork > 0 && c.NumShardsInNetwork <= MaxShardsInNetwork
 	if len(c.Shards) == 0 {
 		switch {
-		case c.NumShardsInNetwork > 0:
+		case everyShard:
 			for s := range c.NumShardsInNetwork {
 				c.Shards = append(c.Shards, uint16(s))
 			}
@@ -149,7 +154,7 @@ func (c Config) resolve() (*plan, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	p := &plan{Config: c}
+	p := &plan{Config: c, everyShard: everyShard}
 	for _, step := range []func() error{p.parseKey, p.checkAddresses, p.parseStatic, p.checkPorts, p.checkShards, p.parseArchive,
 		p.parseLimits, p.checkServices, p.parseDiscovery, p.parseTopics, p.parseServiceNodes, p.parseListen, p.parseRLN} {
 		if err := step(); err != nil {
@@ -211,13 +216,25 @@ func peerAddr(flag, s string) (*peer.AddrInfo, error) {
 	return pi, nil
 }
 
+// errOutOfRange is the error of a field outside lo..hi, named by its
+// flag, in the words the command line uses for a value out of range: "--flag
+// v is out of range: want lo..hi [unit]".
+func errOutOfRange(flag string, v, lo, hi any, unit string) error {
+	if unit != "" {
+		unit = " " + unit
+	}
+	return fmt.Errorf("%w: --%s %v is out of range: want %v..%v%s", ErrConfig, flag, v, lo, hi, unit)
+}
+
+// checkPorts checks the ports against nwaku's Port, 0..MaxPort.
 func (p *plan) checkPorts() error {
 	for _, port := range []struct {
 		flag string
 		port int
-	}{{"--tcp-port", p.TCPPort}, {"--websocket-port", p.WebSocketPort}, {"--rest-port", p.RESTPort}, {"--metrics-server-port", p.MetricsPort}} {
-		if port.port < 0 || port.port > 65535 {
-			return fmt.Errorf("%w: %s %d not in 0..65535", ErrConfig, port.flag, port.port)
+	}{{"tcp-port", p.TCPPort}, {"websocket-port", p.WebSocketPort}, {"rest-port", p.RESTPort}, {"metrics-server-port", p.MetricsPort},
+		{"discv5-udp-port", p.Discovery.Discv5UDPPort}} {
+		if port.port < 0 || port.port > MaxPort {
+			return errOutOfRange(port.flag, port.port, 0, MaxPort, "")
 		}
 	}
 	return nil
@@ -229,8 +246,8 @@ func (p *plan) checkPorts() error {
 // pubsub topics of the form /waku/2/rs/<ClusterID>/<shard>; and the
 // muxers and the secure WebSocket files.
 func (p *plan) checkShards() error {
-	if p.NumShardsInNetwork < 0 || p.NumShardsInNetwork > 1024 {
-		return fmt.Errorf("%w: --num-shards-in-network %d not in 0..1024", ErrConfig, p.NumShardsInNetwork)
+	if p.NumShardsInNetwork < 0 || p.NumShardsInNetwork > MaxShardsInNetwork {
+		return errOutOfRange("num-shards-in-network", p.NumShardsInNetwork, 0, MaxShardsInNetwork, "")
 	}
 	for i, m := range p.Muxers {
 		if m != MuxerYamux && m != MuxerMplex || slices.Contains(p.Muxers[:i], m) {
@@ -288,8 +305,12 @@ func (p *plan) parseLimits() (err error) {
 	return nil
 }
 
-// checkServices checks the services against each other and their limits.
+// checkServices checks the services against each other and their limits
+// (checkLimits).
 func (p *plan) checkServices() error {
+	if err := p.checkLimits(); err != nil {
+		return err
+	}
 	switch {
 	case p.StoreSync && !p.Store:
 		return fmt.Errorf("%w: store-sync needs store", ErrConfig)
@@ -297,12 +318,40 @@ func (p *plan) checkServices() error {
 		return fmt.Errorf("%w: store-resume needs store", ErrConfig)
 	case p.Lightpush && !p.Relay:
 		return fmt.Errorf("%w: lightpush needs relay (nwaku mounts lightpush only with relay)", ErrConfig)
-	case p.FilterMaxPeersToServe < 0 || p.FilterMaxCriteria < 0 || p.FilterSubscriptionTimeout < 0:
-		return fmt.Errorf("%w: filter limits must not be negative", ErrConfig)
 	case p.StaticRedialMin < 0 || p.StaticRedialMax < p.StaticRedialMin:
 		return fmt.Errorf("%w: static re-dial backoff %v..%v", ErrConfig, p.StaticRedialMin, p.StaticRedialMax)
-	case p.RESTCacheCapacity < 0:
-		return fmt.Errorf("%w: --rest-relay-cache-capacity %d is negative", ErrConfig, p.RESTCacheCapacity)
+	}
+	return nil
+}
+
+// checkLimits checks the counts and times nwaku types as uint16 or uint32
+// (tools/confutils/cli_args.nim) against those types' ranges, 0 being the
+// field's default, and the connection counts against what the node can
+// take.
+func (p *plan) checkLimits() error {
+	for _, n := range []struct {
+		flag string
+		v    int
+		hi   int
+	}{{"max-connections", p.MaxConnections, math.MaxInt}, {"filter-max-peers-to-serve", p.FilterMaxPeersToServe, MaxCount},
+		{"filter-max-criteria", p.FilterMaxCriteria, MaxCount}, {"rest-relay-cache-capacity", p.RESTCacheCapacity, MaxCount},
+		{"store-max-num-db-connections", p.ArchiveConfig.Postgres.MaxConns, MaxPostgresConns}} {
+		if n.v < 0 || n.v > n.hi {
+			return errOutOfRange(n.flag, n.v, 0, n.hi, "")
+		}
+	}
+	// A negative StoreSyncInterval is the library's "one round only".
+	for _, d := range []struct {
+		flag  string
+		v     time.Duration
+		hi    int64
+		negOK bool
+	}{{"store-sync-interval", p.StoreSyncInterval, MaxStoreSyncSeconds, true}, {"store-sync-range", p.StoreSyncRange, MaxStoreSyncSeconds, false},
+		{"store-sync-relay-jitter", p.StoreSyncRelayJitter, MaxStoreSyncSeconds, false},
+		{"filter-subscription-timeout", p.FilterSubscriptionTimeout, MaxFilterSubscriptionSeconds, false}} {
+		if d.v < 0 && !d.negOK || d.v > time.Duration(d.hi)*time.Second {
+			return errOutOfRange(d.flag, d.v, 0, d.hi, "seconds")
+		}
 	}
 	return nil
 }
@@ -330,9 +379,6 @@ func (p *plan) parseDiscovery() error {
 		if _, err := ma.NewMultiaddr("/dns4/" + c.DNS4DomainName + "/tcp/1"); strings.ContainsAny(c.DNS4DomainName, "/ ") || err != nil {
 			return fmt.Errorf("%w: --dns4-domain-name %q is not a domain name", ErrConfig, c.DNS4DomainName)
 		}
-	}
-	if c.Discv5UDPPort < 0 || c.Discv5UDPPort > 65535 {
-		return fmt.Errorf("%w: --discv5-udp-port %d", ErrConfig, c.Discv5UDPPort)
 	}
 	for _, b := range c.Discv5BootstrapNodes {
 		n, err := discovery.ParseENR(b)
@@ -362,7 +408,7 @@ func (p *plan) parseDiscovery() error {
 		}
 	}
 	if c.PeerStoreCapacity < 0 {
-		return fmt.Errorf("%w: --peer-store-capacity %d", ErrConfig, c.PeerStoreCapacity)
+		return errOutOfRange("peer-store-capacity", c.PeerStoreCapacity, 0, math.MaxInt, "")
 	}
 	return nil
 }
@@ -438,9 +484,33 @@ func (p *plan) parseTopics() error {
 		shards = p.clusterShards(p.topics)
 	}
 	if err := p.checkShardCount(shards); err != nil {
-		return fmt.Errorf("%w: %w (--shard, --pubsub-topic and --content-topic)", ErrConfig, err)
+		return fmt.Errorf("%w: %w (%s)", ErrConfig, err, p.shardSources())
 	}
 	return nil
+}
+
+// shardSources names the settings the relayed shards come from, for
+// ErrTooManyShards: --num-shards-in-network when Shards defaulted to every
+// shard of the network, else --shard, and --pubsub-topic and
+// --content-topic when set.
+func (p *plan) shardSources() string {
+	var from []string
+	switch {
+	case p.everyShard:
+		from = append(from, fmt.Sprintf("--num-shards-in-network %d: without --shard every shard of the network is relayed", p.NumShardsInNetwork))
+	case len(p.Shards) > 0:
+		from = append(from, "--shard")
+	}
+	if len(p.PubsubTopics) > 0 {
+		from = append(from, "--pubsub-topic")
+	}
+	if len(p.contentShards) > 0 {
+		from = append(from, "--content-topic")
+	}
+	if len(from) == 0 {
+		return "--shard, --pubsub-topic and --content-topic"
+	}
+	return strings.Join(from, "; ")
 }
 
 // pubsubTopics returns the pubsub topics of the configured shards and
@@ -525,9 +595,9 @@ func (p *plan) parseRLN() error {
 	case c.CredPath == "" && c.CredPassword != "":
 		return fmt.Errorf("%w: --rln-relay-cred-password without --rln-relay-cred-path (RLN Relay Credential Path is not specified but password is)", ErrConfig)
 	case c.UserMessageLimit > rln.MaxUserMessageLimit:
-		return fmt.Errorf("%w: --rln-relay-user-message-limit %d: the circuit allows at most %d", ErrConfig, c.UserMessageLimit, rln.MaxUserMessageLimit)
+		return errOutOfRange("rln-relay-user-message-limit", c.UserMessageLimit, 0, rln.MaxUserMessageLimit, "(the RLN circuit's limit)")
 	case c.EpochSec > MaxEpochSec:
-		return fmt.Errorf("%w: --rln-relay-epoch-sec %d is out of range: want 1..%d seconds", ErrConfig, c.EpochSec, uint64(MaxEpochSec))
+		return errOutOfRange("rln-relay-epoch-sec", c.EpochSec, 1, uint64(MaxEpochSec), "seconds")
 	}
 	mc := c.Membership
 	mc.Endpoints, mc.Contract, mc.Logger = c.EthClientAddresses, common.HexToAddress(c.EthContractAddress), p.Logger

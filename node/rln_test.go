@@ -62,7 +62,7 @@ func TestRLNRelayConfig(t *testing.T) {
 		{on(RLNRelayConfig{EthContractAddress: "0x12"}), `--rln-relay-eth-contract-address "0x12": want 0x and 40 hex digits`},
 		{on(RLNRelayConfig{CredPath: "ks.json"}), "RLN Relay Credential Password is not specified but path is"},
 		{on(RLNRelayConfig{CredPassword: "pw"}), "RLN Relay Credential Path is not specified but password is"},
-		{on(RLNRelayConfig{UserMessageLimit: rln.MaxUserMessageLimit + 1}), "--rln-relay-user-message-limit 65536: the circuit allows at most 65535"},
+		{on(RLNRelayConfig{UserMessageLimit: rln.MaxUserMessageLimit + 1}), "--rln-relay-user-message-limit 65536 is out of range: want 0..65535 (the RLN circuit's limit)"},
 		{on(RLNRelayConfig{EthClientAddresses: []string{"ftp://x/"}}), `--rln-relay-eth-client-address "ftp://x": scheme "ftp"; want http, https, ws or wss`},
 		// An address that does not parse: its scheme and host, the rest
 		// redacted (API keys live there), and why.

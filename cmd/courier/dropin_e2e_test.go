@@ -131,8 +131,9 @@ func testE2ENwakuCommandLine(t *testing.T, bin string) {
 			"courier node: node: invalid config: --rln-relay-eth-client-address \"https://linea-sepolia.infura.io:v3/<redacted>\": not a URL: invalid port \":v3\" after host\n"},
 		{[]string{"--cluster-id=2"}, "courier node: --cluster-id=2: the Logos Dev Network (nwaku runs cluster 2 as --preset=logos.dev) needs kademlia discovery, which this node does not support\n"},
 		// Start-up checks of the configuration are usage errors too.
-		{[]string{"--tcp-port=99999"}, "courier node: node: invalid config: --tcp-port 99999 not in 0..65535\n"},
-		{[]string{"--cluster-id=3", "--shard=1024"}, "courier node: node: invalid config: --shard 1024: shard: shard id out of range: 1024 > 1023\n"},
+		{[]string{"--tcp-port=99999"}, "courier node: --tcp-port=99999: \"99999\" is out of range: want 0..65535\n"},
+		{[]string{"--cluster-id=3", "--shard=1024"}, "courier node: --shard=1024: \"1024\" is out of range: want 0..1023\n"},
+		{[]string{"--cluster-id=3", "--num-shards-in-network=8", "--shard=8"}, "courier node: node: invalid config: --shard 8: validateShards invalid shard: 8 when numShardsInCluster: 8\n"},
 		{[]string{"--cluster-id=abc"}, "courier node: --cluster-id=abc: \"abc\" is not a number\n"},
 		{[]string{"--rest-address=notanip"}, "courier node: --rest-address=notanip: not an IP address\n"},
 		{[]string{"--staticnode=garbage"}, "courier node: node: invalid config: --staticnode \"garbage\": failed to parse multiaddr \"garbage\": must begin with /\n"},

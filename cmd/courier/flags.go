@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"math/bits"
 	"net"
 	"strconv"
 	"strings"
@@ -77,26 +79,20 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.EthClientAddresses = v.vals; return nil }},
 	{name: "rln-relay-eth-contract-address", usage: "RLN membership contract address",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.EthContractAddress = v.str(); return nil }},
-	{name: "rln-relay-chain-id", kind: kindInt, nwaku: "0", usage: "chain id of the contract (0: ask the RPC endpoint)",
-		apply: func(o *nodeOptions, v flagVal) error {
-			if v.int() < 0 {
-				return fmt.Errorf("want 0 or more")
-			}
-			o.cfg.RLNRelay.ChainID = uint64(v.int())
-			return nil
-		}},
+	{name: "rln-relay-chain-id", kind: kindInt, nwaku: "0", usage: "chain id of the contract (0: ask the RPC endpoint)", bounds: &nimUint64,
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.ChainID = v.uint(); return nil }},
 	{name: "rln-relay-cred-password", usage: "password of the RLN keystore",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.CredPassword = v.str(); return nil }},
 	{name: "rln-relay-eth-private-key", usage: "Ethereum private key (hex) that sends the registration (generateRlnKeystore)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.EthPrivateKey = v.str(); return nil }},
+	// rln-relay-user-message-limit: nwaku's uint64, within what the RLN
+	// circuit proves (rln.MaxUserMessageLimit).
 	{name: "rln-relay-user-message-limit", kind: kindInt, nwaku: "1", usage: "messages per epoch: registered by generateRlnKeystore; for a node, when given, a cap below the membership's limit",
+		bounds: &intRange{lo: 1, hi: rln.MaxUserMessageLimit},
 		apply: func(o *nodeOptions, v flagVal) error {
-			if v.int() < 1 || v.int() > rln.MaxUserMessageLimit {
-				return fmt.Errorf("want 1..%d", rln.MaxUserMessageLimit)
-			}
-			o.keystore.userMessageLimit = uint64(v.int())
+			o.keystore.userMessageLimit = v.uint()
 			if v.given {
-				o.cfg.RLNRelay.UserMessageLimit = uint64(v.int())
+				o.cfg.RLNRelay.UserMessageLimit = v.uint()
 			}
 			return nil
 		}},
@@ -105,16 +101,12 @@ var nodeFlags = []flagDef{
 		apply:  func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.EpochSec = uint64(v.int()); return nil }},
 	{name: "rln-relay", kind: kindBool, nwaku: "false", usage: "RLN relay: relay only messages with a valid rate-limit proof (needs --relay)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RLNRelay.Enabled = v.bool(); return nil }},
-	{name: "rln-relay-membership-index", kind: kindInt, usage: "tree index of the keystore credential to use (default 0)",
+	{name: "rln-relay-membership-index", kind: kindInt, usage: "tree index of the keystore credential to use (default 0)", bounds: &nimUint64,
 		apply: func(o *nodeOptions, v flagVal) error {
-			if !v.given {
-				return nil
+			if v.given {
+				i := v.uint()
+				o.cfg.RLNRelay.MembershipIndex = &i
 			}
-			if v.int() < 0 {
-				return fmt.Errorf("want 0 or more")
-			}
-			i := uint64(v.int())
-			o.cfg.RLNRelay.MembershipIndex = &i
 			return nil
 		}},
 	// rln-relay-dynamic: nwaku v0.38.1 has only the on-chain group
@@ -136,15 +128,8 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.preset = v.str(); return nil }},
 
 	// Identity, addresses and connections.
-	{name: "cluster-id", kind: kindInt, nwaku: "0", usage: "cluster id (0..65535)",
-		apply: func(o *nodeOptions, v flagVal) error {
-			id, err := strconv.ParseUint(v.str(), 10, 16)
-			if err != nil {
-				return fmt.Errorf("want 0..65535")
-			}
-			o.cfg.ClusterID = uint16(id)
-			return nil
-		}},
+	{name: "cluster-id", kind: kindInt, nwaku: "0", usage: "cluster id (0..65535)", bounds: &nimUint16,
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.ClusterID = uint16(v.uint()); return nil }},
 	// agent-string: courier names itself; nwaku's default names nwaku.
 	{name: "agent-string", nwaku: "logos-delivery-<git version>", def: strPtr(node.Version), usage: "libp2p agent string",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.AgentString = v.str(); return nil }},
@@ -152,9 +137,9 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.NodeKey = v.str(); return nil }},
 	{name: "listen-address", nwaku: "0.0.0.0", usage: "IPv4 or IPv6 address to listen on",
 		apply: func(o *nodeOptions, v flagVal) error { return ipAddress(&o.cfg.ListenAddress, v) }},
-	{name: "tcp-port", kind: kindInt, nwaku: "60000", usage: "libp2p TCP port (0: any free port)",
+	{name: "tcp-port", kind: kindInt, nwaku: "60000", usage: "libp2p TCP port (0: any free port)", bounds: &portRange,
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.TCPPort = v.int(); return nil }},
-	{name: "ports-shift", kind: kindInt, nwaku: "0", usage: "added to the TCP, WebSocket, REST, metrics and discv5 UDP ports",
+	{name: "ports-shift", kind: kindInt, nwaku: "0", usage: "added to the TCP, WebSocket, REST, metrics and discv5 UDP ports", bounds: &nimUint16,
 		apply: func(o *nodeOptions, v flagVal) error { o.portsShift = v.int(); return nil }},
 	// nat: nwaku's "any" sends UPnP/NAT-PMP probes off the machine; courier
 	// does nothing of the kind unless asked.
@@ -175,28 +160,23 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.ExtMultiaddrs = v.vals; return nil }},
 	{name: "ext-multiaddr-only", kind: kindBool, nwaku: "false", usage: "announce only --ext-multiaddr",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.ExtMultiaddrOnly = v.bool(); return nil }},
-	{name: "max-connections", kind: kindInt, nwaku: "150", usage: "most libp2p connections",
+	// max-connections: nwaku's int, but nim-libp2p's ConnManager.new
+	// asserts it is above 0 (there is no "no limit").
+	{name: "max-connections", kind: kindInt, nwaku: "150", usage: "most libp2p connections", bounds: &intRange{lo: 1, hi: math.MaxInt64},
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MaxConnections = v.int(); return nil }},
 	{name: "relay-service-ratio", nwaku: "50:50", usage: "relay:service share of max-connections",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.RelayServiceRatio = v.str(); return nil }},
-	{name: "ip-colocation-limit", kind: kindInt, nwaku: "5", usage: "most peers from one IP (0: no limit)",
+	{name: "ip-colocation-limit", kind: kindInt, nwaku: "5", usage: "most peers from one IP (0: no limit)", bounds: &intRange{hi: math.MaxInt64},
 		apply: func(o *nodeOptions, v flagVal) error {
-			switch n := v.int(); {
-			case n < 0:
-				return fmt.Errorf("want 0 or more")
-			case n == 0:
+			o.cfg.Discovery.IPColocationLimit = v.int()
+			if v.int() == 0 {
 				o.cfg.Discovery.IPColocationLimit = -1
-			default:
-				o.cfg.Discovery.IPColocationLimit = n
 			}
 			return nil
 		}},
-	{name: "peer-store-capacity", kind: kindInt, usage: "most peers kept by the peer manager (default 1000)",
+	{name: "peer-store-capacity", kind: kindInt, usage: "most peers kept by the peer manager (default 1000)", bounds: &intRange{lo: 1, hi: math.MaxInt64},
 		apply: func(o *nodeOptions, v flagVal) error {
-			if v.str() != "" && v.int() < 1 {
-				return fmt.Errorf("want 1 or more")
-			}
-			if v.str() != "" {
+			if v.given {
 				o.cfg.Discovery.PeerStoreCapacity = v.int()
 			}
 			return nil
@@ -224,21 +204,18 @@ var nodeFlags = []flagDef{
 	// keep-alive: ignored by nwaku since v0.37, and by courier.
 	{name: "keep-alive", kind: kindBool, nwaku: "true", usage: "ignored (nwaku: deprecated)",
 		apply: func(*nodeOptions, flagVal) error { return nil }},
+	// num-shards-in-network: nwaku's uint16, at most the 1024 shard ids
+	// (node.MaxShardsInNetwork).
 	{name: "num-shards-in-network", kind: kindInt, nwaku: "0", usage: "shards of the cluster under autosharding; 0 is static sharding",
-		apply: func(o *nodeOptions, v flagVal) error {
-			if n := v.int(); n < 0 || n > 1024 {
-				return fmt.Errorf("want 0..1024")
-			}
-			o.cfg.NumShardsInNetwork = v.int()
-			return nil
-		}},
+		bounds: &intRange{hi: node.MaxShardsInNetwork},
+		apply:  func(o *nodeOptions, v flagVal) error { o.cfg.NumShardsInNetwork = v.int(); return nil }},
 	{name: "shard", kind: kindList, usage: "shard to relay (repeatable; default: every shard under autosharding, 0 under static)",
 		apply: func(o *nodeOptions, v flagVal) error {
 			for _, s := range v.vals {
-				x, err := strconv.ParseUint(s, 10, 16)
-				if err != nil {
-					return fmt.Errorf("shard %q is not a number 0..1023", s)
+				if err := checkInt(s, &shardRange); err != nil {
+					return err
 				}
+				x, _ := strconv.ParseUint(strings.TrimPrefix(s, "+"), 10, 16)
 				o.cfg.Shards = append(o.cfg.Shards, uint16(x))
 			}
 			return nil
@@ -260,23 +237,18 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.ArchiveConfig.Vacuum = v.bool(); return nil }},
 	{name: "store-message-db-migration", kind: kindBool, nwaku: "true", usage: "migrate the archive's schema at start (false: refuse one not current)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.ArchiveConfig.NoMigration = !v.bool(); return nil }},
-	{name: "store-max-num-db-connections", kind: kindInt, nwaku: "50", usage: "most Postgres connections",
-		apply: func(o *nodeOptions, v flagVal) error {
-			if v.int() < 1 {
-				return fmt.Errorf("want a positive number")
-			}
-			o.cfg.ArchiveConfig.Postgres.MaxConns = v.int()
-			return nil
-		}},
+	// store-max-num-db-connections: nwaku's int, within pgx's int32.
+	{name: "store-max-num-db-connections", kind: kindInt, nwaku: "50", usage: "most Postgres connections", bounds: &intRange{lo: 1, hi: math.MaxInt32},
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.ArchiveConfig.Postgres.MaxConns = v.int(); return nil }},
 	{name: "store-resume", kind: kindBool, nwaku: "false", usage: "fill the archive from a store peer at start (needs --store)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.StoreResume = v.bool(); return nil }},
 	{name: "store-sync", kind: kindBool, nwaku: "false", usage: "store sync protocol (needs --store)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.StoreSync = v.bool(); return nil }},
-	{name: "store-sync-interval", kind: kindInt, nwaku: "300", usage: "seconds between syncs",
+	{name: "store-sync-interval", kind: kindInt, nwaku: "300", usage: "seconds between syncs", bounds: &secondsUint32,
 		apply: func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.StoreSyncInterval, v) }},
-	{name: "store-sync-range", kind: kindInt, nwaku: "3600", usage: "seconds synced",
+	{name: "store-sync-range", kind: kindInt, nwaku: "3600", usage: "seconds synced", bounds: &secondsUint32,
 		apply: func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.StoreSyncRange, v) }},
-	{name: "store-sync-relay-jitter", kind: kindInt, nwaku: "20", usage: "seconds of relay jitter",
+	{name: "store-sync-relay-jitter", kind: kindInt, nwaku: "20", usage: "seconds of relay jitter", bounds: &secondsUint32,
 		apply: func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.StoreSyncRelayJitter, v) }},
 
 	// Filter and lightpush.
@@ -285,11 +257,12 @@ var nodeFlags = []flagDef{
 	{name: "filternode", usage: "filter peer multiaddr (the REST filter API's service node)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.FilterNode = v.str(); return nil }},
 	{name: "filter-subscription-timeout", kind: kindInt, nwaku: "300", usage: "seconds a filter subscription lives without a request",
-		apply: func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.FilterSubscriptionTimeout, v) }},
-	{name: "filter-max-peers-to-serve", kind: kindInt, nwaku: "1000", usage: "filter clients served",
-		apply: func(o *nodeOptions, v flagVal) error { return positive(&o.cfg.FilterMaxPeersToServe, v) }},
-	{name: "filter-max-criteria", kind: kindInt, nwaku: "1000", usage: "criteria per filter client",
-		apply: func(o *nodeOptions, v flagVal) error { return positive(&o.cfg.FilterMaxCriteria, v) }},
+		bounds: &intRange{lo: 1, hi: math.MaxUint16, unit: "seconds"},
+		apply:  func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.FilterSubscriptionTimeout, v) }},
+	{name: "filter-max-peers-to-serve", kind: kindInt, nwaku: "1000", usage: "filter clients served", bounds: &positiveUint32,
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.FilterMaxPeersToServe = v.int(); return nil }},
+	{name: "filter-max-criteria", kind: kindInt, nwaku: "1000", usage: "criteria per filter client", bounds: &positiveUint32,
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.FilterMaxCriteria = v.int(); return nil }},
 	{name: "lightpush", kind: kindBool, nwaku: "false", usage: "lightpush protocol (service; needs relay)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Lightpush = v.bool(); return nil }},
 	{name: "lightpushnode", usage: "lightpush peer multiaddr (the REST lightpush API's service node)",
@@ -304,16 +277,10 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.REST = v.bool(); return nil }},
 	{name: "rest-address", nwaku: "127.0.0.1", usage: "REST API listen address",
 		apply: func(o *nodeOptions, v flagVal) error { return ipAddress(&o.cfg.RESTAddress, v) }},
-	{name: "rest-port", kind: kindInt, nwaku: "8645", usage: "REST API port",
+	{name: "rest-port", kind: kindInt, nwaku: "8645", usage: "REST API port", bounds: &portRange,
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTPort = v.int(); return nil }},
-	{name: "rest-relay-cache-capacity", kind: kindInt, nwaku: "50", usage: "messages the REST relay cache keeps, all topics together",
-		apply: func(o *nodeOptions, v flagVal) error {
-			if v.int() < 1 {
-				return fmt.Errorf("want at least 1")
-			}
-			o.cfg.RESTCacheCapacity = v.int()
-			return nil
-		}},
+	{name: "rest-relay-cache-capacity", kind: kindInt, nwaku: "50", usage: "messages the REST relay cache keeps, all topics together", bounds: &positiveUint32,
+		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTCacheCapacity = v.int(); return nil }},
 	{name: "rest-admin", kind: kindBool, nwaku: "false", usage: "serve the /admin/v1 routes",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.RESTAdmin = v.bool(); return nil }},
 	{name: "rest-allow-origin", kind: kindList, usage: "origin allowed by CORS (repeatable; * and ? wildcards)",
@@ -322,7 +289,7 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MetricsServer = v.bool(); return nil }},
 	{name: "metrics-server-address", nwaku: "127.0.0.1", usage: "metrics listen address",
 		apply: func(o *nodeOptions, v flagVal) error { return ipAddress(&o.cfg.MetricsAddress, v) }},
-	{name: "metrics-server-port", kind: kindInt, nwaku: "8008", usage: "metrics port",
+	{name: "metrics-server-port", kind: kindInt, nwaku: "8008", usage: "metrics port", bounds: &portRange,
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.MetricsPort = v.int(); return nil }},
 	// metrics-logging: as nwaku, the totals every 10 minutes, with
 	// --metrics-server only (waku/node/waku_metrics.nim).
@@ -341,17 +308,26 @@ var nodeFlags = []flagDef{
 		}},
 	{name: "discv5-discovery", kind: kindBool, usage: "discovery v5",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5 = v.bool(); return nil }},
-	{name: "discv5-udp-port", kind: kindInt, nwaku: "9000", usage: "discv5 UDP port (0: any free port)",
+	{name: "discv5-udp-port", kind: kindInt, nwaku: "9000", usage: "discv5 UDP port (0: any free port)", bounds: &portRange,
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5UDPPort = v.int(); return nil }},
 	{name: "discv5-bootstrap-node", kind: kindList, usage: "discv5 bootstrap ENR (repeatable)",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5BootstrapNodes = v.vals; return nil }},
 	{name: "discv5-enr-auto-update", kind: kindBool, nwaku: "false", usage: "update the ENR from what peers see",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5ENRAutoUpdate = v.bool(); return nil }},
-	{name: "discv5-table-ip-limit", kind: kindInt, nwaku: "10", usage: "discv5 table IP limit (go-ethereum's 10 only)",
-		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5TableIPLimit = v.int(); return nil }},
-	{name: "discv5-bucket-ip-limit", kind: kindInt, nwaku: "2", usage: "discv5 bucket IP limit (go-ethereum's 2 only)",
-		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5BucketIPLimit = v.int(); return nil }},
-	{name: "discv5-bits-per-hop", kind: kindInt, nwaku: "1", usage: "discv5 bits per hop (go-ethereum's 1 only)",
+	// The discv5 limits are nwaku's uint; the node takes only
+	// go-ethereum's values, so a value beyond an int is as refused as
+	// math.MaxInt.
+	{name: "discv5-table-ip-limit", kind: kindInt, nwaku: "10", usage: "discv5 table IP limit (go-ethereum's 10 only)", bounds: &nimUint64,
+		apply: func(o *nodeOptions, v flagVal) error {
+			o.cfg.Discovery.Discv5TableIPLimit = capInt(v.uint())
+			return nil
+		}},
+	{name: "discv5-bucket-ip-limit", kind: kindInt, nwaku: "2", usage: "discv5 bucket IP limit (go-ethereum's 2 only)", bounds: &nimUint64,
+		apply: func(o *nodeOptions, v flagVal) error {
+			o.cfg.Discovery.Discv5BucketIPLimit = capInt(v.uint())
+			return nil
+		}},
+	{name: "discv5-bits-per-hop", kind: kindInt, nwaku: "1", usage: "discv5 bits per hop (go-ethereum's 1 only)", bounds: &nimInt,
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.Discv5BitsPerHop = v.int(); return nil }},
 	{name: "peer-exchange", kind: kindBool, nwaku: "true", usage: "serve peer exchange",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.Discovery.PeerExchange = v.bool(); return nil }},
@@ -371,7 +347,7 @@ var nodeFlags = []flagDef{
 	// WebSocket.
 	{name: "websocket-support", kind: kindBool, nwaku: "false", usage: "also listen for libp2p over WebSocket",
 		apply: func(o *nodeOptions, v flagVal) error { o.wsSupport = v.bool(); return nil }},
-	{name: "websocket-port", kind: kindInt, nwaku: "8000", usage: "WebSocket port (with --websocket-support or --websocket-secure-support)",
+	{name: "websocket-port", kind: kindInt, nwaku: "8000", usage: "WebSocket port (with --websocket-support or --websocket-secure-support)", bounds: &portRange,
 		apply: func(o *nodeOptions, v flagVal) error { o.wsPort = v.int(); return nil }},
 	{name: "websocket-secure-support", kind: kindBool, nwaku: "false", usage: "serve secure WebSocket (/wss) on --websocket-port; turns WebSocket on",
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.WebSocketSecure = v.bool(); return nil }},
@@ -390,7 +366,7 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.PubsubTopics = v.vals; return nil }},
 	{name: "db-url", courierOnly: true, usage: `alias of --store-message-db-url; "embedded": <data-dir>/archive`,
 		apply: applyDBURL},
-	{name: "http-max-connections", kind: kindInt, courierOnly: true, usage: "connections the REST API and the metrics server each hold at once; at the limit the oldest idle or slow one is closed (0: 1024, negative: no limit)",
+	{name: "http-max-connections", kind: kindInt, courierOnly: true, usage: "connections the REST API and the metrics server each hold at once; at the limit the oldest idle or slow one is closed (0: 1024, negative: no limit)", bounds: &nimInt,
 		apply: func(o *nodeOptions, v flagVal) error { o.cfg.HTTPMaxConnections = v.int(); return nil }},
 	{name: "rln-relay-circuit-dir", courierOnly: true, usage: "directory of zerokit's RLN circuit files (rln_final.zkey, graph.bin) a node with a membership proves with " +
 		"(default $COURIER_RLN_CIRCUIT_DIR, else $XDG_DATA_HOME/courier/rln, else ~/.local/share/courier/rln)",
@@ -407,14 +383,17 @@ func applyDBURL(o *nodeOptions, v flagVal) error {
 	return nil
 }
 
-// seconds sets d from a flag in whole seconds, as nwaku's uint32 flags
-// take them.
+// seconds sets d from a flag in whole seconds, as nwaku's uint32 and
+// uint16 flags take them; the row's bounds keep the product within a
+// time.Duration.
 func seconds(d *time.Duration, v flagVal) error {
-	if v.int() < 1 {
-		return fmt.Errorf("want a positive number of seconds")
-	}
-	*d = time.Duration(v.int()) * time.Second
+	*d = time.Duration(v.uint()) * time.Second
 	return nil
+}
+
+// capInt returns u, or math.MaxInt when u is beyond an int.
+func capInt(u uint64) int {
+	return int(min(u, math.MaxInt))
 }
 
 // ipAddress sets *addr from a flag that nwaku types as an IpAddress
@@ -424,15 +403,6 @@ func ipAddress(addr *string, v flagVal) error {
 		return fmt.Errorf("not an IP address")
 	}
 	*addr = v.str()
-	return nil
-}
-
-// positive sets *n to a value that must be at least 1.
-func positive(n *int, v flagVal) error {
-	if v.int() < 1 {
-		return fmt.Errorf("want a positive number")
-	}
-	*n = v.int()
 	return nil
 }
 
@@ -458,7 +428,9 @@ const errMsgSizeForms = "want a number and KiB, KB or B, as nwaku takes it (e.g.
 // after "." or "," if need be, then KiB (1024 bytes), KB (1000) or B, the
 // K and B in either case, spaces around the unit allowed; the bytes are
 // the product, the fraction dropped. A number alone, which nwaku refuses,
-// is taken as bytes.
+// is taken as bytes. A size beyond a uint64 (nwaku's type) is out of
+// range; a whole number is multiplied exactly, so that
+// 18446744073709551615B is not.
 func parseMsgSize(s string) (uint64, error) {
 	t := strings.TrimSpace(s)
 	end := 0
@@ -466,11 +438,11 @@ func parseMsgSize(s string) (uint64, error) {
 		end++
 	}
 	num, unit := strings.Replace(t[:end], ",", ".", 1), strings.TrimSpace(t[end:])
-	value, err := strconv.ParseFloat(num, 64)
-	if err != nil || strings.Count(t[:end], ".")+strings.Count(t[:end], ",") > 1 {
+	value, err := strconv.ParseFloat(num, 64) // +Inf with ErrRange beyond a float64: out of range below
+	if err != nil && !errors.Is(err, strconv.ErrRange) || strings.Count(t[:end], ".")+strings.Count(t[:end], ",") > 1 {
 		return 0, fmt.Errorf("%q cannot be parsed as a size: %s", s, errMsgSizeForms)
 	}
-	var mul float64
+	var mul uint64
 	switch unit {
 	case "KiB", "kiB", "Kib", "kib":
 		mul = 1024
@@ -483,9 +455,17 @@ func parseMsgSize(s string) (uint64, error) {
 	default:
 		return 0, fmt.Errorf("%q cannot be parsed as a size: unit %q: %s", s, unit, errMsgSizeForms)
 	}
-	bytes := value * mul
-	if bytes >= math.MaxUint64 {
-		return 0, fmt.Errorf("%q is out of range", s)
+	outOfRange := fmt.Errorf("%q is out of range: want %s", s, intRange{hi: math.MaxUint64, unit: "bytes"})
+	if whole, err := strconv.ParseUint(num, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		hi, bytes := bits.Mul64(whole, mul)
+		if err != nil || hi != 0 {
+			return 0, outOfRange
+		}
+		return bytes, nil
+	}
+	bytes := value * float64(mul)
+	if bytes >= math.MaxUint64 { // 2^64 as a float64
+		return 0, outOfRange
 	}
 	return uint64(bytes), nil
 }
@@ -512,7 +492,7 @@ func (o *nodeOptions) applyPreset(p *parsedFlags) error {
 		o.applyTWN(p)
 		return nil
 	case "logos.dev", "logosdev":
-		return &refusedError{flag, value, "the Logos Dev Network" + byCluster + " needs kademlia discovery, which this node does not support"}
+		return &refusedError{flag, value, "the Logos Dev Network" + byCluster + " needs kademlia discovery, which this node does not support", p.values[flag].origin}
 	}
 	return &usageError{fmt.Errorf("Invalid --preset value passed: %s", preset)}
 }

@@ -3,8 +3,12 @@ package main
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
+	"math/big"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -263,6 +267,22 @@ func TestNodeFlagsForms(t *testing.T) {
 			func(o *nodeOptions) bool {
 				return o.cfg.StoreSync && o.cfg.StoreSyncInterval == time.Minute && o.cfg.StoreSyncRange == 10*time.Minute && o.cfg.StoreSyncRelayJitter == 5*time.Second
 			}},
+		{"longest times", []string{"--store-sync-interval=4294967295", "--store-sync-range=+4294967295", "--filter-subscription-timeout=65535"}, nil,
+			func(o *nodeOptions) bool {
+				return o.cfg.StoreSyncInterval == 4294967295*time.Second && o.cfg.StoreSyncRange == 4294967295*time.Second &&
+					o.cfg.FilterSubscriptionTimeout == 65535*time.Second
+			}},
+		{"largest numbers", []string{"--rln-relay-chain-id=18446744073709551615", "--rln-relay-membership-index=18446744073709551615",
+			"--cluster-id=65535", "--max-connections=1", "--discv5-table-ip-limit=18446744073709551615"}, nil,
+			func(o *nodeOptions) bool {
+				r := o.cfg.RLNRelay
+				return r.ChainID == math.MaxUint64 && *r.MembershipIndex == math.MaxUint64 && o.cfg.ClusterID == 65535 && o.cfg.MaxConnections == 1 &&
+					o.cfg.Discovery.Discv5TableIPLimit == math.MaxInt
+			}},
+		{"ports shift leaves a port not in use", []string{"--ports-shift=60000", "--tcp-port=1000"}, nil,
+			func(o *nodeOptions) bool {
+				return o.cfg.TCPPort == 61000 && o.cfg.RESTPort == 8645 && o.cfg.MetricsPort == 8008
+			}},
 		{"filter and lightpush", []string{"--filter=true", "--filter-subscription-timeout=60", "--filter-max-peers-to-serve=5",
 			"--filter-max-criteria=7", "--lightpush=true", "--filternode=/ip4/127.0.0.1/tcp/1/p2p/x", "--lightpushnode=/ip4/127.0.0.1/tcp/2/p2p/y"}, nil,
 			func(o *nodeOptions) bool {
@@ -410,10 +430,30 @@ func TestNodeFlagsRefuse(t *testing.T) {
 		{[]string{"--rln-relay-epoch-sec=4294967297"}, false, `--rln-relay-epoch-sec=4294967297: "4294967297" is out of range: want 1..4294967296 seconds`},
 		{[]string{"--rln-relay-epoch-sec=99999999999999999999"}, false, `--rln-relay-epoch-sec=99999999999999999999: "99999999999999999999" is out of range: want 1..4294967296 seconds`},
 		{[]string{"--rln-relay-epoch-sec=10m"}, false, `--rln-relay-epoch-sec=10m: "10m" is not a number`},
-		{[]string{"--tcp-port=99999999999999999999"}, false, `--tcp-port=99999999999999999999: "99999999999999999999" is out of range: want -9223372036854775808..9223372036854775807`},
-		{[]string{"--rln-relay-user-message-limit=0"}, false, "--rln-relay-user-message-limit=0: want 1..65535"},
-		{[]string{"--rln-relay-user-message-limit=65536"}, false, "--rln-relay-user-message-limit=65536: want 1..65535"},
-		{[]string{"--rln-relay-membership-index=-1"}, false, "--rln-relay-membership-index=-1: want 0 or more"},
+		{[]string{"--tcp-port=99999999999999999999"}, false, `--tcp-port=99999999999999999999: "99999999999999999999" is out of range: want 0..65535`},
+		{[]string{"--tcp-port=-5"}, false, `--tcp-port=-5: "-5" is out of range: want 0..65535`},
+		{[]string{"--discv5-udp-port=-5"}, false, `--discv5-udp-port=-5: "-5" is out of range: want 0..65535`},
+		{[]string{"--rln-relay-user-message-limit=0"}, false, `--rln-relay-user-message-limit=0: "0" is out of range: want 1..65535`},
+		{[]string{"--rln-relay-user-message-limit=65536"}, false, `--rln-relay-user-message-limit=65536: "65536" is out of range: want 1..65535`},
+		{[]string{"--rln-relay-membership-index=-1"}, false, `--rln-relay-membership-index=-1: "-1" is out of range: want 0..18446744073709551615`},
+		// Durations are checked in seconds before they are converted, so
+		// none overflows into a negative one.
+		{[]string{"--store=true", "--store-sync=true", "--store-sync-interval=9223372036854775807"}, false,
+			`--store-sync-interval=9223372036854775807: "9223372036854775807" is out of range: want 1..4294967295 seconds`},
+		{[]string{"--filter=true", "--filter-subscription-timeout=65536"}, false, `--filter-subscription-timeout=65536: "65536" is out of range: want 1..65535 seconds`},
+		// nim-libp2p's ConnManager.new asserts max-connections > 0: no
+		// value means "no limit".
+		{[]string{"--max-connections=-1"}, false, `--max-connections=-1: "-1" is out of range: want 1..9223372036854775807`},
+		{[]string{"--max-connections=0"}, false, `--max-connections=0: "0" is out of range: want 1..9223372036854775807`},
+		{[]string{"--shard=1024"}, false, `--shard=1024: "1024" is out of range: want 0..1023`},
+		{[]string{"--shard=-1"}, false, `--shard=-1: "-1" is out of range: want 0..1023`},
+		{[]string{"--shard=one"}, false, `--shard=one: "one" is not a number`},
+		// A shifted port in use must stay a port (nwaku's uint16 sum wraps).
+		{[]string{"--ports-shift=6000"}, false, "--ports-shift=6000: shifts --tcp-port 60000 to 66000, which is out of range: want 0..65535"},
+		{[]string{"--ports-shift=60000", "--tcp-port=0", "--rest=true"}, false, "--ports-shift=60000: shifts --rest-port 8645 to 68645, which is out of range: want 0..65535"},
+		{[]string{"--max-msg-size=99999999999999999999"}, false, `--max-msg-size=99999999999999999999: "99999999999999999999" is out of range: want 0..18446744073709551615 bytes`},
+		{[]string{"--max-msg-size=18014398509481984KiB"}, false, `"18014398509481984KiB" is out of range: want 0..18446744073709551615 bytes`},
+		{[]string{"--max-msg-size=18446744073709551615B"}, true, "--max-msg-size=18446744073709551615B: only nwaku's default limit"},
 		{[]string{"--preset=logos.dev"}, true, "--preset=logos.dev: the Logos Dev Network needs kademlia discovery, which this node does not support"},
 		{[]string{"--preset=logos.dev", "--relay=false"}, true, "--preset=logos.dev: the Logos Dev Network needs kademlia discovery"},
 		// nwaku maps cluster 1 to twn and 2 to logos.dev whatever --preset
@@ -460,6 +500,151 @@ func TestNodeFlagsRefuse(t *testing.T) {
 			t.Errorf("%v: %v is not a usage error", tc.args, err)
 		case !strings.Contains(err.Error(), tc.want):
 			t.Errorf("%v: %q, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// intRows gives every kindInt row of nodeFlags its range as errors print
+// it: nwaku's type (tools/confutils/cli_args.nim) or the node's tighter
+// rule. extra are flags the row's largest value needs beside it.
+var intRows = []struct {
+	name, lo, hi, unit string
+	extra              []string
+}{
+	{"rln-relay-chain-id", "0", "18446744073709551615", "", nil},                     // uint
+	{"rln-relay-user-message-limit", "1", "65535", "", nil},                          // uint64, the circuit's limit
+	{"rln-relay-epoch-sec", "1", "4294967296", "seconds", nil},                       // uint64, node.MaxEpochSec
+	{"rln-relay-membership-index", "0", "18446744073709551615", "", nil},             // Option[uint]
+	{"cluster-id", "0", "65535", "", nil},                                            // uint16
+	{"tcp-port", "0", "65535", "", nil},                                              // Port
+	{"ports-shift", "0", "65535", "", []string{"--tcp-port=0"}},                      // uint16
+	{"max-connections", "1", "9223372036854775807", "", nil},                         // int, above 0 (nim-libp2p)
+	{"ip-colocation-limit", "0", "9223372036854775807", "", nil},                     // int, 0: no limit
+	{"peer-store-capacity", "1", "9223372036854775807", "", nil},                     // Option[int]
+	{"num-shards-in-network", "0", "1024", "", nil},                                  // uint16, every shard id
+	{"store-max-num-db-connections", "1", "2147483647", "", nil},                     // int, pgx's int32
+	{"store-sync-interval", "1", "4294967295", "seconds", nil},                       // uint32
+	{"store-sync-range", "1", "4294967295", "seconds", nil},                          // uint32
+	{"store-sync-relay-jitter", "1", "4294967295", "seconds", nil},                   // uint32
+	{"filter-subscription-timeout", "1", "65535", "seconds", nil},                    // uint16
+	{"filter-max-peers-to-serve", "1", "4294967295", "", nil},                        // uint32
+	{"filter-max-criteria", "1", "4294967295", "", nil},                              // uint32
+	{"rest-port", "0", "65535", "", nil},                                             // uint16
+	{"rest-relay-cache-capacity", "1", "4294967295", "", nil},                        // uint32
+	{"metrics-server-port", "0", "65535", "", nil},                                   // uint16
+	{"discv5-udp-port", "0", "65535", "", nil},                                       // Port
+	{"discv5-table-ip-limit", "0", "18446744073709551615", "", nil},                  // uint
+	{"discv5-bucket-ip-limit", "0", "18446744073709551615", "", nil},                 // uint
+	{"discv5-bits-per-hop", "-9223372036854775808", "9223372036854775807", "", nil},  // int
+	{"websocket-port", "0", "65535", "", nil},                                        // Port
+	{"http-max-connections", "-9223372036854775808", "9223372036854775807", "", nil}, // courier's int
+}
+
+// TestNodeFlagsIntRanges checks that every integer flag has its range, and
+// that a value outside it, from the command line, the environment or a
+// config file, gets the one message that gives the range and names where
+// the value came from; the range's ends are taken.
+func TestNodeFlagsIntRanges(t *testing.T) {
+	listed := map[string]bool{}
+	for _, r := range intRows {
+		listed[r.name] = true
+	}
+	for _, d := range nodeFlags {
+		if d.kind == kindInt && (!listed[d.name] || d.bounds == nil) {
+			t.Errorf("--%s: an integer flag without a range here (bounds %v)", d.name, d.bounds)
+		}
+	}
+	dir := t.TempDir()
+	for _, r := range intRows {
+		t.Run(r.name, func(t *testing.T) {
+			clearNodeEnv(t)
+			want := "want " + r.lo + ".." + r.hi
+			if r.unit != "" {
+				want += " " + r.unit
+			}
+			lo, _ := new(big.Int).SetString(r.lo, 10)
+			hi, _ := new(big.Int).SetString(r.hi, 10)
+			below := new(big.Int).Sub(lo, big.NewInt(1)).String()
+			above := new(big.Int).Add(hi, big.NewInt(1)).String()
+			for _, v := range []string{r.lo, r.hi} {
+				if _, err := parseNodeFlags(append([]string{"--" + r.name + "=" + v}, r.extra...)); err != nil {
+					t.Errorf("--%s=%s: %v", r.name, v, err)
+				}
+			}
+			for _, v := range []string{below, above, "99999999999999999999999"} {
+				_, err := parseNodeFlags([]string{"--" + r.name + "=" + v})
+				if msg := fmt.Sprintf("--%s=%s: %q is out of range: %s", r.name, v, v, want); err == nil || err.Error() != msg {
+					t.Errorf("error %v, want %q", err, msg)
+				}
+			}
+			env := "WAKUNODE2_" + strings.ToUpper(strings.ReplaceAll(r.name, "-", "_"))
+			t.Setenv(env, above)
+			_, err := parseNodeFlags(nil)
+			if msg := fmt.Sprintf("%s=%q: %q is out of range: %s", env, above, above, want); err == nil || err.Error() != msg {
+				t.Errorf("error %v, want %q", err, msg)
+			}
+			os.Unsetenv(env)
+			path := filepath.Join(dir, r.name+".toml")
+			if err := os.WriteFile(path, []byte(r.name+" = \""+below+"\"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = parseNodeFlags([]string{"--config-file=" + path})
+			if msg := fmt.Sprintf("config file %s: %s = %s: %q is out of range: %s", path, r.name, below, below, want); err == nil || err.Error() != msg {
+				t.Errorf("error %v, want %q", err, msg)
+			}
+		})
+	}
+}
+
+// TestNodeFlagsValueSources: the errors a row's own check gives (not the
+// number check) name the environment variable or config file key the value
+// came from, as the number check does, refusals too.
+func TestNodeFlagsValueSources(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "node.toml")
+	if err := os.WriteFile(file, []byte("max-msg-size = \"1MiB\"\nnat = \"stun\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yml := filepath.Join(dir, "node.yaml")
+	if err := os.WriteFile(yml, []byte("rendezvous: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args    []string
+		env     map[string]string
+		refused bool
+		want    string
+	}{
+		{nil, map[string]string{"COURIER_MAX_MSG_SIZE": "1MiB"}, false,
+			`COURIER_MAX_MSG_SIZE="1MiB": "1MiB" cannot be parsed as a size: nwaku takes no MiB (1MiB is 1024KiB): ` + errMsgSizeForms},
+		{nil, map[string]string{"WAKUNODE2_MAX_MSG_SIZE": "1024KiB"}, true,
+			`WAKUNODE2_MAX_MSG_SIZE="1024KiB": only nwaku's default limit of 150KiB (153600 bytes) is supported`},
+		{nil, map[string]string{"WAKUNODE2_NAT": "stun"}, false, `WAKUNODE2_NAT="stun": want none, any, upnp, pmp or extip:<IPv4>`},
+		{nil, map[string]string{"WAKUNODE2_RENDEZVOUS": "true"}, true, `WAKUNODE2_RENDEZVOUS="true": rendezvous is not supported by this node`},
+		{nil, map[string]string{"WAKUNODE2_CLUSTER_ID": "2"}, true, `WAKUNODE2_CLUSTER_ID="2": the Logos Dev Network (nwaku runs cluster 2 as --preset=logos.dev)`},
+		{nil, map[string]string{"WAKUNODE2_PORTS_SHIFT": "6000"}, false,
+			`WAKUNODE2_PORTS_SHIFT="6000": shifts --tcp-port 60000 to 66000, which is out of range: want 0..65535`},
+		{[]string{"--config-file=" + file}, nil, false,
+			"config file " + file + `: max-msg-size = 1MiB: "1MiB" cannot be parsed as a size: nwaku takes no MiB`},
+		{[]string{"--config-file=" + file, "--max-msg-size=150KiB"}, nil, false, "config file " + file + `: nat = stun: want none, any`},
+		{[]string{"--config-file=" + yml}, nil, true, "config file " + yml + ": rendezvous = true: rendezvous is not supported by this node"},
+		// The command line wins, and is named as itself.
+		{[]string{"--max-msg-size=2KiB"}, map[string]string{"COURIER_MAX_MSG_SIZE": "1MiB"}, true, "--max-msg-size=2KiB: only nwaku's default"},
+	} {
+		clearNodeEnv(t)
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		_, err := parseNodeFlags(tc.args)
+		var refused *refusedError
+		var bad *usageError
+		switch {
+		case err == nil:
+			t.Errorf("%v %v: accepted", tc.args, tc.env)
+		case tc.refused && !errors.As(err, &refused), !tc.refused && !errors.As(err, &bad):
+			t.Errorf("%v %v: %v (%T), want refused %v", tc.args, tc.env, err, err, tc.refused)
+		case !strings.HasPrefix(err.Error(), tc.want):
+			t.Errorf("%v %v: %q, want %q", tc.args, tc.env, err, tc.want)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/couriernet/courier/shard"
 )
 
 // kind is how a flag's text is parsed.
@@ -44,8 +46,11 @@ type flagDef struct {
 	// purpose; the reason is in the row's comment and in the help text.
 	def *string
 
-	// bounds, when set, is the range of a kindInt row's values: Set
-	// refuses a number outside it as out of range, naming the range.
+	// bounds is the range of a kindInt row's values, that of nwaku's type
+	// for the flag or a tighter rule of the node (every kindInt row of
+	// nodeFlags has one; TestNodeFlagsIntRanges lists them). Set refuses a
+	// number outside it as out of range, naming the range, so that apply
+	// sees only values within it.
 	bounds *intRange
 
 	apply  func(o *nodeOptions, v flagVal) error
@@ -55,10 +60,13 @@ type flagDef struct {
 }
 
 // intRange is the range lo..hi, both included, of a kindInt row; unit,
-// when set, follows it in errors ("seconds").
+// when set, follows it in errors ("seconds"). lo is signed and hi
+// unsigned so that one range type covers nwaku's int (Nim's, 64 bits) and
+// its uint and uint64 flags.
 type intRange struct {
-	lo, hi int
-	unit   string
+	lo   int64
+	hi   uint64
+	unit string
 }
 
 func (r intRange) String() string {
@@ -69,8 +77,18 @@ func (r intRange) String() string {
 	return s
 }
 
-// anyInt is the range of a kindInt row without bounds.
-var anyInt = intRange{lo: math.MinInt, hi: math.MaxInt}
+// The ranges of nwaku's integer types (tools/confutils/cli_args.nim): a
+// Nim int is 64 bits, a Port a uint16. The uint32 rows whose 0 the node
+// does not take (a count or time that must be there) start at 1.
+var (
+	nimInt         = intRange{lo: math.MinInt64, hi: math.MaxInt64}
+	nimUint16      = intRange{hi: math.MaxUint16}
+	nimUint64      = intRange{hi: math.MaxUint64}
+	portRange      = nimUint16
+	positiveUint32 = intRange{lo: 1, hi: math.MaxUint32}
+	secondsUint32  = intRange{lo: 1, hi: math.MaxUint32, unit: "seconds"}
+	shardRange     = intRange{hi: shard.MaxShardID}
+)
 
 // defaultText returns the text the flag takes when it is not given.
 func (d *flagDef) defaultText() string {
@@ -99,9 +117,16 @@ func (v flagVal) bool() bool {
 	return b
 }
 
+// int returns the value of a kindInt row whose range is within an int's.
 func (v flagVal) int() int {
-	i, _ := strconv.Atoi(v.str()) // checked by flagValue.Set
-	return i
+	i, _ := strconv.ParseInt(v.str(), 10, 64) // checked by flagValue.Set
+	return int(i)
+}
+
+// uint returns the value of a kindInt row whose range is 0..something.
+func (v flagVal) uint() uint64 {
+	u, _ := strconv.ParseUint(strings.TrimPrefix(v.str(), "+"), 10, 64) // checked by flagValue.Set
+	return u
 }
 
 // flagValue is the flag.Value of every row: it checks the text against the
@@ -110,6 +135,10 @@ type flagValue struct {
 	def  *flagDef
 	val  flagVal
 	list bool
+	// origin names where a value not from the command line came from, as
+	// errors name it: `ENV="value"` or `config file PATH: key = value`;
+	// "" for the command line and the default.
+	origin string
 	// bad, when set, receives the error of a failed Set: the flag package
 	// reports it with the flag's name after one dash; parse reports it
 	// after two, as courier's other messages name flags.
@@ -148,16 +177,27 @@ func (f *flagValue) Set(s string) error {
 }
 
 // checkInt checks the text of a kindInt row: a decimal integer within
-// bounds (any int when nil). A number too large for an int is out of
-// range, not "not a number".
+// bounds (nimInt when nil). A number too large for any integer is out of
+// range too, not "not a number", and the message gives the range either
+// way.
 func checkInt(s string, bounds *intRange) error {
-	r := anyInt
+	r := nimInt
 	if bounds != nil {
 		r = *bounds
 	}
-	n, err := strconv.Atoi(s)
+	var in bool
+	var err error
+	if strings.HasPrefix(s, "-") {
+		var n int64
+		n, err = strconv.ParseInt(s, 10, 64)
+		in = n >= r.lo
+	} else {
+		var u uint64
+		u, err = strconv.ParseUint(strings.TrimPrefix(s, "+"), 10, 64)
+		in = u <= r.hi && (r.lo <= 0 || u >= uint64(r.lo))
+	}
 	switch {
-	case errors.Is(err, strconv.ErrRange) || err == nil && (n < r.lo || n > r.hi):
+	case errors.Is(err, strconv.ErrRange) || err == nil && !in:
 		return fmt.Errorf("%q is out of range: want %s", s, r)
 	case err != nil:
 		return fmt.Errorf("%q is not a number", s)
@@ -168,14 +208,29 @@ func checkInt(s string, bounds *intRange) error {
 func (f *flagValue) IsBoolFlag() bool { return f.def.kind == kindBool }
 
 // refusedError is a flag whose value asks for something courier does not
-// do. main prints it as one line and exits 1, as for every error.
-type refusedError struct{ flag, value, reason string }
+// do. main prints it as one line and exits 1, as for every error. origin,
+// when set, names the environment variable or config file key the value
+// came from (flagValue.origin) in place of --flag=value.
+type refusedError struct{ flag, value, reason, origin string }
 
 func (e *refusedError) Error() string {
-	if e.flag == "" {
+	switch {
+	case e.origin != "":
+		return e.origin + ": " + e.reason
+	case e.flag == "":
 		return e.value + ": " + e.reason
 	}
 	return fmt.Sprintf("--%s=%s: %s", e.flag, e.value, e.reason)
+}
+
+// describe names a row's value in errors as the value's source does: the
+// environment variable or config file key it came from, else
+// --name=value (vals: the value, or the default when not given).
+func (f *flagValue) describe(vals []string) string {
+	if f.origin != "" {
+		return f.origin
+	}
+	return fmt.Sprintf("--%s=%s", f.def.name, strings.Join(vals, ","))
 }
 
 // usageError is a command line that cannot be parsed, or a value the
@@ -289,21 +344,23 @@ func (p *parsedFlags) applyEnvAndFile(path string) error {
 			continue
 		}
 		if env, v, ok := lookupEnv(name); ok {
+			fv.origin = fmt.Sprintf("%s=%q", env, v)
 			items, err := envItems(fv.def, v)
 			if err != nil {
-				return &usageError{fmt.Errorf("%s=%q: %w", env, v, err)}
+				return &usageError{fmt.Errorf("%s: %w", fv.origin, err)}
 			}
 			for _, item := range items {
 				if err := fv.Set(item); err != nil {
-					return &usageError{fmt.Errorf("%s=%q: %w", env, v, err)}
+					return &usageError{fmt.Errorf("%s: %w", fv.origin, err)}
 				}
 			}
 			continue
 		}
 		if v, ok := file[name]; ok {
+			fv.origin = fmt.Sprintf("config file %s: %s = %v", path, name, v)
 			for _, item := range fileValues(v) {
 				if err := fv.Set(item); err != nil {
-					return &usageError{fmt.Errorf("config file %s: %s = %v: %w", path, name, v, err)}
+					return &usageError{fmt.Errorf("%s: %w", fv.origin, err)}
 				}
 			}
 		}
@@ -356,23 +413,27 @@ func splitDefault(d *flagDef) []string {
 func (p *parsedFlags) resolve(defs []flagDef, o *nodeOptions) error {
 	for i := range defs {
 		d := &defs[i]
-		v := p.values[d.name].val
+		fv := p.values[d.name]
+		v := fv.val
 		if !v.given {
 			v.vals = splitDefault(d)
 		}
 		if d.apply != nil {
 			var refused *refusedError
 			if err := d.apply(o, v); errors.As(err, &refused) {
+				if refused.flag == d.name {
+					refused.origin = fv.origin
+				}
 				return err
 			} else if err != nil {
-				return &usageError{fmt.Errorf("--%s=%s: %w", d.name, strings.Join(v.vals, ","), err)}
+				return &usageError{fmt.Errorf("%s: %w", fv.describe(v.vals), err)}
 			}
 			continue
 		}
 		if !v.given || isQuiet(d, v) {
 			continue
 		}
-		return &refusedError{flag: d.name, value: strings.Join(v.vals, ","), reason: d.refuse}
+		return &refusedError{flag: d.name, value: strings.Join(v.vals, ","), reason: d.refuse, origin: fv.origin}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -154,26 +155,21 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	if err := o.applyPreset(p); err != nil {
 		return nil, err
 	}
-	o.finish(p)
+	if err := o.finish(p); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
 // finish derives what depends on several flags and notes the defaults
 // that differ from nwaku's.
-func (o *nodeOptions) finish(p *parsedFlags) {
+func (o *nodeOptions) finish(p *parsedFlags) error {
 	c := &o.cfg
 	o.entries.apply(o)
 	// As in nwaku, --websocket-port alone does not turn WebSocket on.
 	c.WebSocket, c.WebSocketPort = o.wsSupport, o.wsPort
-	// --ports-shift moves every port nwaku's does, discv5's UDP port too
-	// (waku/discovery/waku_discv5.nim setupDiscoveryV5, and the ENR's udp in
-	// waku/factory/internal_config.nim); 0, any free port, stays 0.
-	if s := o.portsShift; s != 0 {
-		for _, port := range []*int{&c.TCPPort, &c.WebSocketPort, &c.RESTPort, &c.MetricsPort, &c.Discovery.Discv5UDPPort} {
-			if *port != 0 {
-				*port += s
-			}
-		}
+	if err := o.shiftPorts(p); err != nil {
+		return err
 	}
 	if c.Relay && len(c.Shards) == 0 && len(c.PubsubTopics) == 0 && c.NumShardsInNetwork == 0 {
 		o.notes = append(o.notes, fmt.Sprintf("no --shard given: relaying shard 0 of cluster %d (nwaku v0.38.1 would relay none)", c.ClusterID))
@@ -184,6 +180,37 @@ func (o *nodeOptions) finish(p *parsedFlags) {
 	if ignored := ignoredRLNFlags(p, c.RLNRelay.Enabled); len(ignored) > 0 {
 		o.warnings = append(o.warnings, strings.Join(ignored, ", ")+" given without --rln-relay: ignored, as nwaku v0.38.1 ignores them (RLN relay is off)")
 	}
+	return nil
+}
+
+// shiftPorts adds --ports-shift to every port nwaku's shifts, discv5's UDP
+// port too (waku/discovery/waku_discv5.nim setupDiscoveryV5, and the ENR's
+// udp in waku/factory/internal_config.nim); 0, any free port, stays 0. A
+// port in use that the shift takes past 65535 is refused (nwaku's uint16
+// sum would wrap around); one not in use stays as given.
+func (o *nodeOptions) shiftPorts(p *parsedFlags) error {
+	c, s := &o.cfg, o.portsShift
+	if s == 0 {
+		return nil
+	}
+	for _, port := range []struct {
+		flag  string
+		p     *int
+		inUse bool
+	}{{"tcp-port", &c.TCPPort, true}, {"websocket-port", &c.WebSocketPort, c.WebSocket || c.WebSocketSecure},
+		{"rest-port", &c.RESTPort, c.REST}, {"metrics-server-port", &c.MetricsPort, c.MetricsServer},
+		{"discv5-udp-port", &c.Discovery.Discv5UDPPort, c.Discovery.Discv5}} {
+		switch shifted := *port.p + s; {
+		case *port.p == 0:
+		case shifted <= math.MaxUint16:
+			*port.p = shifted
+		case port.inUse:
+			fv := p.values["ports-shift"]
+			return &usageError{fmt.Errorf("%s: shifts --%s %d to %d, which is out of range: want %s",
+				fv.describe(fv.val.vals), port.flag, *port.p, shifted, portRange)}
+		}
+	}
+	return nil
 }
 
 // ignoredRLNFlags returns the --rln-relay-* flags given (on the command
