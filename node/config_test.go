@@ -176,7 +176,7 @@ func TestResolveParsesEverything(t *testing.T) {
 		{Config{REST: true, RESTAllowOrigin: []string{"a(b"}}, "node: invalid config: REST API: rest: invalid config: allowed origins"},
 		{Config{REST: true, RESTCacheCapacity: -1}, "node: invalid config: --rest-relay-cache-capacity -1 is out of range: want 0..4294967295"},
 		{Config{Discovery: DiscoveryConfig{DNS4DomainName: "a/b"}}, "node: invalid config: --dns4-domain-name \"a/b\" is not a domain name"},
-		{Config{Store: true, DBURL: "mysql://u:p@h:1/db"}, "node: invalid config: --store-message-db-url: archive: invalid config: database URL \"mysql://u:p@h:1/db\""},
+		{Config{Store: true, DBURL: "mysql://u:p@h:1/db"}, "node: invalid config: --store-message-db-url: archive: invalid config: database URL \"mysql://u:xxxxx@h:1/db\""},
 	} {
 		tc.cfg.ListenAddress, tc.cfg.Logger = "127.0.0.1", slog.New(slog.DiscardHandler)
 		n, err := New(tc.cfg)
