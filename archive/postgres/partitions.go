@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -142,13 +143,13 @@ func listPartitions(ctx context.Context, q querier) ([]partition, error) {
 			parts = append(parts, p)
 		}
 	}
-	slices.SortFunc(parts, func(a, b partition) int {
-		if a.From < b.From {
-			return -1
-		}
-		return 1
-	})
+	sortPartitions(parts)
 	return parts, nil
+}
+
+// sortPartitions orders parts by the start of their ranges.
+func sortPartitions(parts []partition) {
+	slices.SortFunc(parts, func(a, b partition) int { return cmp.Compare(a.From, b.From) })
 }
 
 // createPartitions makes the partitions that hold the timestamps ts
@@ -179,12 +180,7 @@ func createPartitions(ctx context.Context, tx pgx.Tx, ts []int64, now int64) ([]
 			return nil, fmt.Errorf("archive: postgres: partition %s: %w", p.Name, err)
 		}
 		parts = append(parts, p)
-		slices.SortFunc(parts, func(a, b partition) int {
-			if a.From < b.From {
-				return -1
-			}
-			return 1
-		})
+		sortPartitions(parts)
 	}
 	return parts, nil
 }
