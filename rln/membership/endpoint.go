@@ -108,11 +108,12 @@ func parseReason(err error) string {
 // addressParts are the parts of an address as RFC 3986 delimits them,
 // found without parsing it: scheme is what comes before "://" ("" when
 // there is none, and then the address starts with its authority), host is
-// the authority after its user info; the others report which parts there
-// are.
+// the authority after its user info. The others are as written, with
+// their delimiters ("user:password@", "/path", "?query", "#fragment"),
+// "" when the address has none.
 type addressParts struct {
 	scheme, host                string
-	user, path, query, fragment bool
+	user, path, query, fragment string
 }
 
 func splitAddress(address string) addressParts {
@@ -125,15 +126,15 @@ func splitAddress(address string) addressParts {
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		authority, rest = rest[:i], rest[i:]
 		if f := strings.IndexByte(rest, '#'); f >= 0 {
-			p.fragment, rest = true, rest[:f]
+			p.fragment, rest = rest[f:], rest[:f]
 		}
 		if q := strings.IndexByte(rest, '?'); q >= 0 {
-			p.query, rest = true, rest[:q]
+			p.query, rest = rest[q:], rest[:q]
 		}
-		p.path = rest != "" && rest != "/"
+		p.path = rest
 	}
 	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
-		p.user, authority = true, authority[i+1:]
+		p.user, authority = authority[:i+1], authority[i+1:]
 	}
 	p.host = authority
 	return p
@@ -160,17 +161,17 @@ func showAddress(address string) string {
 	if p.scheme != "" {
 		b.WriteString(p.scheme + "://")
 	}
-	if p.user {
+	if p.user != "" {
 		b.WriteString(redacted + "@")
 	}
 	b.WriteString(p.host)
-	if p.path {
+	if p.path != "" && p.path != "/" {
 		b.WriteString("/" + redacted)
 	}
-	if p.query {
+	if p.query != "" {
 		b.WriteString("?" + redacted)
 	}
-	if p.fragment {
+	if p.fragment != "" {
 		b.WriteString("#" + redacted)
 	}
 	return b.String()
@@ -240,37 +241,35 @@ func redactError(address string, err error) error {
 	if u, perr := url.Parse(address); perr == nil {
 		olds = append(olds, u.String(), u.Redacted())
 	}
-	pairs := make([]string, 0, 2*len(olds))
+	var reps []replacement
 	for _, old := range olds {
 		if old != "" && old != shown {
-			pairs = append(pairs, old, shown)
+			reps = append(reps, replacement{old, shown})
 		}
 	}
 	for _, s := range secretParts(address) {
-		pairs = append(pairs, s, redacted)
+		reps = append(reps, replacement{s, redacted})
 	}
-	out := strings.NewReplacer(sortLongestFirst(pairs)...).Replace(msg)
+	out := longestFirst(reps).Replace(msg)
 	if out == msg {
 		return err
 	}
 	return &addressError{msg: out, err: err}
 }
 
-// sortLongestFirst orders the old, new pairs of a strings.Replacer by
-// the old string's length, longest first, so that an address is replaced
-// whole before any part of it.
-func sortLongestFirst(pairs []string) []string {
-	type pair struct{ old, new string }
-	ps := make([]pair, 0, len(pairs)/2)
-	for i := 0; i+1 < len(pairs); i += 2 {
-		ps = append(ps, pair{pairs[i], pairs[i+1]})
+// replacement is one old, new pair of a strings.Replacer.
+type replacement struct{ old, new string }
+
+// longestFirst returns the strings.Replacer of reps with the longest old
+// strings first, so that an address is replaced whole before any part of
+// it.
+func longestFirst(reps []replacement) *strings.Replacer {
+	slices.SortStableFunc(reps, func(a, b replacement) int { return len(b.old) - len(a.old) })
+	args := make([]string, 0, 2*len(reps))
+	for _, r := range reps {
+		args = append(args, r.old, r.new)
 	}
-	slices.SortStableFunc(ps, func(a, b pair) int { return len(b.old) - len(a.old) })
-	out := make([]string, 0, len(pairs))
-	for _, p := range ps {
-		out = append(out, p.old, p.new)
-	}
-	return out
+	return strings.NewReplacer(args...)
 }
 
 // urlErrorURLs appends to urls the URL of each *url.Error in err's tree.
@@ -304,26 +303,15 @@ func secretParts(address string) []string {
 			}
 		}
 	}
-	rest := address
-	if _, r, ok := strings.Cut(rest, "://"); ok {
-		rest = r
-	}
-	authority := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority, rest = rest[:i], rest[i:]
-	} else {
-		rest = ""
-	}
-	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
-		user, pass, _ := strings.Cut(authority[:i], ":")
-		add(user, pass, unescape(user), unescape(pass))
-	}
-	rest, fragment, _ := strings.Cut(rest, "#")
+	p := splitAddress(address)
+	user, pass, _ := strings.Cut(strings.TrimSuffix(p.user, "@"), ":")
+	add(user, pass, unescape(user), unescape(pass))
+	fragment := strings.TrimPrefix(p.fragment, "#")
 	add(fragment, unescape(fragment))
-	path, query, _ := strings.Cut(rest, "?")
-	for _, seg := range strings.Split(path, "/") {
+	for _, seg := range strings.Split(p.path, "/") {
 		add(seg, unescape(seg))
 	}
+	query := strings.TrimPrefix(p.query, "?")
 	add(query)
 	for _, kv := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' }) {
 		_, v, _ := strings.Cut(kv, "=")
