@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/couriernet/courier/rln/internal/testcircuit"
+	"github.com/couriernet/courier/internal/testcircuit"
 )
 
 var (

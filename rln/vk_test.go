@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/couriernet/courier/rln/internal/testcircuit"
+	"github.com/couriernet/courier/internal/testcircuit"
 	"github.com/couriernet/courier/rln/internal/zkey"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/internal/testcircuit"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/rln"
-	"github.com/couriernet/courier/rln/internal/testcircuit"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden.json with fresh proofs (needs the circuit files)")

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/internal/testcircuit"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/rln"
-	"github.com/couriernet/courier/rln/internal/testcircuit"
 )
 
 // idProver is a Prover that writes the message id and epoch into the

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +26,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/internal/testcircuit"
 	"github.com/couriernet/courier/lightpush"
 	"github.com/couriernet/courier/message"
 	"github.com/couriernet/courier/metadata"
@@ -389,26 +389,12 @@ func unarchived(t *testing.T, n *nodeProc, want []string) []string {
 	return missing
 }
 
-// circuitDir finds the RLN circuit files: $COURIER_RLN_CIRCUIT_DIR, else
-// ../shared/rln beside the repository. It skips the test when they are
-// absent, and fails it under CI=true.
+// circuitDir finds the RLN circuit files (internal/testcircuit: skipped
+// when they are absent, failed under CI=true) and returns their directory
+// as an absolute path, for node processes with another working directory.
 func circuitDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv(rln.CircuitDirEnv)
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "rln")
-	}
-	for _, f := range []string{rln.ZkeyFile, rln.GraphFile} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			msg := "RLN circuit files: " + err.Error() + "; put zerokit's rln_final.zkey and graph.bin in ../shared/rln beside the repository, or name their directory in $" + rln.CircuitDirEnv
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
-	abs, err := filepath.Abs(dir)
+	abs, err := filepath.Abs(testcircuit.Dir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bn254/fr"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/couriernet/courier/rln/internal/testcircuit"
+	"github.com/couriernet/courier/internal/testcircuit"
 )
 
 // graphWriter builds a witness graph file as circom-witnesscalc writes it.

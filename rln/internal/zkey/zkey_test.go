@@ -13,8 +13,8 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bn254/fp"
 	"github.com/consensys/gnark-crypto/ecc/bn254/fr"
 
+	"github.com/couriernet/courier/internal/testcircuit"
 	"github.com/couriernet/courier/rln/internal/groth16"
-	"github.com/couriernet/courier/rln/internal/testcircuit"
 )
 
 // tinyKey is a small key of the right shapes: nVars 4, nPublic 1, domain 4.

@@ -3,35 +3,12 @@ package bench
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/couriernet/courier/internal/testcircuit"
 	"github.com/couriernet/courier/rln"
 )
-
-// rlnCircuits points rln's circuit directory at the files the prover
-// needs: $COURIER_RLN_CIRCUIT_DIR, else ../shared/rln beside the
-// repository. It skips the test when they are absent, and fails it under
-// CI=true.
-func rlnCircuits(t *testing.T) {
-	t.Helper()
-	dir := os.Getenv(rln.CircuitDirEnv)
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "..", "shared", "rln")
-	}
-	if _, err := os.Stat(filepath.Join(dir, rln.ZkeyFile)); err != nil {
-		msg := "RLN circuit files: " + err.Error() + "; put zerokit's rln_final.zkey and graph.bin in ../shared/rln beside the repository, or name their directory in $" + rln.CircuitDirEnv
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	t.Setenv(rln.CircuitDirEnv, dir)
-}
 
 // TestMacroRLN runs macro-rln small: B follows rootChain's membership
 // contract, checks one proof per message and counts exactly the work of
@@ -40,7 +17,7 @@ func TestMacroRLN(t *testing.T) {
 	if testing.Short() {
 		t.Skip("proves its messages first")
 	}
-	rlnCircuits(t)
+	t.Setenv(rln.CircuitDirEnv, testcircuit.Dir(t))
 	var out bytes.Buffer
 	rows, err := Run(context.Background(), Config{Scenarios: []string{"macro-rln"}, N: 6, Warmup: 2, Profile: "10/50/150kB@25/50/25", Handlers: 2, Out: &out})
 	if err != nil {
