@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/couriernet/courier/internal/testcircuit"
 )
 
 // The RLN pair of TestDashboards: C publishes with a membership of its
@@ -47,7 +49,7 @@ type rlnPair struct {
 func startRLNPair(t *testing.T, bin string, chain func() (*testChain, error)) *rlnPair {
 	t.Helper()
 	start := time.Now()
-	circuits, err := findCircuitDir()
+	circuits, err := testcircuit.Find()
 	if err != nil {
 		return rlnUnavailable(t, err.Error())
 	}

@@ -11,7 +11,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bn254/fr"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/couriernet/courier/internal/testcircuit"
 	"github.com/couriernet/courier/rln"
 )
 
@@ -82,37 +82,6 @@ func vrMember(t *testing.T) (*rln.Member, rln.Field) {
 	return &rln.Member{SecretHash: id.SecretHash, UserMessageLimit: 10, Path: path}, root
 }
 
-// rlnCircuitDir finds the RLN circuit files (findCircuitDir). It skips t
-// when they are absent, and fails it under CI=true.
-func rlnCircuitDir(t *testing.T) string {
-	t.Helper()
-	dir, err := findCircuitDir()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	return dir
-}
-
-// findCircuitDir finds the RLN circuit files as the rln package's tests
-// do: $COURIER_RLN_CIRCUIT_DIR, else ../shared/rln beside the repository,
-// and returns the directory's absolute path.
-func findCircuitDir() (string, error) {
-	dir := os.Getenv(rln.CircuitDirEnv)
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "rln")
-	}
-	for _, f := range []string{rln.ZkeyFile, rln.GraphFile} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return "", fmt.Errorf("RLN circuit files: %w; put zerokit's rln_final.zkey and graph.bin in ../shared/rln beside the repository, or name their directory in $%s", err, rln.CircuitDirEnv)
-		}
-	}
-	return filepath.Abs(dir)
-}
-
 func prove(t *testing.T, p *rln.Prover, member *rln.Member, id uint64, payload string, ts int64) rlnMessage {
 	t.Helper()
 	s := rln.Signal{Payload: []byte(payload), ContentTopic: "/courier/1/verify-rln/proto", Timestamp: ts}
@@ -129,7 +98,7 @@ func TestMakeVerifyRLNGolden(t *testing.T) {
 	if !*updateRLN {
 		t.Skip("run with -update to rewrite " + vrDir)
 	}
-	dir := rlnCircuitDir(t)
+	dir := testcircuit.Dir(t)
 	p, err := rln.NewProver(rln.ProverConfig{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +307,7 @@ func TestVerifyRLNExpectedReasons(t *testing.T) {
 // TestVerifyRLNFreshProof makes a proof now with the prover and checks it
 // with verify-rln through the message command, with and without a clock.
 func TestVerifyRLNFreshProof(t *testing.T) {
-	p, err := rln.NewProver(rln.ProverConfig{Dir: rlnCircuitDir(t)})
+	p, err := rln.NewProver(rln.ProverConfig{Dir: testcircuit.Dir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

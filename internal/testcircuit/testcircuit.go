@@ -6,6 +6,7 @@
 package testcircuit
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,33 +19,42 @@ const EnvDir = "COURIER_RLN_CIRCUIT_DIR"
 // Files are the names a test may need.
 var Files = []string{"rln_final.zkey", "graph.bin", "rln.wasm"}
 
-// Dir returns the circuit directory, skipping t (or failing it under
-// CI=true) when one of Files is missing there.
+// Dir returns the circuit directory (Find), skipping t (or failing it
+// under CI=true) when one of Files is missing there.
 func Dir(t testing.TB) string {
 	t.Helper()
+	dir, err := Find()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return dir
+}
+
+// Find returns the circuit directory's absolute path, or an error saying
+// which file is missing and where to put it, for a test that goes on
+// without RLN.
+func Find() (string, error) {
 	dir := os.Getenv(EnvDir)
 	if dir == "" {
 		root, err := repoRoot()
 		if err != nil {
-			missing(t, "no repository root: "+err.Error())
+			return "", missing("no repository root: " + err.Error())
 		}
 		dir = filepath.Join(root, "..", "shared", "rln")
 	}
 	for _, f := range Files {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			missing(t, "circuit file missing: "+err.Error())
+			return "", missing("circuit file missing: " + err.Error())
 		}
 	}
-	return dir
+	return filepath.Abs(dir)
 }
 
-func missing(t testing.TB, why string) {
-	t.Helper()
-	msg := "RLN circuit files: " + why + "; put zerokit's rln_final.zkey (v0.8.0 rln/resources/tree_height_20), graph.bin and rln.wasm (v0.9.0 rln/resources/tree_depth_20) in ../shared/rln beside the repository, or name their directory in $" + EnvDir
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+func missing(why string) error {
+	return errors.New("RLN circuit files: " + why + "; put zerokit's rln_final.zkey (v0.8.0 rln/resources/tree_height_20), graph.bin and rln.wasm (v0.9.0 rln/resources/tree_depth_20) in ../shared/rln beside the repository, or name their directory in $" + EnvDir)
 }
 
 // repoRoot walks up from this file to the directory holding go.mod.
