@@ -21,6 +21,7 @@ const (
 	DefaultFsyncInterval = time.Second
 	DefaultSegmentSize   = 256 << 20
 	DefaultCacheSize     = 64 << 20
+	DefaultMmapSize      = 2 << 30
 	// MinSegmentSize is the smallest SegmentSize: one record of the largest
 	// message fits.
 	MinSegmentSize = int64(segHeaderSize + recHeaderSize + message.MaxSize)
@@ -50,6 +51,18 @@ type Options struct {
 	// file only the leaf page of the hash index it lands in. 0 means
 	// DefaultCacheSize (64 MiB); negative is invalid.
 	CacheSize int64
+	// MmapSize is how many bytes of the index file each of the four query
+	// connections maps into memory (SQLite's mmap_size; SQLite as built
+	// here maps at most 2 GiB - 64 KiB, an index of about ten million
+	// messages); pages past it are read with pread(2). The mapping takes
+	// address space, not memory: the pages it shows are the kernel's page
+	// cache of the index file, which reads fill anyway, and the kernel
+	// may drop them as it would any cached file page. A disk error while a
+	// query reads a mapped page is a SIGBUS that ends the process, where
+	// pread(2) would have given the query an error. The writer and the
+	// syncer do not map the file. 0 means DefaultMmapSize (2 GiB);
+	// negative turns mapping off.
+	MmapSize int64
 }
 
 // config is what an Archive runs with: the common settings and its
@@ -74,6 +87,9 @@ func resolve(cfg archive.Config, o Options) (config, error) {
 	}
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
+	}
+	if o.MmapSize == 0 {
+		o.MmapSize = DefaultMmapSize
 	}
 	switch {
 	case o.FsyncInterval < 0:
