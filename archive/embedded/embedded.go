@@ -57,20 +57,19 @@ type Options struct {
 	// MmapSize is how many bytes of the index file each of the four query
 	// connections maps into memory (SQLite's mmap_size; SQLite as built
 	// here maps at most 2 GiB - 64 KiB, an index of about ten million
-	// messages); pages past it are read with pread(2). The mapping takes
-	// address space, not memory of the process's own: the pages it shows
-	// are the kernel's page cache of the index file, which reads fill
-	// anyway, and the kernel may drop them as it would any cached file
-	// page. They do count in the process's resident set size (RSS), and
-	// more of them than queries read (the kernel maps cached pages around
-	// each one a query faults in): at ten million messages, after 4,000
-	// queries (1,000 of them of 20 random hashes), the store scenario's
-	// peak RSS was 2.09 GB against 410 MB without the mapping. A small archive maps
-	// a small file. A disk error while a query reads a mapped page is a
-	// SIGBUS that ends the process, where pread(2) would have given the
-	// query an error. The writer and the
-	// syncer do not map the file. 0 means DefaultMmapSize (2 GiB);
-	// negative turns mapping off.
+	// messages); pages past it are read with pread(2). The writer and the
+	// syncer do not map the file. The mapping takes address space, not
+	// memory of the process's own: the pages it shows are the kernel's
+	// page cache of the index file, which reads fill anyway, and the
+	// kernel may drop them as it would any cached file page. They do count
+	// in the process's resident set size (RSS), once for each connection
+	// that touched them: at ten million messages, after 4,000 queries
+	// (1,000 of them of 20 random hashes), the store scenario's peak RSS
+	// was 2.09 GB against 410 MB without the mapping. A small archive
+	// maps a small file. A disk error while a query reads a mapped page
+	// is a SIGBUS that ends the process, where pread(2) would have given
+	// the query an error. 0 means DefaultMmapSize (2 GiB); negative turns
+	// mapping off.
 	MmapSize int64
 }
 
