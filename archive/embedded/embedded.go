@@ -21,6 +21,7 @@ const (
 	DefaultFsyncInterval = time.Second
 	DefaultSegmentSize   = 256 << 20
 	DefaultCacheSize     = 64 << 20
+	DefaultMmapSize      = 2 << 30
 	// MinSegmentSize is the smallest SegmentSize: one record of the largest
 	// message fits.
 	MinSegmentSize = int64(segHeaderSize + recHeaderSize + message.MaxSize)
@@ -45,11 +46,31 @@ type Options struct {
 	// CacheSize is the SQLite page cache of the writer's connection to the
 	// index, in bytes; each of the four query connections has a quarter of
 	// it, so the archive's caches take at most twice CacheSize, and only
-	// as the index grows. The writer's holds the inner pages of every index
-	// of tens of millions of messages, so that an insert reads from the
-	// file only the leaf page of the hash index it lands in. 0 means
-	// DefaultCacheSize (64 MiB); negative is invalid.
+	// as the index grows. The writer reads the inner pages of the hash
+	// index and the last pages of the other B-trees, which it holds at ten
+	// million messages (the B-trees then have 44,000 inner pages of 1 KiB
+	// in all); the leaf page of the hash index an insert lands in is read
+	// from the file or the WAL once that index outgrows the cache (191,000
+	// pages at ten million). 0 means DefaultCacheSize (64 MiB); negative is
+	// invalid.
 	CacheSize int64
+	// MmapSize is how many bytes of the index file each of the four query
+	// connections maps into memory (SQLite's mmap_size; SQLite as built
+	// here maps at most 2 GiB - 64 KiB, an index of about ten million
+	// messages); pages past it are read with pread(2). The writer and the
+	// syncer do not map the file. The mapping takes address space, not
+	// memory of the process's own: the pages it shows are the kernel's
+	// page cache of the index file, which reads fill anyway, and the
+	// kernel may drop them as it would any cached file page. They do count
+	// in the process's resident set size (RSS), once for each connection
+	// that touched them: at ten million messages, after 4,000 queries
+	// (1,000 of them of 20 random hashes), the store scenario's peak RSS
+	// was 2.09 GB against 410 MB without the mapping. A small archive
+	// maps a small file. A disk error while a query reads a mapped page
+	// is a SIGBUS that ends the process, where pread(2) would have given
+	// the query an error. 0 means DefaultMmapSize (2 GiB); negative turns
+	// mapping off.
+	MmapSize int64
 }
 
 // config is what an Archive runs with: the common settings and its
@@ -74,6 +95,9 @@ func resolve(cfg archive.Config, o Options) (config, error) {
 	}
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
+	}
+	if o.MmapSize == 0 {
+		o.MmapSize = DefaultMmapSize
 	}
 	switch {
 	case o.FsyncInterval < 0:

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -84,14 +85,37 @@ func hkey(h []byte) int64 {
 
 // sqliteDriver is the database/sql driver of the index: SQLite (mattn)
 // with courier_hkey(hash), the hkey function, for the migration to
-// version 2.
+// version 2. sqliteConns is the same driver, for the connectors of
+// openIndex.
 const sqliteDriver = "courier-sqlite3"
 
-func init() {
-	sql.Register(sqliteDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		return c.RegisterFunc("courier_hkey", func(h []byte) int64 { return hkey(h) }, true)
-	}})
+var sqliteConns = &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+	return c.RegisterFunc("courier_hkey", func(h []byte) int64 { return hkey(h) }, true)
+}}
+
+func init() { sql.Register(sqliteDriver, sqliteConns) }
+
+// connector opens connections to the index with dsn and runs pragmas,
+// if any, on each one before database/sql uses it: settings that the
+// driver's DSN does not take, such as mmap_size.
+type connector struct {
+	dsn     string
+	pragmas string
 }
+
+func (c connector) Connect(context.Context) (sqldriver.Conn, error) {
+	conn, err := sqliteConns.Open(c.dsn)
+	if err != nil || c.pragmas == "" {
+		return conn, err
+	}
+	if _, err := conn.(*sqlite3.SQLiteConn).Exec(c.pragmas, nil); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+func (connector) Driver() sqldriver.Driver { return sqliteConns }
 
 // migrateSQLite sets the index's pragmas and brings its schema to the
 // newest version, or (apply false) checks that it is there. The writer

@@ -18,11 +18,10 @@ const (
 
 // syncLoop runs the fsync rounds and, after a round with checkpointRows
 // changed rows, a checkpoint beside the writer (checkpointBeside); when
-// the WAL is walResetFrames long, it runs more of them until they leave
-// less than walTailFrames (at most walTailPasses in all), and then has the
-// writer checkpoint the rest between batches, so that the WAL starts over. Right after the fsync
-// round the kernel holds little segment data with blocks allocated, so
-// the checkpoint's own fsyncs do not wait for it.
+// the WAL is walResetFrames long, it brings it to a start over
+// (startWALOver). Right after the fsync round the kernel holds little
+// segment data with blocks allocated, so the checkpoint's own fsyncs do
+// not wait for it.
 func (a *Archive) syncLoop() {
 	defer close(a.syncerDone)
 	t := time.NewTicker(a.cfg.FsyncInterval)
@@ -44,39 +43,58 @@ func (a *Archive) syncLoop() {
 			if frames < walResetFrames {
 				continue
 			}
-			// Each pass copies what was written during the one before,
-			// which takes less time, until the writer's is short.
-			// Retention's deletes wait meanwhile (deleteOnWriter): a
-			// writer deleting as fast as it can writes frames faster than
-			// a checkpoint copies them.
-			a.resetting.Store(true)
-			for pass := 1; pass < walTailPasses; pass++ {
-				f, c := a.checkpointBeside()
-				tail := f - copied // the frames written during the pass before
-				copied = c
-				if tail < walTailFrames {
-					break
-				}
-			}
-			// Wait until the writer's checkpoint is done, so the next
-			// round's segment fsyncs do not overlap it.
-			done := make(chan struct{})
-			select {
-			case a.ckpt <- func() { a.checkpoint(); close(done) }:
-			case <-a.quit:
-				a.resetting.Store(false)
+			if !a.startWALOver(copied) {
 				return
 			}
-			select {
-			case <-done:
-			case <-a.quit:
-				a.resetting.Store(false)
-				return
-			}
-			a.resetting.Store(false)
 		case <-a.quit:
 			return
 		}
+	}
+}
+
+// startWALOver brings a WAL of walResetFrames or more, of which the
+// syncer's last checkpoint copied copied frames, to a start over. It
+// fsyncs the database file beside the writer, then runs more checkpoints
+// beside it, each followed by an fsync of the database file, until they
+// leave less than walTailFrames (at most walTailPasses checkpoints in
+// all); then the writer checkpoints the rest between batches. A
+// checkpoint beside a busy writer never catches up with it, so SQLite
+// never fsyncs the database file after one: the pages copied since the
+// WAL last started over may all still wait in the kernel, and the
+// writer's checkpoint, which does catch up and so fsyncs, would wait for
+// them to reach the disk (at ten million messages 5.75 s per million messages, see
+// docs/archive.md); with the fsyncs here it waits for those of the last
+// pass only. It returns false if the archive closed meanwhile.
+func (a *Archive) startWALOver(copied int) bool {
+	// Each pass copies what was written during the one before, which
+	// takes less time, until the writer's is short. Retention's deletes
+	// wait meanwhile (deleteOnWriter): a writer deleting as fast as it can
+	// writes frames faster than a checkpoint copies them.
+	a.resetting.Store(true)
+	defer a.resetting.Store(false)
+	a.syncDB()
+	for pass := 1; pass < walTailPasses; pass++ {
+		f, c := a.checkpointBeside()
+		a.syncDB()
+		tail := f - copied // the frames written during the pass before
+		copied = c
+		if tail < walTailFrames {
+			break
+		}
+	}
+	// Wait until the writer's checkpoint is done, so the next round's
+	// segment fsyncs do not overlap it.
+	done := make(chan struct{})
+	select {
+	case a.ckpt <- func() { a.checkpoint(); close(done) }:
+	case <-a.quit:
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	case <-a.quit:
+		return false
 	}
 }
 
