@@ -16,7 +16,7 @@ const sqliteMaxMmap = 0x7fff0000
 
 // TestConnectionPragmas: every query connection (all four, held at once)
 // maps the index file, MmapSize bytes of it capped at SQLite's limit, or
-// none when MmapSize is negative; the writer's and the syncer's
+// none by default; a negative MmapSize is refused; the writer's and the syncer's
 // connections map none. Each kind has its page cache (cache_size, in
 // KiB when negative): CacheSize on the writer's, a quarter on each
 // query connection, 1 MiB on the syncer's. A query reads through the
@@ -26,9 +26,9 @@ func TestConnectionPragmas(t *testing.T) {
 		opts     Options
 		readMmap int64
 	}{
-		{Options{}, sqliteMaxMmap},
+		{Options{}, 0},
 		{Options{MmapSize: 1 << 20, CacheSize: 8 << 20}, 1 << 20},
-		{Options{MmapSize: -1}, 0},
+		{Options{MmapSize: 1 << 40}, sqliteMaxMmap},
 	} {
 		a, err := Open(t.TempDir(), archive.Config{}, tc.opts)
 		if err != nil {

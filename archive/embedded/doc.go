@@ -62,9 +62,10 @@
 // at ten million messages it holds the inner pages the writer reads (those
 // of the hash index and the last pages of the others), while the hash
 // index (191,000 pages of 1 KiB) is three times its size, so most inserts
-// read the leaf they land in from the file or the WAL. The query
-// connections map the index file (Options.MmapSize), so the pages they
-// read are the kernel's page cache, with no read(2) or copy.
+// read the leaf they land in from the file or the WAL. With
+// Options.MmapSize the query connections map the index file, so the pages
+// they read are the kernel's page cache, with no read(2) or copy; it is
+// off by default (see its cost there).
 //
 // # Figures
 //

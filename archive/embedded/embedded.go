@@ -21,7 +21,6 @@ const (
 	DefaultFsyncInterval = time.Second
 	DefaultSegmentSize   = 256 << 20
 	DefaultCacheSize     = 64 << 20
-	DefaultMmapSize      = 2 << 30
 	// MinSegmentSize is the smallest SegmentSize: one record of the largest
 	// message fits.
 	MinSegmentSize = int64(segHeaderSize + recHeaderSize + message.MaxSize)
@@ -68,8 +67,8 @@ type Options struct {
 	// was 2.09 GB against 410 MB without the mapping. A small archive
 	// maps a small file. A disk error while a query reads a mapped page
 	// is a SIGBUS that ends the process, where pread(2) would have given
-	// the query an error. 0 means DefaultMmapSize (2 GiB); negative turns
-	// mapping off.
+	// the query an error, which is why mapping is off unless asked for.
+	// 0 (the default) maps nothing; negative is invalid.
 	MmapSize int64
 }
 
@@ -96,9 +95,6 @@ func resolve(cfg archive.Config, o Options) (config, error) {
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
 	}
-	if o.MmapSize == 0 {
-		o.MmapSize = DefaultMmapSize
-	}
 	switch {
 	case o.FsyncInterval < 0:
 		return config{}, driver.Errorf(archive.ErrConfig, "FsyncInterval %v is negative", o.FsyncInterval)
@@ -106,6 +102,8 @@ func resolve(cfg archive.Config, o Options) (config, error) {
 		return config{}, driver.Errorf(archive.ErrConfig, "SegmentSize %d: 0 or at least %d", o.SegmentSize, MinSegmentSize)
 	case o.CacheSize < 0:
 		return config{}, driver.Errorf(archive.ErrConfig, "CacheSize %d is negative", o.CacheSize)
+	case o.MmapSize < 0:
+		return config{}, driver.Errorf(archive.ErrConfig, "MmapSize %d is negative", o.MmapSize)
 	case o.SegmentSize > maxSegmentSize:
 		return config{}, driver.Errorf(archive.ErrConfig, "SegmentSize %d over %d", o.SegmentSize, int64(maxSegmentSize))
 	}

@@ -75,6 +75,7 @@ func TestConfigValidate(t *testing.T) {
 		{cfg: archive.Config{QueueBytes: -1}}, {cfg: archive.Config{QueueBytes: archive.MinQueueBytes - 1}},
 		{opts: embedded.Options{FsyncInterval: -time.Second}},
 		{opts: embedded.Options{SegmentSize: -1}}, {opts: embedded.Options{SegmentSize: embedded.MinSegmentSize - 1}},
+		{opts: embedded.Options{CacheSize: -1}}, {opts: embedded.Options{MmapSize: -1}},
 		{cfg: archive.Config{MaxBatch: -1}},
 	} {
 		a, err := embedded.Open(t.TempDir(), c.cfg, c.opts)

@@ -91,13 +91,12 @@ func (a *Archive) openIndex() error {
 			return fmt.Errorf("archive: index: %w", err)
 		}
 	}
-	// The query connections map the index file (mmap_size): a page a
-	// query reads is the kernel's, with no read(2) or copy, and a query
-	// of rows scattered over the index reads half as much from the disk
-	// (docs/archive.md, "The archive at scale").
+	// With Options.MmapSize the query connections map the index file
+	// (mmap_size): a page a query reads is the kernel's, with no read(2)
+	// or copy (docs/archive.md, "The archive at scale").
 	a.rdb = sql.OpenDB(connector{
 		dsn:     dsn + cache(a.cfg.CacheSize/readConns) + "&_query_only=1",
-		pragmas: "PRAGMA mmap_size=" + strconv.FormatInt(max(a.cfg.MmapSize, 0), 10),
+		pragmas: "PRAGMA mmap_size=" + strconv.FormatInt(a.cfg.MmapSize, 10),
 	})
 	a.rdb.SetMaxOpenConns(readConns)
 	a.rdb.SetMaxIdleConns(readConns)
