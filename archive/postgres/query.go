@@ -125,11 +125,15 @@ func (c *pgConds) where() string {
 // byHashes selects the stored messages among the hashes that pass the
 // other filters and the cursor, up to sel.Limit in query direction, in one
 // statement: courier_hashes gives each hash's timestamp, and each of those
-// (timestamp, hash) pairs is then one lookup of the primary key of
-// courier_messages in the one partition that holds it (the statement's
-// generic plan keeps a lookup for every partition and prunes all but one at
-// each pair, as it runs). The page is cut in SQL, so a lookup of
-// MaxQueryHashes hashes sends sel.Limit bodies, not a hundred.
+// (timestamp, hash) pairs is then one index lookup in the one partition of
+// courier_messages that holds it (the statement's generic plan keeps a
+// lookup for every partition and prunes all but one at each pair, as it
+// runs). Two statements, the timestamps first and then only their
+// partitions, measured worse: each partition left was searched for every
+// timestamp, and a generic plan of a partition whose statistics were
+// stale read its whole pubsub topic index (2 ms a partition; a million
+// messages: 21 ms a lookup against 0.5 ms). The page is cut in SQL, so a
+// lookup of MaxQueryHashes hashes sends sel.Limit bodies, not a hundred.
 func (s *source) byHashes(ctx context.Context, sel *plan.Selection) ([]row, error) {
 	stmt, args := hashStatement(sel)
 	return s.scan(ctx, stmt, args)
