@@ -133,7 +133,7 @@ func (c *pgConds) where() string {
 // timestamp, and a generic plan of a partition whose statistics were
 // stale read its whole pubsub topic index (2 ms a partition; a million
 // messages: 21 ms a lookup against 0.5 ms). The page is cut in SQL, so a
-// lookup of MaxQueryHashes hashes sends sel.Limit bodies, not a hundred.
+// lookup of MaxQueryHashes hashes sends sel.Limit bodies, not a thousand.
 func (s *source) byHashes(ctx context.Context, sel *plan.Selection) ([]row, error) {
 	stmt, args := hashStatement(sel)
 	return s.scan(ctx, stmt, args)
