@@ -37,7 +37,10 @@
 // hash and timestamp, keyed by hash: it keeps a hash stored once in the
 // whole table (a partitioned table can only be unique within each
 // partition) and finds a cursor's or a hash lookup's partition (nwaku's
-// messages_lookup). Each statement is planned once per connection, its
+// messages_lookup): a hash lookup is one statement that joins the two,
+// each hash then one index lookup of its (ts, hash) in the one partition
+// that holds it, and a page after a cursor bounds ts by the cursor's
+// timestamp, so that the partitions beyond it are pruned. Each statement is planned once per connection, its
 // partitions pruned as it starts (plan_cache_mode=force_generic_plan), and
 // never compiled to machine code (jit=off: a plan over every partition
 // looks costly enough to PostgreSQL to JIT each run, which took 0.5 to

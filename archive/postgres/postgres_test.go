@@ -387,7 +387,7 @@ func TestPostgresStatementNames(t *testing.T) {
 		want map[string]int
 	}{
 		{archive.Query{PubsubTopic: "/waku/2/rs/0/0", ContentTopics: []string{"/a/1/b/c"}, Limit: 2}, map[string]int{"content_topic": 1}},
-		{archive.Query{Hashes: hashes, Limit: 2}, map[string]int{"messages_lookup": 2}},
+		{archive.Query{Hashes: hashes, Limit: 2}, map[string]int{"messages_lookup": 1}},
 		{archive.Query{PubsubTopic: "/waku/2/rs/0/0", Limit: 2}, map[string]int{postgres.UnknownStatement: 1}},
 		{archive.Query{PubsubTopic: "/waku/2/rs/0/0", ContentTopics: []string{"/a/1/b/c"}, Limit: 2, Cursor: &hashes[2]},
 			map[string]int{"SelectMessageByHashInMessagesLookup": 1, "content_topic": 1}},

@@ -15,11 +15,10 @@ import (
 // message insert is "InsertRow"): the first entry whose snippet the
 // statement contains gives its name. A statement with no counterpart is
 // "unknown_query_metric", as nwaku names a query its map misses (its
-// partition creation among them). A hash query is two statements here (the
-// hashes' timestamps, then the page), both "messages_lookup".
+// partition creation among them). A hash query is one statement,
+// "messages_lookup", as nwaku's.
 var statementNames = []struct{ snippet, name string }{
 	{"INSERT INTO courier_messages", "InsertRow"},
-	{"WITH m AS MATERIALIZED", "messages_lookup"},
 	{"FROM courier_hashes WHERE hash = ANY", "messages_lookup"},
 	{"SELECT ts FROM courier_hashes WHERE hash", "SelectMessageByHashInMessagesLookup"},
 	{"content_topic = ", "content_topic"},
