@@ -61,7 +61,10 @@ type Config struct {
 	Range time.Duration
 	// RelayJitter is how far before now a round stops, so that messages
 	// still travelling through relay are not fetched twice
-	// (--store-sync-relay-jitter). Default 20 s.
+	// (--store-sync-relay-jitter). Default 20 s; negative: none, a round
+	// reaches up to now, as nwaku's --store-sync-relay-jitter=0 does
+	// (waku/waku_store_sync/storage/range_processing.nim
+	// calculateTimeRange subtracts the jitter from now).
 	RelayJitter time.Duration
 	// StorageCapacity bounds the index in items. Default 50,000.
 	StorageCapacity int
@@ -111,6 +114,7 @@ func (c *Config) setDefaults() {
 	def(&c.Interval, DefaultInterval)
 	def(&c.Range, DefaultRange)
 	def(&c.RelayJitter, DefaultRelayJitter)
+	c.RelayJitter = max(c.RelayJitter, 0) // negative: none
 	def(&c.IOTimeout, DefaultIOTimeout)
 	def(&c.ExpectTTL, DefaultExpectTTL)
 	defInt := func(d *int, v int) {
@@ -135,7 +139,7 @@ func (c *Config) setDefaults() {
 
 func (c *Config) validate() error {
 	switch {
-	case c.Range < 0, c.RelayJitter < 0, c.IOTimeout < 0, c.ExpectTTL < 0:
+	case c.Range < 0, c.IOTimeout < 0, c.ExpectTTL < 0:
 		return fmt.Errorf("%w: negative duration", ErrConfig)
 	case c.StorageCapacity < 0, c.ItemSetThreshold < 0, c.MaxPayloadSize < 0, c.MaxRoundTrips < 0, c.MaxInboundSessions < 0, c.MaxMissing < 0:
 		return fmt.Errorf("%w: negative size", ErrConfig)

@@ -327,3 +327,56 @@ func TestRoundLeastRecentPeer(t *testing.T) {
 		t.Fatalf("lastRound holds %d peers (the departed one: %v), want the 3 listed", n, kept)
 	}
 }
+
+// freshEnvelope returns a message on testTopic stamped now.
+func freshEnvelope(tag string) *message.Envelope {
+	m := &message.Message{Payload: []byte(tag), ContentTopic: "/app/1/chat/proto", Timestamp: time.Now().UnixNano()}
+	wire := m.Encode(nil)
+	dm, err := message.Decode(wire, nil)
+	if err != nil {
+		panic(err)
+	}
+	return message.NewEnvelope(dm, testTopic, wire, nil)
+}
+
+// TestRoundNoRelayJitter: with RelayJitter negative (no jitter, nwaku's
+// --store-sync-relay-jitter=0) a round reaches up to now, so it fetches a
+// message stamped a moment ago; with the default 20 s the same round
+// leaves it alone, as nwaku's calculateTimeRange does.
+func TestRoundNoRelayJitter(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		jitter   time.Duration
+		inEffect time.Duration
+		fetched  int
+	}{
+		{"none", -1, 0, 1},
+		{"default", 0, DefaultRelayJitter, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{PubsubTopics: []string{testTopic}, RelayJitter: tc.jitter}
+			a, b := newSyncNode(t, cfg), newSyncNode(t, cfg)
+			if b.sync.cfg.RelayJitter != tc.inEffect {
+				t.Fatalf("relay jitter in effect %v, want %v", b.sync.cfg.RelayJitter, tc.inEffect)
+			}
+			env := freshEnvelope("just now " + tc.name)
+			a.store(t, []*message.Envelope{env})
+			a.start(t)
+			b.start(t)
+			connect(t, b.host, a.host)
+			res, err := b.sync.SyncWith(context.Background(), a.host.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Missing != tc.fetched {
+				t.Fatalf("round found %d missing, want %d", res.Missing, tc.fetched)
+			}
+			if tc.fetched > 0 {
+				waitFor(t, "B's archive to hold the message", func() bool { return b.has(t, []*message.Envelope{env}) == 1 })
+			}
+			if st := b.sync.Stats(); st.MessagesReceived != uint64(tc.fetched) || st.Items != tc.fetched {
+				t.Fatalf("B stats %+v, want %d received and indexed", st, tc.fetched)
+			}
+		})
+	}
+}
