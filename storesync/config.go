@@ -54,7 +54,15 @@ type Config struct {
 	// --content-topic list.
 	PubsubTopics, ContentTopics []string
 	// Interval is the time between two sync rounds (--store-sync-interval).
-	// Default 300 s; negative: only the round right after Start.
+	// Default 300 s; negative: only the round right after Start. With a
+	// positive Interval the service also syncs with each store-sync peer
+	// it dials, once, RelayJitter after the connection is identified:
+	// that round reaches up to the connection, so what the peer holds
+	// from before it (a partition's messages, which relay cannot bring
+	// across once the halves reconnect) is repaired then, not when the
+	// periodic rounds come to that peer. nwaku syncs on its interval only
+	// (waku/waku_store_sync/reconciliation.nim periodicSync); the round is
+	// an ordinary session, which any responder serves.
 	Interval time.Duration
 	// Range is how far back a round reaches (--store-sync-range). Default
 	// 1 h.

@@ -380,3 +380,38 @@ func TestRoundNoRelayJitter(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundTowardDialledPeer: with a positive Interval, a service syncs
+// with a store-sync peer it dials once RelayJitter after the connection
+// (here none), though its periodic rounds are an hour apart and its first
+// round has run: B fetches a message A archived a moment before B dialled
+// it. A peer that dials B gets no such round from B. A and C only serve
+// (Config.Peers offers them no peer to start a round with).
+func TestRoundTowardDialledPeer(t *testing.T) {
+	serveOnly := Config{PubsubTopics: []string{testTopic}, Peers: func() []peer.ID { return nil }}
+	x, a, c := newSyncNode(t, serveOnly), newSyncNode(t, serveOnly), newSyncNode(t, serveOnly)
+	b := newSyncNode(t, Config{PubsubTopics: []string{testTopic}, Interval: time.Hour, RelayJitter: -1})
+	for _, n := range []*syncNode{x, a, c, b} {
+		n.start(t)
+	}
+	connect(t, b.host, x.host)
+	waitFor(t, "B's first round", func() bool { return b.sync.Stats().Rounds > 0 })
+	time.Sleep(3 * time.Second) // past the start's retry tick: no round due until the hour
+	before := b.sync.Stats().Rounds
+
+	env := freshEnvelope("before the dial")
+	a.store(t, []*message.Envelope{env})
+	connect(t, b.host, a.host)
+	waitFor(t, "B's round toward A to bring the message", func() bool { return b.has(t, []*message.Envelope{env}) == 1 })
+	if got := b.sync.Stats().Rounds - before; got != 1 {
+		t.Fatalf("B ran %d rounds after dialling A, want 1", got)
+	}
+
+	own := freshEnvelope("C's")
+	c.store(t, []*message.Envelope{own})
+	connect(t, c.host, b.host)
+	time.Sleep(2 * time.Second)
+	if got := b.sync.Stats().Rounds - before; got != 1 || b.has(t, []*message.Envelope{own}) != 0 {
+		t.Fatalf("after C dialled B, B ran %d rounds in all and holds C's message: %v; want no round toward C", got, b.has(t, []*message.Envelope{own}) == 1)
+	}
+}
