@@ -81,9 +81,14 @@ type Service struct {
 	// synced with from this side (SyncWith): at most that many entries.
 	lastRound map[peer.ID]time.Time
 	// dialRounds are the rounds due toward peers this side dialled, one
-	// per peer: at most one entry per outbound connection.
+	// per peer, at most maxDialRounds.
 	dialRounds map[peer.ID]*dialRound
 }
+
+// maxDialRounds bounds the rounds due toward dialled peers at once: with
+// a long RelayJitter and many peers dialled meanwhile, those past it are
+// left to the periodic rounds.
+const maxDialRounds = 256
 
 // dialRound is a round due at at toward a peer this side dialled.
 type dialRound struct {
@@ -191,6 +196,8 @@ func (s *Service) scheduleDialRound(p peer.ID) {
 	}
 	if r := s.dialRounds[p]; r != nil {
 		r.timer.Stop()
+	} else if len(s.dialRounds) >= maxDialRounds {
+		return
 	}
 	r := &dialRound{at: time.Now().Add(s.cfg.RelayJitter)}
 	r.timer = time.AfterFunc(s.cfg.RelayJitter, func() { s.dialRoundDue(p, r) })

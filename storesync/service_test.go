@@ -415,3 +415,35 @@ func TestRoundTowardDialledPeer(t *testing.T) {
 		t.Fatalf("after C dialled B, B ran %d rounds in all and holds C's message: %v; want no round toward C", got, b.has(t, []*message.Envelope{own}) == 1)
 	}
 }
+
+// TestDialRoundsBounded: the rounds due toward dialled peers are at most
+// maxDialRounds at once; a peer dialled again keeps its one entry, and
+// Close stops them all.
+func TestDialRoundsBounded(t *testing.T) {
+	a := newSyncNode(t, Config{Interval: time.Hour, RelayJitter: time.Hour})
+	a.start(t)
+	for range maxDialRounds + 10 {
+		key, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := peer.IDFromPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.sync.scheduleDialRound(id)
+		a.sync.scheduleDialRound(id)
+	}
+	a.sync.mu.Lock()
+	n := len(a.sync.dialRounds)
+	a.sync.mu.Unlock()
+	if n != maxDialRounds {
+		t.Fatalf("%d rounds due, want %d", n, maxDialRounds)
+	}
+	if err := a.sync.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(a.sync.dialRounds); n != 0 {
+		t.Fatalf("%d rounds due after Close, want none", n)
+	}
+}
