@@ -113,7 +113,10 @@ type Config struct {
 	// --store-sync-relay-jitter, in seconds on the command line), each
 	// at most MaxStoreSyncSeconds seconds. Zero means nwaku's defaults:
 	// 300 s, 3600 s and 20 s. A negative StoreSyncInterval runs only the
-	// round right after Start (storesync.Config.Interval); the others
+	// round right after Start (storesync.Config.Interval). A negative
+	// StoreSyncRelayJitter is no jitter, rounds reaching up to now: what
+	// --store-sync-relay-jitter=0 means, as in nwaku, whose uint32 0 is
+	// taken as given (the command line maps 0 to -1). StoreSyncRange
 	// must not be negative.
 	StoreSyncInterval, StoreSyncRange, StoreSyncRelayJitter time.Duration
 	// Filter serves filter v2 to light clients (--filter); relayed

@@ -221,7 +221,6 @@ func TestConfigRangesRefused(t *testing.T) {
 		{func(c *Config, v int) { c.ArchiveConfig.Postgres.MaxConns = v }, "store-max-num-db-connections", 0, MaxPostgresConns, ""},
 		{func(c *Config, v int) { c.Discovery.PeerStoreCapacity = v }, "peer-store-capacity", 0, math.MaxInt, ""},
 		{func(c *Config, v int) { c.StoreSyncRange = time.Duration(v) * time.Second }, "store-sync-range", 0, MaxStoreSyncSeconds, "seconds"},
-		{func(c *Config, v int) { c.StoreSyncRelayJitter = time.Duration(v) * time.Second }, "store-sync-relay-jitter", 0, MaxStoreSyncSeconds, "seconds"},
 		{func(c *Config, v int) { c.FilterSubscriptionTimeout = time.Duration(v) * time.Second }, "filter-subscription-timeout", 0, MaxFilterSubscriptionSeconds, "seconds"},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
@@ -267,12 +266,23 @@ func TestConfigRangesRefused(t *testing.T) {
 			t.Errorf("%v: %v, want %q", d, err, msg)
 		}
 	}
-	// StoreSyncInterval may be negative (one round only), not too long.
-	for d, ok := range map[time.Duration]bool{-1: true, math.MinInt64: true, MaxStoreSyncSeconds * time.Second: true, math.MaxInt64: false} {
-		c := Config{ListenAddress: "127.0.0.1", StoreSyncInterval: d}
-		msg := fmt.Sprintf("node: invalid config: --store-sync-interval %v is out of range: want 0..4294967295 seconds", d)
-		if _, err := c.resolve(); ok && err != nil || !ok && (err == nil || err.Error() != msg) {
-			t.Errorf("StoreSyncInterval %v: %v, want accepted %v", d, err, ok)
+	// StoreSyncInterval (one round only) and StoreSyncRelayJitter (no
+	// jitter) may be negative, not too long.
+	for _, f := range []struct {
+		flag string
+		set  func(c *Config, d time.Duration)
+	}{
+		{"store-sync-interval", func(c *Config, d time.Duration) { c.StoreSyncInterval = d }},
+		{"store-sync-relay-jitter", func(c *Config, d time.Duration) { c.StoreSyncRelayJitter = d }},
+	} {
+		for d, ok := range map[time.Duration]bool{-1: true, math.MinInt64: true, 0: true, MaxStoreSyncSeconds * time.Second: true,
+			MaxStoreSyncSeconds*time.Second + 1: false, math.MaxInt64: false} {
+			c := Config{ListenAddress: "127.0.0.1"}
+			f.set(&c, d)
+			msg := fmt.Sprintf("node: invalid config: --%s %v is out of range: want 0..4294967295 seconds", f.flag, d)
+			if _, err := c.resolve(); ok && err != nil || !ok && (err == nil || err.Error() != msg) {
+				t.Errorf("--%s %v: %v, want accepted %v", f.flag, d, err, ok)
+			}
 		}
 	}
 }

@@ -340,14 +340,15 @@ func (p *plan) checkLimits() error {
 			return errOutOfRange(n.flag, n.v, 0, n.hi, "")
 		}
 	}
-	// A negative StoreSyncInterval is the library's "one round only".
+	// A negative StoreSyncInterval is the library's "one round only", a
+	// negative StoreSyncRelayJitter its "no jitter".
 	for _, d := range []struct {
 		flag  string
 		v     time.Duration
 		hi    int64
 		negOK bool
 	}{{"store-sync-interval", p.StoreSyncInterval, MaxStoreSyncSeconds, true}, {"store-sync-range", p.StoreSyncRange, MaxStoreSyncSeconds, false},
-		{"store-sync-relay-jitter", p.StoreSyncRelayJitter, MaxStoreSyncSeconds, false},
+		{"store-sync-relay-jitter", p.StoreSyncRelayJitter, MaxStoreSyncSeconds, true},
 		{"filter-subscription-timeout", p.FilterSubscriptionTimeout, MaxFilterSubscriptionSeconds, false}} {
 		if d.v < 0 && !d.negOK || d.v > time.Duration(d.hi)*time.Second {
 			return errOutOfRange(d.flag, d.v, 0, d.hi, "seconds")

@@ -160,3 +160,44 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestStoreSyncNoRelayJitter: with StoreSyncRelayJitter negative (no
+// jitter, what --store-sync-relay-jitter=0 gives) the first round between
+// A and B, once B starts and dials A (either side's: each starts one as
+// soon as it has a peer, and none after it), brings B a message A archived
+// a moment ago; with the default 20 s jitter that round would leave it
+// out.
+func TestStoreSyncNoRelayJitter(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := Config{Relay: true, Store: true, StoreSync: true, StoreSyncInterval: -1, StoreSyncRelayJitter: -1}
+	acfg := base
+	acfg.DataDir = t.TempDir()
+	committed := make(chan error, 1)
+	acfg.OnArchived = func(_ *message.Envelope, err error) { committed <- err }
+	a := startTestNode(t, acfg)
+	topic := shard.RelayShard{}.PubsubTopic()
+	env, err := a.Publish(ctx, topic, &message.Message{Payload: []byte("just now"), ContentTopic: "/t/1/now/proto", Timestamp: time.Now().UnixNano()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	published := time.Now()
+
+	bcfg := base
+	bcfg.DataDir = t.TempDir()
+	bcfg.StaticNodes = a.ListenAddresses()[:1]
+	b := startTestNode(t, bcfg)
+	waitFor(ctx, t, "the first round to bring B the message", func() bool {
+		r, err := b.Archive().Query(ctx, archive.Query{Hashes: []message.Hash{env.Hash()}})
+		return err == nil && len(r.Messages) == 1
+	})
+	if age := time.Since(published); age >= 20*time.Second {
+		t.Fatalf("fetched %v after it was archived, not before the default jitter", age)
+	}
+	if st := b.StoreSync().Stats(); st.MessagesReceived != 1 || st.Rejected != 0 {
+		t.Fatalf("B's store-sync stats %+v; want the message received once", st)
+	}
+}

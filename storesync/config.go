@@ -54,14 +54,25 @@ type Config struct {
 	// --content-topic list.
 	PubsubTopics, ContentTopics []string
 	// Interval is the time between two sync rounds (--store-sync-interval).
-	// Default 300 s; negative: only the round right after Start.
+	// Default 300 s; negative: only the round right after Start. With a
+	// positive Interval the service also syncs with each store-sync peer
+	// it dials, once, RelayJitter after the connection is identified:
+	// that round reaches up to the connection, so what the peer holds
+	// from before it (a partition's messages, which relay cannot bring
+	// across once the halves reconnect) is repaired then, not when the
+	// periodic rounds come to that peer. nwaku syncs on its interval only
+	// (waku/waku_store_sync/reconciliation.nim periodicSync); the round is
+	// an ordinary session, which any responder serves.
 	Interval time.Duration
 	// Range is how far back a round reaches (--store-sync-range). Default
 	// 1 h.
 	Range time.Duration
 	// RelayJitter is how far before now a round stops, so that messages
 	// still travelling through relay are not fetched twice
-	// (--store-sync-relay-jitter). Default 20 s.
+	// (--store-sync-relay-jitter). Default 20 s; negative: none, a round
+	// reaches up to now, as nwaku's --store-sync-relay-jitter=0 does
+	// (waku/waku_store_sync/storage/range_processing.nim
+	// calculateTimeRange subtracts the jitter from now).
 	RelayJitter time.Duration
 	// StorageCapacity bounds the index in items. Default 50,000.
 	StorageCapacity int
@@ -111,6 +122,7 @@ func (c *Config) setDefaults() {
 	def(&c.Interval, DefaultInterval)
 	def(&c.Range, DefaultRange)
 	def(&c.RelayJitter, DefaultRelayJitter)
+	c.RelayJitter = max(c.RelayJitter, 0) // negative: none
 	def(&c.IOTimeout, DefaultIOTimeout)
 	def(&c.ExpectTTL, DefaultExpectTTL)
 	defInt := func(d *int, v int) {
@@ -135,7 +147,7 @@ func (c *Config) setDefaults() {
 
 func (c *Config) validate() error {
 	switch {
-	case c.Range < 0, c.RelayJitter < 0, c.IOTimeout < 0, c.ExpectTTL < 0:
+	case c.Range < 0, c.IOTimeout < 0, c.ExpectTTL < 0:
 		return fmt.Errorf("%w: negative duration", ErrConfig)
 	case c.StorageCapacity < 0, c.ItemSetThreshold < 0, c.MaxPayloadSize < 0, c.MaxRoundTrips < 0, c.MaxInboundSessions < 0, c.MaxMissing < 0:
 		return fmt.Errorf("%w: negative size", ErrConfig)

@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 
 	"github.com/couriernet/courier/archive"
 	"github.com/couriernet/courier/internal/lifecycle"
@@ -55,6 +58,8 @@ type Archive interface {
 // Service runs store-sync for one node: it keeps the reconciliation index, serves
 // both protocols, and syncs with a peer once right after Start and then
 // every Config.Interval, the peer it synced with least recently first.
+// With a positive Interval it also syncs with each peer it dials,
+// RelayJitter after the connection (see Config.Interval).
 type Service struct {
 	cfg     Config
 	host    host.Host
@@ -75,6 +80,20 @@ type Service struct {
 	// lastRound is when each peer of the last Round's list was last
 	// synced with from this side (SyncWith): at most that many entries.
 	lastRound map[peer.ID]time.Time
+	// dialRounds are the rounds due toward peers this side dialled, one
+	// per peer, at most maxDialRounds.
+	dialRounds map[peer.ID]*dialRound
+}
+
+// maxDialRounds bounds the rounds due toward dialled peers at once: with
+// a long RelayJitter and many peers dialled meanwhile, those past it are
+// left to the periodic rounds.
+const maxDialRounds = 256
+
+// dialRound is a round due at at toward a peer this side dialled.
+type dialRound struct {
+	at    time.Time
+	timer *time.Timer
 }
 
 // New returns a service over h and a; Start mounts it.
@@ -91,7 +110,8 @@ func New(h host.Host, a Archive, cfg Config) (*Service, error) {
 		ours:    newTopicSet(cfg.PubsubTopics, cfg.ContentTopics),
 		expect:  map[peer.ID]*expectation{},
 
-		lastRound: map[peer.ID]time.Time{},
+		lastRound:  map[peer.ID]time.Time{},
+		dialRounds: map[peer.ID]*dialRound{},
 	}, nil
 }
 
@@ -102,10 +122,19 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("storesync: load index from archive: %w", err)
 	}
+	var dials event.Subscription
+	if s.cfg.Interval > 0 {
+		if dials, err = s.host.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted), eventbus.Name("storesync")); err != nil {
+			return fmt.Errorf("storesync: watch connections: %w", err)
+		}
+	}
 	s.cfg.Logger.Info("store-sync started", "items", n, "interval", s.cfg.Interval, "range", s.cfg.Range, "relay_jitter", s.cfg.RelayJitter)
 	s.host.SetStreamHandler(ReconciliationID, s.handleReconciliation)
 	s.host.SetStreamHandler(TransferID, s.handleTransfer)
 	s.life.Go(s.loop)
+	if dials != nil && !s.life.Go(func() { s.watchDials(dials) }) {
+		dials.Close()
+	}
 	return nil
 }
 
@@ -115,8 +144,85 @@ func (s *Service) Close() error {
 	return s.life.Close(func() error {
 		s.host.RemoveStreamHandler(ReconciliationID)
 		s.host.RemoveStreamHandler(TransferID)
+		s.mu.Lock()
+		for p, r := range s.dialRounds {
+			r.timer.Stop()
+			delete(s.dialRounds, p)
+		}
+		s.mu.Unlock()
 		return nil
 	})
+}
+
+// watchDials schedules a round toward each store-sync peer this side
+// dials, once identify has told its protocols, until Close.
+func (s *Service) watchDials(sub event.Subscription) {
+	defer sub.Close()
+	ctx := s.life.Context()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-sub.Out():
+			if !ok {
+				return
+			}
+			if e, _ := ev.(event.EvtPeerIdentificationCompleted); s.dialled(e) {
+				s.scheduleDialRound(e.Peer)
+			}
+		}
+	}
+}
+
+// dialled reports whether e is an outbound connection to a peer that
+// serves store-sync and that Config.Peers, when set, offers.
+func (s *Service) dialled(e event.EvtPeerIdentificationCompleted) bool {
+	if e.Conn == nil || e.Conn.Stat().Direction != network.DirOutbound || !slices.Contains(e.Protocols, ReconciliationID) {
+		return false
+	}
+	return s.cfg.Peers == nil || slices.Contains(s.cfg.Peers(), e.Peer)
+}
+
+// scheduleDialRound has a round run toward p RelayJitter from now, when
+// what p held at its connection is all old enough to be reconciled: the
+// messages published before the connection, which relay could not bring
+// across it. A new connection to p before then moves the round to
+// RelayJitter after it.
+func (s *Service) scheduleDialRound(p peer.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.life.Closed() {
+		return
+	}
+	if r := s.dialRounds[p]; r != nil {
+		r.timer.Stop()
+	} else if len(s.dialRounds) >= maxDialRounds {
+		return
+	}
+	r := &dialRound{at: time.Now().Add(s.cfg.RelayJitter)}
+	r.timer = time.AfterFunc(s.cfg.RelayJitter, func() { s.dialRoundDue(p, r) })
+	s.dialRounds[p] = r
+}
+
+// dialRoundDue runs r toward p unless p is gone, or a round this side
+// started toward p since r fell due already covered what it would.
+func (s *Service) dialRoundDue(p peer.ID, r *dialRound) {
+	if !s.life.Enter() {
+		return
+	}
+	defer s.life.Leave()
+	s.mu.Lock()
+	if s.dialRounds[p] != r {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.dialRounds, p)
+	covered := !s.lastRound[p].Before(r.at)
+	s.mu.Unlock()
+	if covered || s.host.Network().Connectedness(p) != network.Connected {
+		return
+	}
+	_, _ = s.SyncWith(s.life.Context(), p)
 }
 
 // Ingest indexes an envelope the archive has committed; ephemeral messages

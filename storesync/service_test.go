@@ -327,3 +327,123 @@ func TestRoundLeastRecentPeer(t *testing.T) {
 		t.Fatalf("lastRound holds %d peers (the departed one: %v), want the 3 listed", n, kept)
 	}
 }
+
+// freshEnvelope returns a message on testTopic stamped now.
+func freshEnvelope(tag string) *message.Envelope {
+	m := &message.Message{Payload: []byte(tag), ContentTopic: "/app/1/chat/proto", Timestamp: time.Now().UnixNano()}
+	wire := m.Encode(nil)
+	dm, err := message.Decode(wire, nil)
+	if err != nil {
+		panic(err)
+	}
+	return message.NewEnvelope(dm, testTopic, wire, nil)
+}
+
+// TestRoundNoRelayJitter: with RelayJitter negative (no jitter, nwaku's
+// --store-sync-relay-jitter=0) a round reaches up to now, so it fetches a
+// message stamped a moment ago; with the default 20 s the same round
+// leaves it alone, as nwaku's calculateTimeRange does.
+func TestRoundNoRelayJitter(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		jitter   time.Duration
+		inEffect time.Duration
+		fetched  int
+	}{
+		{"none", -1, 0, 1},
+		{"default", 0, DefaultRelayJitter, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{PubsubTopics: []string{testTopic}, RelayJitter: tc.jitter}
+			a, b := newSyncNode(t, cfg), newSyncNode(t, cfg)
+			if b.sync.cfg.RelayJitter != tc.inEffect {
+				t.Fatalf("relay jitter in effect %v, want %v", b.sync.cfg.RelayJitter, tc.inEffect)
+			}
+			env := freshEnvelope("just now " + tc.name)
+			a.store(t, []*message.Envelope{env})
+			a.start(t)
+			b.start(t)
+			connect(t, b.host, a.host)
+			res, err := b.sync.SyncWith(context.Background(), a.host.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Missing != tc.fetched {
+				t.Fatalf("round found %d missing, want %d", res.Missing, tc.fetched)
+			}
+			if tc.fetched > 0 {
+				waitFor(t, "B's archive to hold the message", func() bool { return b.has(t, []*message.Envelope{env}) == 1 })
+			}
+			if st := b.sync.Stats(); st.MessagesReceived != uint64(tc.fetched) || st.Items != tc.fetched {
+				t.Fatalf("B stats %+v, want %d received and indexed", st, tc.fetched)
+			}
+		})
+	}
+}
+
+// TestRoundTowardDialledPeer: with a positive Interval, a service syncs
+// with a store-sync peer it dials once RelayJitter after the connection
+// (here none), though its periodic rounds are an hour apart and its first
+// round has run: B fetches a message A archived a moment before B dialled
+// it. A peer that dials B gets no such round from B. A and C only serve
+// (Config.Peers offers them no peer to start a round with).
+func TestRoundTowardDialledPeer(t *testing.T) {
+	serveOnly := Config{PubsubTopics: []string{testTopic}, Peers: func() []peer.ID { return nil }}
+	x, a, c := newSyncNode(t, serveOnly), newSyncNode(t, serveOnly), newSyncNode(t, serveOnly)
+	b := newSyncNode(t, Config{PubsubTopics: []string{testTopic}, Interval: time.Hour, RelayJitter: -1})
+	for _, n := range []*syncNode{x, a, c, b} {
+		n.start(t)
+	}
+	connect(t, b.host, x.host)
+	waitFor(t, "B's first round", func() bool { return b.sync.Stats().Rounds > 0 })
+	time.Sleep(3 * time.Second) // past the start's retry tick: no round due until the hour
+	before := b.sync.Stats().Rounds
+
+	env := freshEnvelope("before the dial")
+	a.store(t, []*message.Envelope{env})
+	connect(t, b.host, a.host)
+	waitFor(t, "B's round toward A to bring the message", func() bool { return b.has(t, []*message.Envelope{env}) == 1 })
+	if got := b.sync.Stats().Rounds - before; got != 1 {
+		t.Fatalf("B ran %d rounds after dialling A, want 1", got)
+	}
+
+	own := freshEnvelope("C's")
+	c.store(t, []*message.Envelope{own})
+	connect(t, c.host, b.host)
+	time.Sleep(2 * time.Second)
+	if got := b.sync.Stats().Rounds - before; got != 1 || b.has(t, []*message.Envelope{own}) != 0 {
+		t.Fatalf("after C dialled B, B ran %d rounds in all and holds C's message: %v; want no round toward C", got, b.has(t, []*message.Envelope{own}) == 1)
+	}
+}
+
+// TestDialRoundsBounded: the rounds due toward dialled peers are at most
+// maxDialRounds at once; a peer dialled again keeps its one entry, and
+// Close stops them all.
+func TestDialRoundsBounded(t *testing.T) {
+	a := newSyncNode(t, Config{Interval: time.Hour, RelayJitter: time.Hour})
+	a.start(t)
+	for range maxDialRounds + 10 {
+		key, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := peer.IDFromPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.sync.scheduleDialRound(id)
+		a.sync.scheduleDialRound(id)
+	}
+	a.sync.mu.Lock()
+	n := len(a.sync.dialRounds)
+	a.sync.mu.Unlock()
+	if n != maxDialRounds {
+		t.Fatalf("%d rounds due, want %d", n, maxDialRounds)
+	}
+	if err := a.sync.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(a.sync.dialRounds); n != 0 {
+		t.Fatalf("%d rounds due after Close, want none", n)
+	}
+}

@@ -248,8 +248,8 @@ var nodeFlags = []flagDef{
 		apply: func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.StoreSyncInterval, v) }},
 	{name: "store-sync-range", kind: kindInt, nwaku: "3600", usage: "seconds synced", bounds: &secondsUint32,
 		apply: func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.StoreSyncRange, v) }},
-	{name: "store-sync-relay-jitter", kind: kindInt, nwaku: "20", usage: "seconds of relay jitter", bounds: &secondsUint32,
-		apply: func(o *nodeOptions, v flagVal) error { return seconds(&o.cfg.StoreSyncRelayJitter, v) }},
+	{name: "store-sync-relay-jitter", kind: kindInt, nwaku: "20", usage: "seconds of relay jitter (0: none)", bounds: &nimUint32Seconds,
+		apply: relayJitter},
 
 	// Filter and lightpush.
 	{name: "filter", kind: kindBool, nwaku: "false", usage: "filter protocol (service)",
@@ -389,6 +389,18 @@ func applyDBURL(o *nodeOptions, v flagVal) error {
 func seconds(d *time.Duration, v flagVal) error {
 	*d = time.Duration(v.uint()) * time.Second
 	return nil
+}
+
+// relayJitter sets --store-sync-relay-jitter. 0 is no jitter, as nwaku
+// takes its uint32 (tools/confutils/cli_args.nim; a round then reaches up
+// to now), which node.Config spells as a negative duration, its zero being
+// the 20 s default.
+func relayJitter(o *nodeOptions, v flagVal) error {
+	if v.uint() == 0 {
+		o.cfg.StoreSyncRelayJitter = -1
+		return nil
+	}
+	return seconds(&o.cfg.StoreSyncRelayJitter, v)
 }
 
 // capInt returns u, or math.MaxInt when u is beyond an int.

@@ -525,7 +525,7 @@ var intRows = []struct {
 	{"store-max-num-db-connections", "1", "2147483647", "", nil},                     // int, pgx's int32
 	{"store-sync-interval", "1", "4294967295", "seconds", nil},                       // uint32
 	{"store-sync-range", "1", "4294967295", "seconds", nil},                          // uint32
-	{"store-sync-relay-jitter", "1", "4294967295", "seconds", nil},                   // uint32
+	{"store-sync-relay-jitter", "0", "4294967295", "seconds", nil},                   // uint32, 0: none
 	{"filter-subscription-timeout", "1", "65535", "seconds", nil},                    // uint16
 	{"filter-max-peers-to-serve", "1", "4294967295", "", nil},                        // uint32
 	{"filter-max-criteria", "1", "4294967295", "", nil},                              // uint32

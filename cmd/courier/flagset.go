@@ -87,7 +87,9 @@ var (
 	portRange      = nimUint16
 	positiveUint32 = intRange{lo: 1, hi: math.MaxUint32}
 	secondsUint32  = intRange{lo: 1, hi: math.MaxUint32, unit: "seconds"}
-	shardRange     = intRange{hi: shard.MaxShardID}
+	// nimUint32Seconds is a uint32 of seconds whose 0 means something.
+	nimUint32Seconds = intRange{hi: math.MaxUint32, unit: "seconds"}
+	shardRange       = intRange{hi: shard.MaxShardID}
 )
 
 // defaultText returns the text the flag takes when it is not given.
