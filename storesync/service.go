@@ -248,10 +248,13 @@ func syncTime(m *message.Message) int64 {
 }
 
 // window returns the bounds a round reconciles: from now - jitter - range
-// to now - jitter (nwaku's calculateTimeRange).
+// to now - jitter (nwaku's calculateTimeRange), neither before the Unix
+// epoch: the wire carries timestamps unsigned, and a peer refuses one past
+// 2^63-1, which a negative bound would be (a jitter and range of the
+// flags' largest values reach back past 1970).
 func (s *Service) window(now time.Time) rbsr.Bounds {
-	end := now.Add(-s.cfg.RelayJitter).UnixNano()
-	return rbsr.Window(end-int64(s.cfg.Range), end)
+	end := max(now.UnixNano()-int64(s.cfg.RelayJitter), 0)
+	return rbsr.Window(max(end-int64(s.cfg.Range), 0), end)
 }
 
 // fill loads the archive's messages of the sync window into the index, in

@@ -447,3 +447,45 @@ func TestDialRoundsBounded(t *testing.T) {
 		t.Fatalf("%d rounds due after Close, want none", n)
 	}
 }
+
+// TestRoundWindowBeforeEpoch: the flags' largest range or jitter
+// (4294967295 s, 136 years) reaches back before 1970; the round's bounds
+// stop at the epoch, so the peer takes the round instead of refusing a
+// timestamp past 2^63-1, and a message a minute old is fetched (none
+// with the jitter that large: the window is empty).
+func TestRoundWindowBeforeEpoch(t *testing.T) {
+	const most = 4294967295 * time.Second
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		fetched int
+	}{
+		{"range", Config{Range: most}, 1},
+		{"jitter", Config{RelayJitter: most}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.PubsubTopics = []string{testTopic}
+			a, b := newSyncNode(t, tc.cfg), newSyncNode(t, tc.cfg)
+			if w := b.sync.window(time.Now()); w.Lower.Time < 0 || w.Upper.Time < 0 {
+				t.Fatalf("window %+v reaches before the epoch", w)
+			}
+			m := &message.Message{Payload: []byte("a minute old"), ContentTopic: "/app/1/chat/proto", Timestamp: time.Now().Add(-time.Minute).UnixNano()}
+			wire := m.Encode(nil)
+			dm, err := message.Decode(wire, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.store(t, []*message.Envelope{message.NewEnvelope(dm, testTopic, wire, nil)})
+			a.start(t)
+			b.start(t)
+			connect(t, b.host, a.host)
+			res, err := b.sync.SyncWith(context.Background(), a.host.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Missing != tc.fetched {
+				t.Fatalf("round found %d missing, want %d", res.Missing, tc.fetched)
+			}
+		})
+	}
+}
