@@ -329,14 +329,32 @@ func TestRoundLeastRecentPeer(t *testing.T) {
 }
 
 // freshEnvelope returns a message on testTopic stamped now.
-func freshEnvelope(tag string) *message.Envelope {
-	m := &message.Message{Payload: []byte(tag), ContentTopic: "/app/1/chat/proto", Timestamp: time.Now().UnixNano()}
+func freshEnvelope(tag string) *message.Envelope { return envelopeAt(tag, time.Now()) }
+
+// envelopeAt returns a message on testTopic stamped at.
+func envelopeAt(tag string, at time.Time) *message.Envelope {
+	m := &message.Message{Payload: []byte(tag), ContentTopic: "/app/1/chat/proto", Timestamp: at.UnixNano()}
 	wire := m.Encode(nil)
 	dm, err := message.Decode(wire, nil)
 	if err != nil {
 		panic(err)
 	}
 	return message.NewEnvelope(dm, testTopic, wire, nil)
+}
+
+// firstRound stores env on a, starts a and b, connects b to a, and
+// returns how many items b's round with a found missing.
+func firstRound(t *testing.T, a, b *syncNode, env *message.Envelope) int {
+	t.Helper()
+	a.store(t, []*message.Envelope{env})
+	a.start(t)
+	b.start(t)
+	connect(t, b.host, a.host)
+	res, err := b.sync.SyncWith(context.Background(), a.host.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Missing
 }
 
 // TestRoundNoRelayJitter: with RelayJitter negative (no jitter, nwaku's
@@ -360,16 +378,8 @@ func TestRoundNoRelayJitter(t *testing.T) {
 				t.Fatalf("relay jitter in effect %v, want %v", b.sync.cfg.RelayJitter, tc.inEffect)
 			}
 			env := freshEnvelope("just now " + tc.name)
-			a.store(t, []*message.Envelope{env})
-			a.start(t)
-			b.start(t)
-			connect(t, b.host, a.host)
-			res, err := b.sync.SyncWith(context.Background(), a.host.ID())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Missing != tc.fetched {
-				t.Fatalf("round found %d missing, want %d", res.Missing, tc.fetched)
+			if missing := firstRound(t, a, b, env); missing != tc.fetched {
+				t.Fatalf("round found %d missing, want %d", missing, tc.fetched)
 			}
 			if tc.fetched > 0 {
 				waitFor(t, "B's archive to hold the message", func() bool { return b.has(t, []*message.Envelope{env}) == 1 })
@@ -469,22 +479,9 @@ func TestRoundWindowBeforeEpoch(t *testing.T) {
 			if w := b.sync.window(time.Now()); w.Lower.Time < 0 || w.Upper.Time < 0 {
 				t.Fatalf("window %+v reaches before the epoch", w)
 			}
-			m := &message.Message{Payload: []byte("a minute old"), ContentTopic: "/app/1/chat/proto", Timestamp: time.Now().Add(-time.Minute).UnixNano()}
-			wire := m.Encode(nil)
-			dm, err := message.Decode(wire, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a.store(t, []*message.Envelope{message.NewEnvelope(dm, testTopic, wire, nil)})
-			a.start(t)
-			b.start(t)
-			connect(t, b.host, a.host)
-			res, err := b.sync.SyncWith(context.Background(), a.host.ID())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Missing != tc.fetched {
-				t.Fatalf("round found %d missing, want %d", res.Missing, tc.fetched)
+			env := envelopeAt("a minute old", time.Now().Add(-time.Minute))
+			if missing := firstRound(t, a, b, env); missing != tc.fetched {
+				t.Fatalf("round found %d missing, want %d", missing, tc.fetched)
 			}
 		})
 	}
