@@ -28,7 +28,7 @@ func indexPath(dir string, o *Options) string {
 // Connection settings of the index. The writer's page cache holds the
 // inner pages inserts descend through and the pages they append to (see
 // Options.CacheSize); each of the readConns read connections has a
-// quarter of it, and maps the file (Options.MmapSize).
+// quarter of it, and maps the file when Options.MmapSize asks it to.
 const (
 	readConns = 4
 	// walResetFrames is how many frames the WAL may hold before the writer
