@@ -293,6 +293,11 @@ func printNotes(rows []bench.Row) {
 		fmt.Printf("%s - %s latency: p50 %+.2f ms, p99 %+.2f ms; the archive's acknowledgement (Append to commit) p50 %.2f ms, p99 %.2f ms\n",
 			a.Scenario, b.Scenario, (a.P50Ns-b.P50Ns)/1e6, (a.P99Ns-b.P99Ns)/1e6, a.AckP50Ns/1e6, a.AckP99Ns/1e6)
 	}
+	// The medians of a macro scenario's interleaved repeats (macro-run2 to
+	// macro-runN beside macro-bare-run2 to macro-bare-runN).
+	for _, r := range bench.FindRepeats(rows) {
+		fmt.Println(r)
+	}
 	for _, suffix := range []string{"", "-steady"} {
 		for _, pair := range [][2]string{{"macro-rest", "macro"}, {"macro-lightpush", "macro"}} {
 			a, okA := byName[pair[0]+suffix]

@@ -1,0 +1,131 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MinRepeats is the fewest repeats of a macro scenario that FindRepeats
+// summarizes: with two, a median says no more than the pairs themselves.
+const MinRepeats = 3
+
+// Repeats are the interleaved repeats of one macro scenario beside its
+// macro-bare row in a run: the pairs macro<v>-runK and macro-bare<v>-runK
+// for K = 2, 3, ..., where <v> is the variant ("", "-steady", "[mplex]").
+// The first pair (the rows without -runK) is left out: it pays the heap's
+// first page faults, which the later rows do not (docs/benchmark.md, "The
+// heap's first page faults").
+//
+// A single pair's ratio moves by a tenth or more between pairs of one run
+// on a shared virtual machine, more than the differences the targets of
+// macro against macro-bare read; the median of several interleaved pairs
+// moves much less.
+type Repeats struct {
+	// Macro and Bare name the scenarios, without -runK.
+	Macro, Bare string
+	// Ks holds the K of each pair, ascending.
+	Ks []int
+	// MsgRatio and CPURatio hold, for each pair in the order of Ks,
+	// macro's msg/s over macro-bare's and macro's CPU per message over
+	// macro-bare's. Unexplained holds Difference.Unexplained, in ns per
+	// message, NaN where a row of the pair has no CPU budget.
+	MsgRatio, CPURatio, Unexplained []float64
+}
+
+// FindRepeats returns the repeats in rows of each macro scenario that has
+// at least MinRepeats of them, in the order of their first macro row.
+func FindRepeats(rows []Row) []Repeats {
+	byName := map[string]*Row{}
+	for i := range rows {
+		byName[rows[i].Scenario] = &rows[i]
+	}
+	var out []Repeats
+	index := map[string]int{}
+	for i := range rows {
+		a := &rows[i]
+		variant, k, ok := repeatOf(a.Scenario)
+		if !ok {
+			continue
+		}
+		b := byName["macro-bare"+variant+"-run"+strconv.Itoa(k)]
+		if b == nil || !(b.MsgPerS > 0 && b.CPUNsPerMsg > 0) {
+			continue
+		}
+		j, seen := index[variant]
+		if !seen {
+			j = len(out)
+			index[variant] = j
+			out = append(out, Repeats{Macro: "macro" + variant, Bare: "macro-bare" + variant})
+		}
+		r := &out[j]
+		unexplained := math.NaN()
+		if a.Budget != nil && b.Budget != nil {
+			unexplained = splitDifference(a.Budget, b.Budget).Unexplained
+		}
+		r.Ks = append(r.Ks, k)
+		r.MsgRatio = append(r.MsgRatio, a.MsgPerS/b.MsgPerS)
+		r.CPURatio = append(r.CPURatio, a.CPUNsPerMsg/b.CPUNsPerMsg)
+		r.Unexplained = append(r.Unexplained, unexplained)
+	}
+	return slices.DeleteFunc(out, func(r Repeats) bool { return len(r.Ks) < MinRepeats })
+}
+
+// repeatOf splits the name of a macro row (not macro-bare) repeated in a
+// run, macro<variant>-runK with K at least 2, into its variant and K.
+func repeatOf(scenario string) (variant string, k int, ok bool) {
+	rest, ok := strings.CutPrefix(scenario, "macro")
+	if !ok || strings.HasPrefix(rest, "-bare") {
+		return "", 0, false
+	}
+	i := strings.LastIndex(rest, "-run")
+	if i < 0 {
+		return "", 0, false
+	}
+	variant = rest[:i]
+	if variant != "" && variant != "-steady" && !strings.HasPrefix(variant, "[") {
+		return "", 0, false // another scenario: macro-rest, macro-lightpush
+	}
+	k, err := strconv.Atoi(rest[i+len("-run"):])
+	if err != nil || k < 2 {
+		return "", 0, false
+	}
+	return variant, k, true
+}
+
+// Spread is the median of a set of values and its least and greatest
+// value.
+type Spread struct{ Median, Min, Max float64 }
+
+// spreadOf returns the spread of xs, leaving out NaN; all NaN without a
+// value.
+func spreadOf(xs []float64) Spread {
+	v := slices.DeleteFunc(slices.Clone(xs), math.IsNaN)
+	if len(v) == 0 {
+		return Spread{math.NaN(), math.NaN(), math.NaN()}
+	}
+	slices.Sort(v)
+	med := v[len(v)/2]
+	if len(v)%2 == 0 {
+		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return Spread{med, v[0], v[len(v)-1]}
+}
+
+// String writes the repeats' medians and ranges in one line, as courier
+// bench prints it under its table.
+func (r Repeats) String() string {
+	ks := make([]string, len(r.Ks))
+	for i, k := range r.Ks {
+		ks[i] = strconv.Itoa(k)
+	}
+	m, c := spreadOf(r.MsgRatio), spreadOf(r.CPURatio)
+	s := fmt.Sprintf("%s-runK / %s-runK over %d pairs (K = %s): median %.2f msg/s (%.2f to %.2f), median %.2f CPU per message (%.2f to %.2f)",
+		r.Macro, r.Bare, len(r.Ks), strings.Join(ks, ", "), m.Median, m.Min, m.Max, c.Median, c.Min, c.Max)
+	if u := spreadOf(r.Unexplained); !math.IsNaN(u.Median) {
+		s += fmt.Sprintf(", median unexplained rest %.1f µs per message (%.1f to %.1f)", u.Median/1e3, u.Min/1e3, u.Max/1e3)
+	}
+	return s
+}
