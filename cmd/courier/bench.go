@@ -92,8 +92,9 @@ seed, each starting with its message index; 1000 measured messages after
 100 warm-up messages; at most 32 messages in flight (--inflight N for the
 macro scenarios; --rate R paces their publisher). The archive is the
 embedded default, with its default durability, in a temporary directory.
-At start the harness prints this machine's SHA-256 speed and its append
-bound (the payload mix appended to a file, fsync every 64 messages).
+At start the harness prints the machine's uptime, load average and free
+memory, its SHA-256 speed and its append bound (the payload mix appended
+to a file, fsync every 64 messages).
 
 Columns (as in docs/benchmark.md; "per message" divides by the
 measured messages; MB are 10^6 bytes; "-" or an empty CSV cell: does not

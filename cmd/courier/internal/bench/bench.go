@@ -102,8 +102,9 @@ type Config struct {
 	prof *cpuProfiler
 	// Dir is where temporary archives go. Default os.TempDir().
 	Dir string
-	// Out receives the start-up lines (SHA-256 speed, append bound) and
-	// notes; Progress the progress bar. Nil means io.Discard.
+	// Out receives the start-up lines (the machine, SHA-256 speed,
+	// append bound) and notes; Progress the progress bar. Nil means
+	// io.Discard.
 	Out, Progress io.Writer
 	// ProgressTerminal says Progress is a terminal: the bar is redrawn in
 	// place. Otherwise it is written as a plain line at most every
@@ -366,6 +367,7 @@ func runMicros(ctx context.Context, cfg Config, w *Workload, name string, stalle
 }
 
 func calibrate(cfg Config, w *Workload) error {
+	fmt.Fprintln(cfg.Out, machineLine())
 	fmt.Fprintf(cfg.Out, "SHA-256: %.0f MB/s (65 kB buffers)\n", sha256Speed())
 	dir, err := tempDir(cfg.Dir, "append")
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -462,16 +461,6 @@ func queryStore(ctx context.Context, cfg Config, a archive.Archive, w *storeWork
 		}
 	}
 	return lat, time.Since(start), nil
-}
-
-// loadAverage returns the machine's 1, 5 and 15 minute load averages
-// (/proc/loadavg), or "unknown".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "unknown"
 }
 
 // percentile returns the p-th percentile of v (sorted in place).
