@@ -281,13 +281,9 @@ func printNotes(rows []bench.Row) {
 	// and macro-bare-run2, macro-steady and macro-bare-steady): ratios of
 	// msg/s and CPU per message, and the latency macro adds beside the
 	// archive's acknowledgement latency.
-	for _, a := range rows {
-		rest, ok := strings.CutPrefix(a.Scenario, "macro")
-		if !ok || strings.HasPrefix(rest, "-") && !strings.HasPrefix(rest, "-run") && !strings.HasPrefix(rest, "-steady") {
-			continue
-		}
-		b, ok := byName["macro-bare"+rest]
-		if !ok || !(b.MsgPerS > 0 && b.CPUNsPerMsg > 0) {
+	for _, p := range bench.BarePairs(rows) {
+		a, b := p[0], p[1]
+		if !(b.MsgPerS > 0 && b.CPUNsPerMsg > 0) {
 			continue
 		}
 		fmt.Printf("%s / %s: %.2f msg/s, %.2f CPU per message\n", a.Scenario, b.Scenario, a.MsgPerS/b.MsgPerS, a.CPUNsPerMsg/b.CPUNsPerMsg)

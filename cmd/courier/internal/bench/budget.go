@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -275,24 +276,15 @@ func budgetOf(p *profile.Profile, cpuNs float64, msgs int) *Budget {
 // macro-bare[mplex]) a column of their difference.
 func WriteBudget(w io.Writer, rows []Row) error {
 	var cols []*Row
-	byName := map[string]*Row{}
 	for i := range rows {
 		if rows[i].Budget != nil {
 			cols = append(cols, &rows[i])
-			byName[rows[i].Scenario] = &rows[i]
 		}
 	}
 	if len(cols) == 0 {
 		return nil
 	}
-	var pairs [][2]*Row
-	for _, c := range cols {
-		if rest, ok := strings.CutPrefix(c.Scenario, "macro"); ok && !strings.HasPrefix(rest, "-bare") {
-			if bare := byName["macro-bare"+rest]; bare != nil {
-				pairs = append(pairs, [2]*Row{c, bare})
-			}
-		}
-	}
+	pairs := slices.DeleteFunc(BarePairs(rows), func(p [2]*Row) bool { return p[0].Budget == nil || p[1].Budget == nil })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "CPU budget, µs per message\t")
 	for _, c := range cols {

@@ -12,10 +12,33 @@ import (
 // summarizes: with two, a median says no more than the pairs themselves.
 const MinRepeats = 3
 
+// BarePairs returns, in the order of rows, each macro row with the
+// macro-bare row of the same run and suffix: macro-run2 with
+// macro-bare-run2, macro-steady with macro-bare-steady, macro[mplex] with
+// macro-bare[mplex]. The other two-node scenarios (macro-copy, macro-rest,
+// macro-lightpush, macro-rln) have no macro-bare row of their own.
+func BarePairs(rows []Row) [][2]*Row {
+	byName := make(map[string]*Row, len(rows))
+	for i := range rows {
+		byName[rows[i].Scenario] = &rows[i]
+	}
+	var pairs [][2]*Row
+	for i := range rows {
+		rest, ok := strings.CutPrefix(rows[i].Scenario, "macro")
+		if !ok || strings.HasPrefix(rest, "-bare") {
+			continue
+		}
+		if bare := byName["macro-bare"+rest]; bare != nil {
+			pairs = append(pairs, [2]*Row{&rows[i], bare})
+		}
+	}
+	return pairs
+}
+
 // Repeats are the interleaved repeats of one macro scenario beside its
-// macro-bare row in a run: the pairs macro<v>-runK and macro-bare<v>-runK
-// for K = 2, 3, ..., where <v> is the variant ("", "-steady", "[mplex]").
-// The first pair (the rows without -runK) is left out: it pays the heap's
+// macro-bare row in a run: the pairs macro-runK and macro-bare-runK for
+// K = 2, 3, ..., and the same with -steady before -runK or a muxer after it
+// (macro-steady-run2, macro-run2[mplex]). The first pair (the rows without -runK) is left out: it pays the heap's
 // first page faults, which the later rows do not (docs/benchmark.md, "The
 // heap's first page faults").
 //
@@ -24,7 +47,8 @@ const MinRepeats = 3
 // macro against macro-bare read; the median of several interleaved pairs
 // moves much less.
 type Repeats struct {
-	// Macro and Bare name the scenarios, without -runK.
+	// Macro and Bare name the rows with K for the repeat's number:
+	// macro-runK and macro-bare-runK, macro-steady-runK[mplex].
 	Macro, Bare string
 	// Ks holds the K of each pair, ascending.
 	Ks []int
@@ -38,27 +62,19 @@ type Repeats struct {
 // FindRepeats returns the repeats in rows of each macro scenario that has
 // at least MinRepeats of them, in the order of their first macro row.
 func FindRepeats(rows []Row) []Repeats {
-	byName := map[string]*Row{}
-	for i := range rows {
-		byName[rows[i].Scenario] = &rows[i]
-	}
 	var out []Repeats
 	index := map[string]int{}
-	for i := range rows {
-		a := &rows[i]
-		variant, k, ok := repeatOf(a.Scenario)
-		if !ok {
+	for _, p := range BarePairs(rows) {
+		a, b := p[0], p[1]
+		macro, k, ok := repeatOf(a.Scenario)
+		if !ok || !(b.MsgPerS > 0 && b.CPUNsPerMsg > 0) {
 			continue
 		}
-		b := byName["macro-bare"+variant+"-run"+strconv.Itoa(k)]
-		if b == nil || !(b.MsgPerS > 0 && b.CPUNsPerMsg > 0) {
-			continue
-		}
-		j, seen := index[variant]
+		j, seen := index[macro]
 		if !seen {
 			j = len(out)
-			index[variant] = j
-			out = append(out, Repeats{Macro: "macro" + variant, Bare: "macro-bare" + variant})
+			index[macro] = j
+			out = append(out, Repeats{Macro: macro, Bare: "macro-bare" + strings.TrimPrefix(macro, "macro")})
 		}
 		r := &out[j]
 		unexplained := math.NaN()
@@ -73,26 +89,28 @@ func FindRepeats(rows []Row) []Repeats {
 	return slices.DeleteFunc(out, func(r Repeats) bool { return len(r.Ks) < MinRepeats })
 }
 
-// repeatOf splits the name of a macro row (not macro-bare) repeated in a
-// run, macro<variant>-runK with K at least 2, into its variant and K.
-func repeatOf(scenario string) (variant string, k int, ok bool) {
-	rest, ok := strings.CutPrefix(scenario, "macro")
-	if !ok || strings.HasPrefix(rest, "-bare") {
-		return "", 0, false
+// repeatOf splits the name of a macro row repeated in a run,
+// macro[-steady]-runK[muxer] with K at least 2 (the muxer in brackets, as
+// Config.perMuxer names its rows), into the name with K written as "K"
+// (macro-runK[mplex]) and K.
+func repeatOf(scenario string) (name string, k int, ok bool) {
+	rest, muxer := scenario, ""
+	if i := strings.LastIndex(scenario, "["); i >= 0 && strings.HasSuffix(scenario, "]") {
+		rest, muxer = scenario[:i], scenario[i:]
 	}
 	i := strings.LastIndex(rest, "-run")
 	if i < 0 {
 		return "", 0, false
 	}
-	variant = rest[:i]
-	if variant != "" && variant != "-steady" && !strings.HasPrefix(variant, "[") {
-		return "", 0, false // another scenario: macro-rest, macro-lightpush
+	base := rest[:i]
+	if base != "macro" && base != "macro-steady" {
+		return "", 0, false // macro-bare, or another scenario: macro-rest, macro-lightpush
 	}
 	k, err := strconv.Atoi(rest[i+len("-run"):])
 	if err != nil || k < 2 {
 		return "", 0, false
 	}
-	return variant, k, true
+	return base + "-runK" + muxer, k, true
 }
 
 // Spread is the median of a set of values and its least and greatest
@@ -122,7 +140,7 @@ func (r Repeats) String() string {
 		ks[i] = strconv.Itoa(k)
 	}
 	m, c := spreadOf(r.MsgRatio), spreadOf(r.CPURatio)
-	s := fmt.Sprintf("%s-runK / %s-runK over %d pairs (K = %s): median %.2f msg/s (%.2f to %.2f), median %.2f CPU per message (%.2f to %.2f)",
+	s := fmt.Sprintf("%s / %s over %d pairs (K = %s): median %.2f msg/s (%.2f to %.2f), median %.2f CPU per message (%.2f to %.2f)",
 		r.Macro, r.Bare, len(r.Ks), strings.Join(ks, ", "), m.Median, m.Min, m.Max, c.Median, c.Min, c.Max)
 	if u := spreadOf(r.Unexplained); !math.IsNaN(u.Median) {
 		s += fmt.Sprintf(", median unexplained rest %.1f µs per message (%.1f to %.1f)", u.Median/1e3, u.Min/1e3, u.Max/1e3)

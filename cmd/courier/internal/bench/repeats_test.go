@@ -31,8 +31,8 @@ func TestFindRepeats(t *testing.T) {
 		t.Fatalf("%d summaries, want 1: %+v", len(got), got)
 	}
 	r := got[0]
-	if r.Macro != "macro" || r.Bare != "macro-bare" || !reflect.DeepEqual(r.Ks, []int{2, 3, 4, 5}) {
-		t.Fatalf("repeats %s / %s K %v, want macro / macro-bare K [2 3 4 5]", r.Macro, r.Bare, r.Ks)
+	if r.Macro != "macro-runK" || r.Bare != "macro-bare-runK" || !reflect.DeepEqual(r.Ks, []int{2, 3, 4, 5}) {
+		t.Fatalf("repeats %s / %s K %v, want macro-runK / macro-bare-runK K [2 3 4 5]", r.Macro, r.Bare, r.Ks)
 	}
 	if want := []float64{0.8, 0.7, 0.9, 0.75}; !reflect.DeepEqual(r.MsgRatio, want) {
 		t.Errorf("msg/s ratios %v, want %v", r.MsgRatio, want)
@@ -43,6 +43,43 @@ func TestFindRepeats(t *testing.T) {
 	const want = "macro-runK / macro-bare-runK over 4 pairs (K = 2, 3, 4, 5): median 0.78 msg/s (0.70 to 0.90), median 1.35 CPU per message (1.25 to 1.50)"
 	if s := r.String(); s != want {
 		t.Errorf("line\n%s\nwant\n%s", s, want)
+	}
+}
+
+// TestFindRepeatsMuxers: with --muxer, each row's name ends in its muxer
+// (Config.perMuxer), and each muxer's repeats are summarized apart.
+func TestFindRepeatsMuxers(t *testing.T) {
+	var rows []Row
+	for k, ratio := range map[string][2]float64{"-run2": {0.8, 0.6}, "-run3": {0.7, 0.5}, "-run4": {0.9, 0.4}} {
+		rows = append(rows, pairRows(k+"[yamux]", 1000*ratio[0], 1000, 300, 300)...)
+		rows = append(rows, pairRows(k+"[mplex]", 1000*ratio[1], 1000, 300, 300)...)
+	}
+	got := map[string]string{}
+	for _, r := range FindRepeats(rows) {
+		got[r.Macro] = r.String()
+	}
+	want := map[string]string{
+		"macro-runK[yamux]": "macro-runK[yamux] / macro-bare-runK[yamux] over 3 pairs (K = 2, 3, 4): median 0.80 msg/s (0.70 to 0.90), median 1.00 CPU per message (1.00 to 1.00)",
+		"macro-runK[mplex]": "macro-runK[mplex] / macro-bare-runK[mplex] over 3 pairs (K = 2, 3, 4): median 0.50 msg/s (0.40 to 0.60), median 1.00 CPU per message (1.00 to 1.00)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FindRepeats lines\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestBarePairs(t *testing.T) {
+	var rows []Row
+	for _, name := range []string{"micro", "macro", "macro-bare", "macro-rest", "macro-copy", "macro-run2[mplex]",
+		"macro-bare-run2[mplex]", "macro-steady", "macro-bare-steady", "macro-rln-base", "macro-rln", "macro-run3"} {
+		rows = append(rows, Row{Scenario: name})
+	}
+	var got []string
+	for _, p := range BarePairs(rows) {
+		got = append(got, p[0].Scenario+" / "+p[1].Scenario)
+	}
+	want := []string{"macro / macro-bare", "macro-run2[mplex] / macro-bare-run2[mplex]", "macro-steady / macro-bare-steady"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("BarePairs = %q, want %q", got, want)
 	}
 }
 
