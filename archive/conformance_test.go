@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -341,6 +342,66 @@ func TestCloseReleasesBlockedAppend(t *testing.T) {
 		}
 		if got := len(res.Messages); got != 3 {
 			t.Fatalf("%d messages stored, want 3", got)
+		}
+	})
+}
+
+// TestTimePartitions: messages spread over 60 days (the embedded index
+// keeps its hash index by spans of about 4.9 hours, so about 300 of them)
+// are found by hash, by hash within a time range and from a cursor in any
+// partition; a message without a timestamp received again 10 days later,
+// in another partition, is a duplicate.
+func TestTimePartitions(t *testing.T) {
+	const n, step = 120, 12 * time.Hour
+	t0 := int64(1_800_000_000_000_000_000)
+	forDrivers(t, func(t *testing.T, d driver) {
+		var recv atomic.Int64
+		recv.Store(t0 + int64(n)*int64(step))
+		a, _ := d.open(t, archive.Config{Now: func() time.Time { return time.Unix(0, recv.Load()) }})
+		defer a.Close()
+		var envs []*message.Envelope
+		for i := range n {
+			envs = append(envs, newEnv(t, "/waku/2/rs/1/0", "/app/1/p/proto", t0+int64(i)*int64(step), fmt.Appendf(nil, "m%d", i)))
+			appendWait(t, a, envs[i])
+		}
+		untimed := newEnv(t, "/waku/2/rs/1/0", "/app/1/p/proto", 0, []byte("untimed"))
+		appendWait(t, a, untimed)
+		recv.Add(int64(10 * 24 * time.Hour))
+		appendWait(t, a, untimed)
+		appendWait(t, a, envs[3])
+		if st := a.Stats(); st.Inserts != n+1 || st.Duplicates != 2 {
+			t.Fatalf("stats %+v; want %d inserts, 2 duplicates", st, n+1)
+		}
+		ctx := context.Background()
+		hashes := []message.Hash{envs[0].Hash(), envs[57].Hash(), envs[n-1].Hash(), untimed.Hash(), {9}}
+		res, err := a.Query(ctx, archive.Query{Hashes: hashes, Forward: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []message.Hash
+		for _, s := range res.Messages {
+			got = append(got, s.Hash)
+		}
+		if want := hashes[:4]; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("by hash: %x, want %x", got, want)
+		}
+		from, to := t0+50*int64(step), t0+60*int64(step)
+		res, err = a.Query(ctx, archive.Query{Hashes: []message.Hash{envs[49].Hash(), envs[50].Hash(), envs[60].Hash(), envs[61].Hash()}, StartTime: &from, EndTime: &to, Forward: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) != 2 || res.Messages[0].Hash != envs[50].Hash() || res.Messages[1].Hash != envs[60].Hash() {
+			t.Fatalf("by hash in a time range: %d messages, want messages 50 and 60", len(res.Messages))
+		}
+		for _, i := range []int{0, 33, n - 2} {
+			c := envs[i].Hash()
+			res, err = a.Query(ctx, archive.Query{Cursor: &c, Forward: true, Limit: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Messages) != 1 || res.Messages[0].Hash != envs[i+1].Hash() {
+				t.Fatalf("after the cursor of message %d: %d messages, want message %d", i, len(res.Messages), i+1)
+			}
 		}
 	})
 }

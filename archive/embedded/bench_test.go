@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/couriernet/courier/archive"
+	"github.com/couriernet/courier/archive/embedded"
 	"github.com/couriernet/courier/message"
 )
 
@@ -102,30 +103,66 @@ func BenchmarkAppendInFlight(b *testing.B) {
 // BenchmarkAppendIndex is BenchmarkAppendInFlight with 200-byte payloads
 // and a window of 8: the writer's CPU is then mostly the index insert.
 func BenchmarkAppendIndex(b *testing.B) {
+	msgs, wires := smallMessages(b)
+	benchInFlight(b, 8, msgs, wires)
+}
+
+// smallMessages returns benchPool messages of 200-byte payloads on four
+// content topics, and their wire bytes.
+func smallMessages(b *testing.B) ([]*message.Message, [][]byte) {
 	msgs := make([]*message.Message, benchPool)
 	wires := make([][]byte, benchPool)
 	for i := range msgs {
 		env := newEnv(b, "/waku/2/rs/1/0", fmt.Sprintf("/courier/1/bench-%d/proto", i%4), 1, make([]byte, 200))
 		msgs[i], wires[i] = env.Message(), env.Wire()
 	}
-	benchInFlight(b, 8, msgs, wires)
+	return msgs, wires
+}
+
+// BenchmarkAppendUntimed is BenchmarkAppendIndex for messages without a
+// timestamp, appended to an archive that holds 100,000 messages spread
+// over 1, 10 or 150 time partitions (150 are about 30 days): the insert of
+// each probes every partition for a duplicate (insertRowAnyTime).
+func BenchmarkAppendUntimed(b *testing.B) {
+	msgs, wires := smallMessages(b)
+	const stored, partition = 100_000, int64(1) << 44 // ns
+	for _, parts := range []int64{1, 10, 150} {
+		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
+			a := openT(b, b.TempDir(), archive.Config{})
+			appendN(b, a, 0, stored, 256, msgs, wires, func(i int) int64 { return partition + int64(i)*(parts*partition/stored) })
+			before := a.Stats()
+			b.ResetTimer()
+			appendN(b, a, stored, b.N, 8, msgs, wires, func(int) int64 { return 0 })
+			b.StopTimer()
+			reportWriter(b, before, a)
+		})
+	}
 }
 
 // benchInFlight appends b.N messages made of msgs and wires, each with its
 // own hash and a timestamp that grows, with at most window unacknowledged.
 func benchInFlight(b *testing.B, window int, msgs []*message.Message, wires [][]byte) {
 	a := openT(b, b.TempDir(), archive.Config{})
+	b.SetBytes(meanSize(wires))
+	b.ResetTimer()
+	appendN(b, a, 0, b.N, window, msgs, wires, func(i int) int64 { return 1_800_000_000_000_000_000 + int64(i) })
+	b.StopTimer()
+	reportWriter(b, archive.Stats{}, a)
+}
+
+// appendN appends n messages made of msgs and wires, message i with the
+// hash of first+i and the timestamp ts(i), with at most window
+// unacknowledged, and returns when all are acknowledged.
+func appendN(b *testing.B, a *embedded.Archive, first, n, window int, msgs []*message.Message, wires [][]byte, ts func(i int) int64) {
+	b.ReportAllocs()
 	ctx := context.Background()
 	slots := make(chan struct{}, window)
 	done := func(error) { <-slots }
-	b.SetBytes(meanSize(wires))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < n; i++ {
 		var seed [8]byte
-		binary.LittleEndian.PutUint64(seed[:], uint64(i))
+		binary.LittleEndian.PutUint64(seed[:], uint64(first+i))
 		m := *msgs[i%len(msgs)]
-		m.Timestamp = 1_800_000_000_000_000_000 + int64(i)
+		m.Timestamp = ts(i)
 		env := message.NewEnvelopeWithHash(&m, "/waku/2/rs/1/0", wires[i%len(wires)], sha256.Sum256(seed[:]))
 		slots <- struct{}{}
 		if err := a.Append(ctx, env, done); err != nil {
@@ -135,14 +172,20 @@ func benchInFlight(b *testing.B, window int, msgs []*message.Message, wires [][]
 	for range window {
 		slots <- struct{}{}
 	}
-	b.StopTimer()
+}
+
+// reportWriter reports the writer's CPU per message and the messages per
+// batch since before, closes a, and fails the benchmark unless every
+// message since before was stored.
+func reportWriter(b *testing.B, before archive.Stats, a *embedded.Archive) {
 	st := a.Stats()
-	b.ReportMetric(float64(st.WriterCPU)/float64(b.N), "writer-ns/msg")
-	b.ReportMetric(float64(st.Inserts)/float64(st.Batches), "msg/batch")
+	inserts := st.Inserts - before.Inserts
+	b.ReportMetric(float64(st.WriterCPU-before.WriterCPU)/float64(b.N), "writer-ns/msg")
+	b.ReportMetric(float64(inserts)/float64(st.Batches-before.Batches), "msg/batch")
 	if err := a.Close(); err != nil {
 		b.Fatal(err)
 	}
-	if st.Inserts != uint64(b.N) {
-		b.Fatalf("stored %d of %d", st.Inserts, b.N)
+	if inserts != uint64(b.N) {
+		b.Fatalf("stored %d of %d", inserts, b.N)
 	}
 }

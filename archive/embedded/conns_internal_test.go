@@ -19,7 +19,8 @@ const sqliteMaxMmap = 0x7fff0000
 // none by default; a negative MmapSize is refused; the writer's and the syncer's
 // connections map none. Each kind has its page cache (cache_size, in
 // KiB when negative): CacheSize on the writer's, a quarter on each
-// query connection, 1 MiB on the syncer's. A query reads through the
+// query connection, 1 MiB on the syncer's; the writer's temporary tables
+// are in memory. A query reads through the
 // mapping what the writer committed.
 func TestConnectionPragmas(t *testing.T) {
 	for _, tc := range []struct {
@@ -51,6 +52,10 @@ func TestConnectionPragmas(t *testing.T) {
 			}
 		}
 		pragmas("writer's", a.wcon, 0, -a.cfg.CacheSize>>10)
+		var temp int
+		if err := a.wcon.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp); err != nil || temp != 2 {
+			t.Errorf("writer's connection: temp_store %d, %v; want 2 (memory)", temp, err)
+		}
 		pragmas("syncer's", a.cdb, 0, -1024)
 		var conns []*sql.Conn
 		for range readConns {

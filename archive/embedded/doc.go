@@ -12,9 +12,10 @@
 // per message: hash, timestamp, the ids of its pubsub and content topics
 // (a table of topic names) and the record's segment and offset. Indexes
 // hold the hash's first 8 bytes (hkey: an integer that sorts as they do)
-// instead of all 32: one on hkey for hash lookups and duplicates (the row
-// holds the whole hash, which settles a 64-bit tie), and (timestamp,
-// hkey), (pubsub topic, timestamp, hkey), (pubsub topic, content topic,
+// instead of all 32: one on (time partition, hkey) for hash lookups and
+// duplicates (the row holds the whole hash, which settles a 64-bit tie;
+// see "The hash index by time partition" below), and (timestamp, hkey),
+// (pubsub topic, timestamp, hkey), (pubsub topic, content topic,
 // timestamp, hkey) for the store v3 orders, ties of (timestamp, hkey)
 // sorted by hash. Reads pread the records into fresh buffers and check
 // them; they never decode them.
@@ -27,9 +28,9 @@
 // do. Its pages are 1 KiB because every insert into the hash index dirties
 // a page at a random place; with 4 KiB pages the WAL took 1.3 KiB per
 // message instead of 0.3 to 1.1 at 40,000 messages. That random page is
-// what an archive of millions pays for: once the hash index outgrows the
-// page cache, each insert reads its leaf from the file and each
-// checkpoint writes back a page per message. Schema 1 kept topic names
+// what an archive of millions paid for until schema 3 (below): once the
+// hash index outgrew the page cache, each insert read its leaf from the
+// file and each checkpoint wrote back a page per message. Schema 1 kept topic names
 // and 32-byte hashes in every index, 400 bytes of index per message; at a
 // million 1,000-byte messages the insert rate of the last tenth was 0.45
 // of the first's. Schema 2 takes about 200 bytes a message (index and WAL,
@@ -60,12 +61,40 @@
 //
 // The writer's connection has a page cache of Options.CacheSize (64 MiB):
 // at ten million messages it holds the inner pages the writer reads (those
-// of the hash index and the last pages of the others), while the hash
-// index (191,000 pages of 1 KiB) is three times its size, so most inserts
-// read the leaf they land in from the file or the WAL. With
+// of the hash index and the last pages of the others) and the leaves of
+// the hash index's newest time partition (below). With
 // Options.MmapSize the query connections map the index file, so the pages
 // they read are the kernel's page cache, with no read(2) or copy; it is
 // off by default (see its cost there).
+//
+// # The hash index by time partition
+//
+// Schema 2's hash index, on hkey alone, took each insert to a random leaf
+// of the whole index: at ten million messages 191,000 leaves, three times
+// the writer's page cache, so most inserts read their leaf from the file
+// or the WAL and each checkpoint wrote back a page a message, and the last
+// tenth of a fill ran at 0.60 to 0.67 of the first (0.70 to 0.87 with
+// schema 3, writer CPU 17 to 19 µs a message instead of 22 to 23). Schema
+// 3 orders it by time partition first (partExpr: the timestamp in spans of
+// 2^44 ns, 4 h 53 min), then hkey. A message's timestamp is part of its
+// hash (waku.md §1), so a duplicate is in the partition of the message it
+// repeats and its insert probes that partition alone; messages arrive with
+// timestamps near their receive time, so inserts land in the newest
+// partition, about a million entries (some 20,000 leaves of 1 KiB,
+// estimated from schema 2's 191,000 for ten million) when ten million
+// messages span 48 hours, which the writer's page cache holds. A lookup by
+// hash alone (a store query's hashes, a cursor) probes each partition that
+// holds rows, one probe of the time index to find each (partitions,
+// index.go): about 11 partitions over 48 hours, so 20 hashes are some 220
+// probes instead of 20 (at ten million messages, p50 0.90 and 1.07 ms
+// before, 1.79 to 2.23 ms after, p99 under 4.2 ms). A message without a
+// timestamp is stored at its receive time, so its duplicate may be in any
+// partition: its insert probes them all (insertRowAnyTime), about 2.3 µs
+// of the writer's time a partition (BenchmarkAppendUntimed: 33, 56 and 346
+// µs a message with 1, 10 and 150 partitions, against 16 to 19 µs for a
+// message with a timestamp, BenchmarkAppendIndex). docs/archive.md, "The
+// hash index by time partition", has the store scenario's figures before
+// and after.
 //
 // # Figures
 //

@@ -48,9 +48,10 @@ type Options struct {
 	// as the index grows. The writer reads the inner pages of the hash
 	// index and the last pages of the other B-trees, which it holds at ten
 	// million messages (the B-trees then have 44,000 inner pages of 1 KiB
-	// in all); the leaf page of the hash index an insert lands in is read
-	// from the file or the WAL once that index outgrows the cache (191,000
-	// pages at ten million). 0 means DefaultCacheSize (64 MiB); negative is
+	// in all), and the leaves of the newest time partition of the hash
+	// index, where inserts land (about 20,000 pages when ten million
+	// messages span 48 hours; package documentation, "The hash index by
+	// time partition"). 0 means DefaultCacheSize (64 MiB); negative is
 	// invalid.
 	CacheSize int64
 	// MmapSize is how many bytes of the index file each of the four query
@@ -141,17 +142,18 @@ type Archive struct {
 
 	// Owned by the writer goroutine (by Open before it starts, by Close
 	// after it ends); no lock.
-	wdb       *sql.DB   // one connection: the writer's
-	wcon      *sql.Conn // that connection; the checkpoints that restart the WAL run on it too
-	ins       *sql.Stmt // insertRow
-	topicSel  *sql.Stmt
-	topicIns  *sql.Stmt
-	topics    map[string]int64 // topic ids (topicID)
-	end       int64            // next free offset in cur (records committed or pending)
-	commitEnd int64            // end of the committed records in cur
-	reserved  int64            // blocks of cur reserved up to here (reserveTo)
-	iov       [][]byte
-	hdrs      []byte
+	wdb        *sql.DB   // one connection: the writer's
+	wcon       *sql.Conn // that connection; the checkpoints that restart the WAL run on it too
+	ins        *sql.Stmt // insertRow
+	insAnyTime *sql.Stmt // insertRowAnyTime
+	topicSel   *sql.Stmt
+	topicIns   *sql.Stmt
+	topics     map[string]int64 // topic ids (topicID)
+	end        int64            // next free offset in cur (records committed or pending)
+	commitEnd  int64            // end of the committed records in cur
+	reserved   int64            // blocks of cur reserved up to here (reserveTo)
+	iov        [][]byte
+	hdrs       []byte
 
 	// Shared by the writer and the syncer, guarded by segMu. The writer is
 	// the only one to replace cur and curID (in roll, holding segMu), so it

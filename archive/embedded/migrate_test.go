@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,7 +64,9 @@ func TestEmbeddedMigratesV1(t *testing.T) {
 	if v := userVersion(t, filepath.Join(dir, "index.db")); v != 1 {
 		t.Fatalf("testdata index at version %d, want 1", v)
 	}
-	a := openT(t, dir, archive.Config{Now: func() time.Time { return v1Now }})
+	var recv atomic.Int64
+	recv.Store(v1Now.UnixNano())
+	a := openT(t, dir, archive.Config{Now: func() time.Time { return time.Unix(0, recv.Load()) }})
 	defer a.Close()
 	envs := v1Messages(t)
 	want := map[message.Hash]*message.Envelope{}
@@ -147,8 +150,15 @@ func TestEmbeddedMigratesV1(t *testing.T) {
 	if st := a.Stats(); st.Inserts != 1 || st.Duplicates != 1 || st.Messages != uint64(len(want))+1 {
 		t.Fatalf("stats after appends %+v", st)
 	}
-	if v := userVersion(t, filepath.Join(dir, "index.db")); v != 2 {
-		t.Fatalf("index at version %d after Open, want 2", v)
+	// A message without a timestamp, received again in another time
+	// partition, is a duplicate too.
+	recv.Add(int64(10 * 24 * time.Hour))
+	appendWait(t, a, envs[3])
+	if st := a.Stats(); st.Inserts != 1 || st.Duplicates != 2 {
+		t.Fatalf("stats after a message without a timestamp again %+v", st)
+	}
+	if v := userVersion(t, filepath.Join(dir, "index.db")); v != 3 {
+		t.Fatalf("index at version %d after Open, want 3", v)
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,8 +57,7 @@ type source Archive
 
 // CursorTime implements plan.Source.
 func (s *source) CursorTime(ctx context.Context, c *plan.Cursor) error {
-	err := s.rdb.QueryRowContext(ctx, "SELECT ts FROM messages INDEXED BY messages_hkey WHERE hkey = ? AND hash = ?",
-		hkey(c.Hash[:]), c.Hash[:]).Scan(&c.TS)
+	err := s.rdb.QueryRowContext(ctx, cursorRow, hkey(c.Hash[:]), c.Hash[:]).Scan(&c.TS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return archive.ErrUnknownCursor
 	}
@@ -65,6 +66,11 @@ func (s *source) CursorTime(ctx context.Context, c *plan.Cursor) error {
 	}
 	return nil
 }
+
+// cursorRow finds the timestamp of a cursor's message, ?1 its hkey and ?2
+// its hash, in whichever time partition it is.
+var cursorRow = partitions("0", strconv.FormatInt(math.MaxInt64, 10)) +
+	"SELECT ts FROM messages INDEXED BY messages_part_hkey WHERE " + partExpr + " IN (SELECT p FROM parts) AND hkey = ?1 AND hash = ?2"
 
 // Select implements plan.Source: a hash lookup reads every matching row
 // (small rows, no bytes) through the hash index and leaves the cursor and
@@ -110,22 +116,38 @@ func filterConds(q *archive.Query, contents []string) (conds []string, args []an
 }
 
 // byHashes selects the stored messages among the hashes that pass the
-// other filters: the rows of their hkeys, whose whole hash must be one of
-// them too.
+// other filters (hashSelect).
 func (s *source) byHashes(ctx context.Context, sel *plan.Selection) ([]row, error) {
-	hashes := slices.Clone(sel.Query.Hashes)
+	query, args := hashSelect(&sel.Query, sel.Contents)
+	return s.scan(ctx, query, args)
+}
+
+// hashSelect returns the statement and arguments that read the rows of
+// q's hashes that pass its other filters: the rows of their hkeys in the
+// time partitions of q's time range, whose whole hash must be one of them
+// too.
+func hashSelect(q *archive.Query, contents []string) (string, []any) {
+	hashes := slices.Clone(q.Hashes)
 	slices.SortFunc(hashes, func(x, y message.Hash) int { return bytes.Compare(x[:], y[:]) })
 	hashes = slices.Compact(hashes)
-	conds, args := filterConds(&sel.Query, sel.Contents)
+	lo, hi := int64(0), int64(math.MaxInt64)
+	if q.StartTime != nil {
+		lo = *q.StartTime
+	}
+	if q.EndTime != nil {
+		hi = *q.EndTime
+	}
+	conds, args := filterConds(q, contents)
+	args = append([]any{lo, hi}, args...)
 	list := "(?" + strings.Repeat(",?", len(hashes)-1) + ")"
-	conds = append(conds, "m.hkey IN "+list, "m.hash IN "+list)
+	conds = append(conds, "(m.ts >> 44) IN (SELECT p FROM parts)", "m.hkey IN "+list, "m.hash IN "+list)
 	for i := range hashes {
 		args = append(args, hkey(hashes[i][:]))
 	}
 	for i := range hashes {
 		args = append(args, hashes[i][:])
 	}
-	return s.scan(ctx, selectRow+" INDEXED BY messages_hkey"+selectJoin+" WHERE "+strings.Join(conds, " AND "), args)
+	return partitions("?", "?") + selectRow + " INDEXED BY messages_part_hkey" + selectJoin + " WHERE " + strings.Join(conds, " AND "), args
 }
 
 // byFilter selects up to sel.Limit rows in query direction from one index

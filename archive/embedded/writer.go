@@ -60,7 +60,7 @@ func (a *Archive) timedCommit(batch []queue.Item) error {
 
 // commit stores batch: one index transaction, the new records written to
 // the segment with pwritev before the transaction commits. A row is
-// inserted unless its hash is stored (insertRow), so a duplicate, in the
+// inserted unless its hash is stored (insertRow, insertRowAnyTime), so a duplicate, in the
 // archive or earlier in the batch, writes nothing.
 func (a *Archive) commit(batch []queue.Item) (err error) {
 	start := time.Now()
@@ -119,8 +119,12 @@ func (a *Archive) commit(batch []queue.Item) (err error) {
 		if content, err = a.topicID(ctx, msg.ContentTopic); err != nil {
 			return err
 		}
+		ins := a.ins
+		if ts != msg.Timestamp {
+			ins = a.insAnyTime
+		}
 		h := env.Hash()
-		res, err := a.ins.ExecContext(ctx, hkey(h[:]), h[:], ts, pubsub, content, a.curID, a.end+recHeaderSize, len(wire))
+		res, err := ins.ExecContext(ctx, hkey(h[:]), h[:], ts, pubsub, content, a.curID, a.end+recHeaderSize, len(wire))
 		if err != nil {
 			return fmt.Errorf("archive: index: %w", err)
 		}
