@@ -405,3 +405,32 @@ func TestTimePartitions(t *testing.T) {
 		}
 	})
 }
+
+// TestNoTimestampBefore1970: a message without a timestamp received at a
+// time before 1970 (a clock that is wrong, or a test's) is stored once,
+// found by hash and usable as a cursor.
+func TestNoTimestampBefore1970(t *testing.T) {
+	forDrivers(t, func(t *testing.T, d driver) {
+		recv := time.Unix(-365*24*3600, 0)
+		a, _ := d.open(t, archive.Config{Now: func() time.Time { return recv }})
+		defer a.Close()
+		env := newEnv(t, "/waku/2/rs/1/0", "/app/1/t/proto", 0, []byte("before 1970"))
+		later := newEnv(t, "/waku/2/rs/1/0", "/app/1/t/proto", 5, []byte("after"))
+		appendWait(t, a, env)
+		appendWait(t, a, env)
+		appendWait(t, a, later)
+		if st := a.Stats(); st.Inserts != 2 || st.Duplicates != 1 {
+			t.Fatalf("stats %+v; want 2 inserts, 1 duplicate", st)
+		}
+		ctx := context.Background()
+		res, err := a.Query(ctx, archive.Query{Hashes: []message.Hash{env.Hash()}})
+		if err != nil || len(res.Messages) != 1 || res.Messages[0].Timestamp != recv.UnixNano() {
+			t.Fatalf("by hash: %+v, %v; want the message at %d", res, err, recv.UnixNano())
+		}
+		c := env.Hash()
+		res, err = a.Query(ctx, archive.Query{Cursor: &c, Forward: true})
+		if err != nil || len(res.Messages) != 1 || res.Messages[0].Hash != later.Hash() {
+			t.Fatalf("after its cursor: %+v, %v; want the later message", res, err)
+		}
+	})
+}

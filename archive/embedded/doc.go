@@ -92,9 +92,16 @@
 // partition: its insert probes them all (insertRowAnyTime), about 2.3 µs
 // of the writer's time a partition (BenchmarkAppendUntimed: 33, 56 and 346
 // µs a message with 1, 10 and 150 partitions, against 16 to 19 µs for a
-// message with a timestamp, BenchmarkAppendIndex). docs/archive.md, "The
-// hash index by time partition", has the store scenario's figures before
-// and after.
+// message with a timestamp, BenchmarkAppendIndex); a node keeps no relayed
+// message without a timestamp (node.Config.ArchiveTimestampDrift, as
+// nwaku's archive), so they come from store-sync, store resume or a
+// program of its own. Both costs grow with the partitions that hold rows,
+// which is where the rows' timestamps put them: a node keeps relayed
+// messages within 20 s of its clock, so its partitions are those of its
+// retention, but an archive fed timestamps spread over years (the drift
+// check off, or a program of its own) can hold up to 2^20 of them, and a
+// lookup by hash then probes each one. docs/archive.md, "The hash index by
+// time partition", has the store scenario's figures before and after.
 //
 // # Figures
 //

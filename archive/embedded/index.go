@@ -59,10 +59,14 @@ const insertRow = `INSERT INTO messages(hkey, hash, ts, pubsub_id, content_id, s
 // insertRowAnyTime is insertRow for a message without a timestamp, stored
 // at its receive time (?3): a duplicate received earlier has another, so
 // it looks in every time partition.
-var insertRowAnyTime = partitions("0", strconv.FormatInt(math.MaxInt64, 10)) + `INSERT INTO messages(hkey, hash, ts, pubsub_id, content_id, seg, off, len)
+var insertRowAnyTime = partitions(minTS, maxTS) + `INSERT INTO messages(hkey, hash, ts, pubsub_id, content_id, seg, off, len)
 	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
 	WHERE NOT EXISTS (SELECT 1 FROM messages INDEXED BY messages_part_hkey
 		WHERE ` + partExpr + ` IN (SELECT p FROM parts) AND hkey = ?1 AND hash = ?2)`
+
+// minTS and maxTS are the lo and hi of partitions for every timestamp a
+// row can have (a receive time from archive.Config.Now may be before 1970).
+var minTS, maxTS = strconv.FormatInt(math.MinInt64, 10), strconv.FormatInt(math.MaxInt64, 10)
 
 // partitions returns a recursive common table expression, parts(p), of
 // the time partitions (partExpr) that hold rows with timestamps from lo to

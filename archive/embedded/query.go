@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -69,7 +68,7 @@ func (s *source) CursorTime(ctx context.Context, c *plan.Cursor) error {
 
 // cursorRow finds the timestamp of a cursor's message, ?1 its hkey and ?2
 // its hash, in whichever time partition it is.
-var cursorRow = partitions("0", strconv.FormatInt(math.MaxInt64, 10)) +
+var cursorRow = partitions(minTS, maxTS) +
 	"SELECT ts FROM messages INDEXED BY messages_part_hkey WHERE " + partExpr + " IN (SELECT p FROM parts) AND hkey = ?1 AND hash = ?2"
 
 // Select implements plan.Source: a hash lookup reads every matching row
@@ -130,7 +129,7 @@ func hashSelect(q *archive.Query, contents []string) (string, []any) {
 	hashes := slices.Clone(q.Hashes)
 	slices.SortFunc(hashes, func(x, y message.Hash) int { return bytes.Compare(x[:], y[:]) })
 	hashes = slices.Compact(hashes)
-	lo, hi := int64(0), int64(math.MaxInt64)
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if q.StartTime != nil {
 		lo = *q.StartTime
 	}

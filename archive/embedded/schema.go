@@ -81,8 +81,9 @@ var sqliteMigrations = []string{
 // (messages_part_hkey) sorts by before hkey: its timestamp in spans of
 // 2^44 ns (4 h 53 min), as the index of migration 3 has it, word for word
 // (SQLite uses an index on an expression only for the same expression).
-// Timestamps are positive (a message without one is stored at its
-// receive time), so partitions run from 0 to math.MaxInt64 >> 44.
+// Partitions run from math.MinInt64 >> 44 to math.MaxInt64 >> 44: a
+// message's timestamp is positive, but one without is stored at its
+// receive time (archive.Config.Now), which may be before 1970.
 const partExpr = "(ts >> 44)"
 
 // hkey is a hash's index key: its first 8 bytes as a big-endian integer

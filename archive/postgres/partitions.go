@@ -26,8 +26,11 @@ import (
 // timestamps far off, in the past or the future, cannot make a partition
 // each), in both cases cut to the gap between the partitions on either
 // side. A partition is named courier_messages_<from>_<to> in Unix seconds,
-// to exclusive ("max" for the last one of the int64 range), and its ranges
-// are read back from the names.
+// to exclusive, a time before 1970 with "m" for its minus sign ("min" and
+// "max" for the first and the last cell of the int64 range), and its
+// ranges are read back from the names. Timestamps before 1970 are the
+// receive times of messages without a timestamp under a clock set before
+// it (archive.Config.Now).
 const (
 	partitionWidth    = int64(time.Hour)
 	partitionFarWidth = int64(365 * 24 * time.Hour)
@@ -38,17 +41,18 @@ const (
 )
 
 // partition is one partition of courier_messages: timestamps from From to
-// To (exclusive, Unix ns); Max means To is MAXVALUE.
+// To (exclusive, Unix ns); Min means From is MINVALUE (From is then
+// math.MinInt64), Max that To is MAXVALUE.
 type partition struct {
 	Name     string
 	From, To int64
-	Max      bool
+	Min, Max bool
 }
 
 // holds reports whether ts falls in p.
 func (p partition) holds(ts int64) bool { return ts >= p.From && (p.Max || ts < p.To) }
 
-var partitionName = regexp.MustCompile(`^courier_messages_([0-9]+)_([0-9]+|max)$`)
+var partitionName = regexp.MustCompile(`^courier_messages_(min|m?[0-9]+)_(m?[0-9]+|max)$`)
 
 // parsePartition reads a partition's range from its name.
 func parsePartition(name string) (partition, bool) {
@@ -56,19 +60,45 @@ func parsePartition(name string) (partition, bool) {
 	if m == nil {
 		return partition{}, false
 	}
-	from, err := strconv.ParseInt(m[1], 10, 64)
-	if err != nil || from > math.MaxInt64/int64(time.Second) {
-		return partition{}, false
-	}
-	p := partition{Name: name, From: from * int64(time.Second), Max: m[2] == "max"}
-	if !p.Max {
-		to, err := strconv.ParseInt(m[2], 10, 64)
-		if err != nil || to > math.MaxInt64/int64(time.Second) || to <= from {
+	p := partition{Name: name, From: math.MinInt64, Min: m[1] == "min", Max: m[2] == "max"}
+	var ok bool
+	if !p.Min {
+		if p.From, ok = parseSeconds(m[1]); !ok {
 			return partition{}, false
 		}
-		p.To = to * int64(time.Second)
+	}
+	if !p.Max {
+		if p.To, ok = parseSeconds(m[2]); !ok || p.To <= p.From {
+			return partition{}, false
+		}
 	}
 	return p, true
+}
+
+// parseSeconds reads a bound of a partition's name, Unix seconds with "m"
+// for a minus sign, as Unix ns; false if it is not one or out of range.
+func parseSeconds(s string) (int64, bool) {
+	neg := s[0] == 'm'
+	if neg {
+		s = s[1:]
+	}
+	sec, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || sec > math.MaxInt64/int64(time.Second) {
+		return 0, false
+	}
+	if neg {
+		sec = -sec
+	}
+	return sec * int64(time.Second), true
+}
+
+// formatSeconds is the bound ns (a whole number of seconds) in a
+// partition's name.
+func formatSeconds(ns int64) string {
+	if ns < 0 {
+		return "m" + strconv.FormatInt(-ns/int64(time.Second), 10)
+	}
+	return strconv.FormatInt(ns/int64(time.Second), 10)
 }
 
 // newPartition returns the partition to create for ts, which none of
@@ -78,11 +108,20 @@ func newPartition(ts, now int64, parts []partition) partition {
 	if ts < now-partitionNear || ts > now+partitionNear {
 		width = partitionFarWidth
 	}
-	p := partition{From: ts - ts%width}
-	if p.From > math.MaxInt64-width {
-		p.Max = true
+	r := ts % width
+	if r < 0 {
+		r += width // the cell starts at ts-r, at or before ts
+	}
+	var p partition
+	if ts < math.MinInt64+width { // the first cell starts before math.MinInt64
+		p.From, p.Min, p.To = math.MinInt64, true, ts+(width-r)
 	} else {
-		p.To = p.From + width
+		p.From = ts - r
+		if p.From > math.MaxInt64-width {
+			p.Max = true
+		} else {
+			p.To = p.From + width
+		}
 	}
 	i, _ := slices.BinarySearchFunc(parts, ts, func(q partition, ts int64) int {
 		if q.From <= ts {
@@ -91,16 +130,19 @@ func newPartition(ts, now int64, parts []partition) partition {
 		return 1
 	})
 	if i > 0 && parts[i-1].To > p.From { // the one before ends inside the cell
-		p.From = parts[i-1].To
+		p.From, p.Min = parts[i-1].To, false
 	}
 	if i < len(parts) && (p.Max || parts[i].From < p.To) { // the one after starts inside it
 		p.To, p.Max = parts[i].From, false
 	}
-	to := "max"
-	if !p.Max {
-		to = strconv.FormatInt(p.To/int64(time.Second), 10)
+	from, to := "min", "max"
+	if !p.Min {
+		from = formatSeconds(p.From)
 	}
-	p.Name = "courier_messages_" + strconv.FormatInt(p.From/int64(time.Second), 10) + "_" + to
+	if !p.Max {
+		to = formatSeconds(p.To)
+	}
+	p.Name = "courier_messages_" + from + "_" + to
 	return p
 }
 
@@ -170,12 +212,15 @@ func createPartitions(ctx context.Context, tx pgx.Tx, ts []int64, now int64) ([]
 			continue
 		}
 		p := newPartition(t, now, parts)
-		to := "MAXVALUE"
+		from, to := "MINVALUE", "MAXVALUE"
+		if !p.Min {
+			from = strconv.FormatInt(p.From, 10)
+		}
 		if !p.Max {
 			to = strconv.FormatInt(p.To, 10)
 		}
 		stmt := "CREATE TABLE " + p.Name + " (LIKE courier_messages INCLUDING DEFAULTS INCLUDING STORAGE); " +
-			"ALTER TABLE courier_messages ATTACH PARTITION " + p.Name + " FOR VALUES FROM (" + strconv.FormatInt(p.From, 10) + ") TO (" + to + ")"
+			"ALTER TABLE courier_messages ATTACH PARTITION " + p.Name + " FOR VALUES FROM (" + from + ") TO (" + to + ")"
 		if _, err := tx.Exec(ctx, stmt); err != nil {
 			return nil, fmt.Errorf("archive: postgres: partition %s: %w", p.Name, err)
 		}

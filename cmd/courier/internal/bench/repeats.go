@@ -60,9 +60,15 @@ type Repeats struct {
 }
 
 // FindRepeats returns the repeats in rows of each macro scenario that has
-// at least MinRepeats of them, in the order of their first macro row.
+// at least MinRepeats of them, in the order of their first macro row, each
+// with its pairs in the order of K whatever the rows' order.
 func FindRepeats(rows []Row) []Repeats {
+	type pair struct {
+		k                     int
+		msg, cpu, unexplained float64
+	}
 	var out []Repeats
+	var pairs [][]pair // by out's index
 	index := map[string]int{}
 	for _, p := range BarePairs(rows) {
 		a, b := p[0], p[1]
@@ -75,16 +81,23 @@ func FindRepeats(rows []Row) []Repeats {
 			j = len(out)
 			index[macro] = j
 			out = append(out, Repeats{Macro: macro, Bare: "macro-bare" + strings.TrimPrefix(macro, "macro")})
+			pairs = append(pairs, nil)
 		}
-		r := &out[j]
 		unexplained := math.NaN()
 		if a.Budget != nil && b.Budget != nil {
 			unexplained = splitDifference(a.Budget, b.Budget).Unexplained
 		}
-		r.Ks = append(r.Ks, k)
-		r.MsgRatio = append(r.MsgRatio, a.MsgPerS/b.MsgPerS)
-		r.CPURatio = append(r.CPURatio, a.CPUNsPerMsg/b.CPUNsPerMsg)
-		r.Unexplained = append(r.Unexplained, unexplained)
+		pairs[j] = append(pairs[j], pair{k, a.MsgPerS / b.MsgPerS, a.CPUNsPerMsg / b.CPUNsPerMsg, unexplained})
+	}
+	for j := range out {
+		slices.SortStableFunc(pairs[j], func(x, y pair) int { return x.k - y.k })
+		r := &out[j]
+		for _, p := range pairs[j] {
+			r.Ks = append(r.Ks, p.k)
+			r.MsgRatio = append(r.MsgRatio, p.msg)
+			r.CPURatio = append(r.CPURatio, p.cpu)
+			r.Unexplained = append(r.Unexplained, p.unexplained)
+		}
 	}
 	return slices.DeleteFunc(out, func(r Repeats) bool { return len(r.Ks) < MinRepeats })
 }
