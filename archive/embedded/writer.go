@@ -60,8 +60,9 @@ func (a *Archive) timedCommit(batch []queue.Item) error {
 
 // commit stores batch: one index transaction, the new records written to
 // the segment with pwritev before the transaction commits. A row is
-// inserted unless its hash is stored (insertRow, insertRowAnyTime), so a duplicate, in the
-// archive or earlier in the batch, writes nothing.
+// inserted unless its hash is stored (insertRow; insertRowAnyTime for a
+// message without a timestamp), so a duplicate, in the archive or earlier
+// in the batch, writes nothing.
 func (a *Archive) commit(batch []queue.Item) (err error) {
 	start := time.Now()
 	defer func() { a.st.CommitTook(time.Since(start)) }()
