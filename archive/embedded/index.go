@@ -54,7 +54,7 @@ const (
 const insertRow = `INSERT INTO messages(hkey, hash, ts, pubsub_id, content_id, seg, off, len)
 	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
 	WHERE NOT EXISTS (SELECT 1 FROM messages INDEXED BY messages_part_hkey
-		WHERE ` + partExpr + ` = (?3 >> 44) AND hkey = ?1 AND hash = ?2)`
+		WHERE ` + partExpr + ` = (?3 >> ` + partShift + `) AND hkey = ?1 AND hash = ?2)`
 
 // insertRowAnyTime is insertRow for a message without a timestamp, stored
 // at its receive time (?3): a duplicate received earlier has another, so
@@ -76,9 +76,10 @@ var minTS, maxTS = strconv.FormatInt(math.MinInt64, 10), strconv.FormatInt(math.
 // first and the last. The last p may be past hi's partition or NULL.
 func partitions(lo, hi string) string {
 	return `WITH RECURSIVE parts(p) AS (
-		SELECT min(ts) >> 44 FROM messages WHERE ts >= ` + lo + `
+		SELECT min(ts) >> ` + partShift + ` FROM messages WHERE ts >= ` + lo + `
 		UNION ALL
-		SELECT (SELECT min(ts) FROM messages WHERE ts >= (p + 1) << 44) >> 44 FROM parts WHERE p < (` + hi + `) >> 44)
+		SELECT (SELECT min(ts) FROM messages WHERE ts >= (p + 1) << ` + partShift + `) >> ` + partShift + `
+		FROM parts WHERE p < (` + hi + `) >> ` + partShift + `)
 	`
 }
 

@@ -139,7 +139,7 @@ func hashSelect(q *archive.Query, contents []string) (string, []any) {
 	conds, args := filterConds(q, contents)
 	args = append([]any{lo, hi}, args...)
 	list := "(?" + strings.Repeat(",?", len(hashes)-1) + ")"
-	conds = append(conds, "(m.ts >> 44) IN (SELECT p FROM parts)", "m.hkey IN "+list, "m.hash IN "+list)
+	conds = append(conds, partExpr+" IN (SELECT p FROM parts)", "m.hkey IN "+list, "m.hash IN "+list)
 	for i := range hashes {
 		args = append(args, hkey(hashes[i][:]))
 	}

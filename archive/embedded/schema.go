@@ -83,8 +83,12 @@ var sqliteMigrations = []string{
 // (SQLite uses an index on an expression only for the same expression).
 // Partitions run from math.MinInt64 >> 44 to math.MaxInt64 >> 44: a
 // message's timestamp is positive, but one without is stored at its
-// receive time (archive.Config.Now), which may be before 1970.
-const partExpr = "(ts >> 44)"
+// receive time (archive.Config.Now), which may be before 1970. partShift
+// is its shift, which every statement that computes a partition uses.
+const (
+	partShift = "44"
+	partExpr  = "(ts >> " + partShift + ")"
+)
 
 // hkey is a hash's index key: its first 8 bytes as a big-endian integer
 // with the top bit flipped, so that SQLite's signed order of hkey is the
