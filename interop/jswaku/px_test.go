@@ -3,11 +3,13 @@
 package jswaku
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/couriernet/courier/node"
+	"github.com/couriernet/courier/peerexchange"
 )
 
 type pxResult struct {
@@ -31,23 +33,11 @@ func TestLightNodePeerExchange(t *testing.T) {
 	for _, o := range others {
 		ids = append(ids, o.Host().ID().String())
 	}
-	// The first node hands out what discv5 found: wait for both.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		found := 0
-		for _, p := range first.Host().Peerstore().Peers() {
-			if slices.Contains(ids, p.String()) {
-				found++
-			}
-		}
-		if found == len(ids) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("first node found %d of the others, stats %+v", found, first.PeerStats())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	// The first node hands out the peers its own discv5 found, which may
+	// come after the others have dialed it (and so after its peer store
+	// holds them): ask it by peer exchange until it hands out both.
+	waitExchangePool(t, first, others[0], ids)
+	before, _ := first.PeerExchangeStats()
 	var out pxResult
 	Run(t, "px.js", map[string]any{"addr": WebSocketAddr(t, first), "others": ids, "networkConfig": cluster0}, &out)
 	slices.Sort(out.Known)
@@ -59,7 +49,31 @@ func TestLightNodePeerExchange(t *testing.T) {
 	// it learns within the script's time; what it did is reported, not
 	// asserted.
 	t.Logf("light node learned %d peers by peer exchange and connected to %d of them", len(out.Known), len(out.Connected))
-	if srv, _ := first.PeerExchangeStats(); srv.Requests == 0 || srv.PeersSent < 2 {
-		t.Errorf("peer exchange server stats %+v", srv)
+	if srv, _ := first.PeerExchangeStats(); srv.Requests == before.Requests || srv.PeersSent < before.PeersSent+2 {
+		t.Errorf("peer exchange server stats %+v, before the light node %+v", srv, before)
+	}
+}
+
+// waitExchangePool asks server by peer exchange, from asker, until the
+// peers it hands out include every one of ids, for at most a minute.
+func waitExchangePool(t *testing.T, server, asker *node.Node, ids []string) {
+	t.Helper()
+	client := peerexchange.NewClient(asker.Host(), nil)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		got, err := client.Request(ctx, server.Host().ID(), peerexchange.MaxPeers)
+		cancel()
+		var handed []string
+		for _, p := range got {
+			handed = append(handed, p.ID.String())
+		}
+		if !slices.ContainsFunc(ids, func(id string) bool { return !slices.Contains(handed, id) }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first node hands out %q by peer exchange (%v), want %q; stats %+v", handed, err, ids, server.PeerStats())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
