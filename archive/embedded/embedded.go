@@ -144,6 +144,9 @@ type Archive struct {
 	// after it ends); no lock.
 	wdb        *sql.DB   // one connection: the writer's
 	wcon       *sql.Conn // that connection; the checkpoints that restart the WAL run on it too
+	begin      *sql.Stmt // BEGIN IMMEDIATE
+	commitTx   *sql.Stmt // COMMIT
+	rollback   *sql.Stmt // ROLLBACK
 	ins        *sql.Stmt // insertRow
 	insAnyTime *sql.Stmt // insertRowAnyTime
 	topicSel   *sql.Stmt

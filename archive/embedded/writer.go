@@ -67,14 +67,14 @@ func (a *Archive) commit(batch []queue.Item) (err error) {
 	start := time.Now()
 	defer func() { a.st.CommitTook(time.Since(start)) }()
 	ctx := context.Background()
-	if _, err = a.wcon.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err = a.begin.ExecContext(ctx); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}
 	var inserts, dups, bytes uint64
 	var last int64 // id of the last row inserted
 	defer func() {
 		if err != nil {
-			a.wcon.ExecContext(ctx, "ROLLBACK")
+			a.rollback.ExecContext(ctx)
 			a.end = a.commitEnd
 			clear(a.topics) // the ids of topics added in the transaction are gone
 			return
@@ -150,7 +150,7 @@ func (a *Archive) commit(batch []queue.Item) (err error) {
 		}
 	}
 	clear(a.iov)
-	if _, err = a.wcon.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err = a.commitTx.ExecContext(ctx); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}
 	if inserts > 0 {
