@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +50,8 @@ func partitions(t *testing.T, url string) []string {
 // TestPostgresMigratesV1: a database at schema version 1 opens at this
 // build's version with every message (hash, timestamp, topics, bytes),
 // now in partitions by hour (and one year-long partition for a timestamp
-// far in the past), with every hash in courier_hashes; queries of each
+// far in the past), with every hash in courier_hashes, whose key carries
+// the timestamps (version 3); queries of each
 // form find them, and a message stored before is a duplicate after.
 func TestPostgresMigratesV1(t *testing.T) {
 	url := pgtest.DB(t)
@@ -79,8 +81,12 @@ func TestPostgresMigratesV1(t *testing.T) {
 	}
 	defer a.Close()
 	var v, hashes int
-	if err := c.QueryRow(ctx, "SELECT (SELECT version FROM courier_schema), (SELECT count(*) FROM courier_hashes)").Scan(&v, &hashes); err != nil || v != 2 || hashes != 60 {
-		t.Fatalf("version %d, %d hashes, %v; want 2, 60", v, hashes, err)
+	if err := c.QueryRow(ctx, "SELECT (SELECT version FROM courier_schema), (SELECT count(*) FROM courier_hashes)").Scan(&v, &hashes); err != nil || v != 3 || hashes != 60 {
+		t.Fatalf("version %d, %d hashes, %v; want 3, 60", v, hashes, err)
+	}
+	var keyDef string
+	if err := c.QueryRow(ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = 'courier_hashes_pkey'").Scan(&keyDef); err != nil || !strings.HasSuffix(keyDef, "(hash) INCLUDE (ts)") {
+		t.Fatalf("courier_hashes' key %q, %v; want it on hash, including ts", keyDef, err)
 	}
 	parts := partitions(t, url)
 	if len(parts) != 9 || parts[0] != "courier_messages_0_31536000" { // 8 hours and 1970

@@ -24,6 +24,7 @@ type planNode struct {
 	Relation        string     `json:"Relation Name"`
 	SubplansRemoved int        `json:"Subplans Removed"`
 	ActualLoops     int        `json:"Actual Loops"`
+	HeapFetches     *int       `json:"Heap Fetches"`
 	Plans           []planNode `json:"Plans"`
 }
 
@@ -192,6 +193,51 @@ func TestHashLookupOnePartitionEach(t *testing.T) {
 	for i, m := range res.Messages {
 		if m.Hash != hashes[i] {
 			t.Errorf("message %d: %x, want %x", i, m.Hash, hashes[i])
+		}
+	}
+}
+
+// TestHashTimesFromIndexAlone: a hash lookup and a cursor read each hash's
+// timestamp from courier_hashes' key (schema version 3), with no heap page
+// of courier_hashes once VACUUM has marked its pages all-visible. Beside
+// the archive's 12 messages courier_hashes gets 200,000 hashes of none (an
+// archive's size, for the planner's costs: a table of a few pages it reads
+// whole).
+func TestHashTimesFromIndexAlone(t *testing.T) {
+	const hours, perHour = 3, 4
+	p, envs := hourlyArchive(t, hours, perHour)
+	for _, stmt := range []string{
+		"INSERT INTO courier_hashes (hash, ts) SELECT sha256(int8send(i)), i FROM generate_series(1, 200000) i",
+		"VACUUM (ANALYZE) courier_hashes",
+	} {
+		if _, err := p.pool.Exec(context.Background(), stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel := plan.Selection{Query: archive.Query{Hashes: []message.Hash{envs[0].Hash(), envs[5].Hash(), envs[11].Hash()}}, Limit: 20}
+	lookup, lookupArgs := hashStatement(&sel)
+	cursor := envs[5].Hash()
+	for _, c := range []struct {
+		name, stmt string
+		args       []any
+	}{
+		{"hash lookup", lookup, lookupArgs},
+		{"cursor", cursorTime, []any{cursor[:]}},
+	} {
+		root := explainPrepared(t, p, c.stmt, c.args)
+		var scans []string
+		root.walk(func(n *planNode) {
+			if n.Relation != "courier_hashes" {
+				return
+			}
+			fetches := -1
+			if n.HeapFetches != nil {
+				fetches = *n.HeapFetches
+			}
+			scans = append(scans, fmt.Sprintf("%s, %d heap fetches", n.NodeType, fetches))
+		})
+		if len(scans) != 1 || scans[0] != "Index Only Scan, 0 heap fetches" {
+			t.Errorf("%s: courier_hashes read by %q, want one index-only scan with no heap fetch", c.name, scans)
 		}
 	}
 }

@@ -180,7 +180,7 @@ func Open(ctx context.Context, url string, cfg archive.Config, opts Options) (*A
 }
 
 func (p *Archive) start(ctx context.Context) error {
-	if err := migratePostgres(ctx, p.pool, !p.cfg.NoMigration); err != nil {
+	if err := migratePostgres(ctx, p.pool, !p.cfg.NoMigration, p.cfg.Logger); err != nil {
 		return err
 	}
 	if p.cfg.Vacuum {

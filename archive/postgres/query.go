@@ -43,9 +43,13 @@ func (p *Archive) Query(ctx context.Context, q archive.Query) (*archive.Result, 
 // bytes in the same rows. Its caller holds readMu.
 type source Archive
 
+// cursorTime reads the timestamp of the stored message whose hash is $1
+// (bytea, 32 bytes) from courier_hashes' key alone.
+const cursorTime = "SELECT ts FROM courier_hashes WHERE hash = $1"
+
 // CursorTime implements plan.Source.
 func (s *source) CursorTime(ctx context.Context, c *plan.Cursor) error {
-	err := s.pool.QueryRow(ctx, "SELECT ts FROM courier_hashes WHERE hash = $1", c.Hash[:]).Scan(&c.TS)
+	err := s.pool.QueryRow(ctx, cursorTime, c.Hash[:]).Scan(&c.TS)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return archive.ErrUnknownCursor
 	}
