@@ -36,7 +36,8 @@
 // a partition each (partitions.go). courier_hashes holds every message's
 // hash and timestamp, keyed by hash, its key's index carrying the
 // timestamp (INCLUDE, schema version 3, so that finding it reads no heap
-// page of courier_hashes): it keeps a hash stored once in the
+// page of courier_hashes for a row on a page VACUUM marked all-visible):
+// it keeps a hash stored once in the
 // whole table (a partitioned table can only be unique within each
 // partition) and finds a cursor's or a hash lookup's partition (nwaku's
 // messages_lookup): a hash lookup is one statement that joins the two,

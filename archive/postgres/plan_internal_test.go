@@ -198,8 +198,10 @@ func TestHashLookupOnePartitionEach(t *testing.T) {
 }
 
 // TestHashTimesFromIndexAlone: a hash lookup and a cursor read each hash's
-// timestamp from courier_hashes' key (schema version 3), with no heap page
-// of courier_hashes once VACUUM has marked its pages all-visible. Beside
+// timestamp from courier_hashes' key (schema version 3), by an index-only
+// scan. (Its heap fetches, 0 once VACUUM has marked the pages all-visible,
+// are not asserted: a snapshot that another session of the database holds,
+// such as an autovacuum worker's, keeps VACUUM from marking them.) Beside
 // the archive's 12 messages courier_hashes gets 200,000 hashes of none (an
 // archive's size, for the planner's costs: a table of a few pages it reads
 // whole).
@@ -236,8 +238,8 @@ func TestHashTimesFromIndexAlone(t *testing.T) {
 			}
 			scans = append(scans, fmt.Sprintf("%s, %d heap fetches", n.NodeType, fetches))
 		})
-		if len(scans) != 1 || scans[0] != "Index Only Scan, 0 heap fetches" {
-			t.Errorf("%s: courier_hashes read by %q, want one index-only scan with no heap fetch", c.name, scans)
+		if len(scans) != 1 || !strings.HasPrefix(scans[0], "Index Only Scan,") {
+			t.Errorf("%s: courier_hashes read by %q, want one index-only scan", c.name, scans)
 		}
 	}
 }

