@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -155,37 +154,24 @@ func migrateSQLite(ctx context.Context, conn *sql.Conn, apply bool, log *slog.Lo
 	if _, err := conn.ExecContext(ctx, "PRAGMA page_size=1024; PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0"); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}
-	for v := have; v < len(sqliteMigrations); v++ {
-		if have > 0 {
-			log.Info("archive: index: migrating", "from", v, "to", v+1)
-		}
-		start := time.Now()
-		err := func() (err error) {
-			if _, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-				return err
-			}
-			defer func() {
-				if err != nil {
-					conn.ExecContext(context.Background(), "ROLLBACK")
-				}
-			}()
-			if _, err = conn.ExecContext(ctx, sqliteMigrations[v]); err != nil {
-				return err
-			}
-			if _, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
-				return err
-			}
-			_, err = conn.ExecContext(ctx, "COMMIT")
+	return driver.Migrate(log, "index", have, len(sqliteMigrations), func(v int) (err error) {
+		if _, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 			return err
+		}
+		defer func() {
+			if err != nil {
+				conn.ExecContext(context.Background(), "ROLLBACK")
+			}
 		}()
-		if err != nil {
-			return fmt.Errorf("%w: migration to version %d: %v", archive.ErrSchema, v+1, err)
+		if _, err = conn.ExecContext(ctx, sqliteMigrations[v]); err != nil {
+			return err
 		}
-		if have > 0 {
-			log.Info("archive: index: migrated", "to", v+1, "took", time.Since(start).Round(time.Millisecond))
+		if _, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+			return err
 		}
-	}
-	return nil
+		_, err = conn.ExecContext(ctx, "COMMIT")
+		return err
+	})
 }
 
 // refuseNwakuSQLite returns archive.ErrNwakuDatabase when the SQLite file at path

@@ -133,12 +133,8 @@ func migratePostgres(ctx context.Context, pool *pgxpool.Pool, apply bool, log *s
 	if err := driver.CheckVersion(have, len(pgMigrations), apply); err != nil {
 		return err
 	}
-	for v := have; v < len(pgMigrations); v++ {
-		if have > 0 {
-			log.Info("archive: postgres: migrating", "from", v, "to", v+1)
-		}
-		start := time.Now()
-		err := pgx.BeginFunc(ctx, conn.Conn(), func(tx pgx.Tx) error {
+	return driver.Migrate(log, "postgres", have, len(pgMigrations), func(v int) error {
+		return pgx.BeginFunc(ctx, conn.Conn(), func(tx pgx.Tx) error {
 			if v == 0 {
 				if _, err := tx.Exec(ctx, "CREATE TABLE courier_schema (version integer NOT NULL); INSERT INTO courier_schema VALUES (0)"); err != nil {
 					return err
@@ -150,14 +146,7 @@ func migratePostgres(ctx context.Context, pool *pgxpool.Pool, apply bool, log *s
 			_, err := tx.Exec(ctx, "UPDATE courier_schema SET version = $1", v+1)
 			return err
 		})
-		if err != nil {
-			return fmt.Errorf("%w: migration to version %d: %v", archive.ErrSchema, v+1, err)
-		}
-		if have > 0 {
-			log.Info("archive: postgres: migrated", "to", v+1, "took", time.Since(start).Round(time.Millisecond))
-		}
-	}
-	return nil
+	})
 }
 
 // pgRefuseNwaku returns archive.ErrNwakuDatabase when the current schema holds

@@ -1,7 +1,8 @@
 // Package driver holds what the archive's drivers (archive/embedded and
 // archive/postgres) share besides the write queue and the query planner:
 // the common settings with their defaults, the counters behind
-// archive.Stats, the retention loop and the schema version check.
+// archive.Stats, the retention loop, the schema version check and the
+// migration loop.
 package driver
 
 import (
@@ -66,6 +67,27 @@ func CheckVersion(have, want int, apply bool) error {
 		return fmt.Errorf("%w: the database has schema version %d, newer than this build's %d", archive.ErrSchema, have, want)
 	case have < want && !apply:
 		return fmt.Errorf("%w: the database has schema version %d, this build needs %d, and migrations are off (--store-message-db-migration=false)", archive.ErrSchema, have, want)
+	}
+	return nil
+}
+
+// Migrate brings a database from schema version have to want, calling
+// step(v) to take it from v to v+1. When the database held a schema
+// already (have > 0), each step is logged to log ("archive: <what>:
+// migrating", then "migrated" with how long it took). It stops at the
+// first step that fails; the error wraps archive.ErrSchema.
+func Migrate(log *slog.Logger, what string, have, want int, step func(v int) error) error {
+	for v := have; v < want; v++ {
+		if have > 0 {
+			log.Info("archive: "+what+": migrating", "from", v, "to", v+1)
+		}
+		start := time.Now()
+		if err := step(v); err != nil {
+			return fmt.Errorf("%w: migration to version %d: %v", archive.ErrSchema, v+1, err)
+		}
+		if have > 0 {
+			log.Info("archive: "+what+": migrated", "to", v+1, "took", time.Since(start).Round(time.Millisecond))
+		}
 	}
 	return nil
 }
