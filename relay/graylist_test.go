@@ -26,7 +26,11 @@ import (
 // (the 35 on the joined topic), so every message it sent on that topic
 // is counted exactly once, under one reason. An honest peer's message, sent after, is
 // delivered and not counted. The heartbeat is long so that the bad peer
-// is not disconnected (at the heartbeat) before its RPCs are read.
+// is not disconnected (at the heartbeat) before its RPCs are read. Then
+// the score inspection is run by hand with both peers above the threshold,
+// as after a decay: the bad peer, whose RPCs were refused since the last
+// inspection, is disconnected, the honest one is not; a second inspection
+// with the bad peer back in finds nothing refused and leaves it.
 func TestGraylistedDropsCounted(t *testing.T) {
 	params := NwakuGossipSubParams()
 	params.HeartbeatInterval = time.Minute
@@ -115,14 +119,35 @@ func TestGraylistedDropsCounted(t *testing.T) {
 		t.Errorf("drops %v after %d probes; want %d invalid, 36 graylisted_peer and no other", st.Drops, probes, 20+probes-1)
 	}
 	if ha.Network().Connectedness(hx.ID()) != network.Connected {
-		t.Error("the bad peer was disconnected before the heartbeat")
+		t.Fatal("the bad peer was disconnected before the heartbeat")
+	}
+
+	above := map[peer.ID]float64{hx.ID(): graylistThreshold / 4, hb.ID(): graylistThreshold / 4}
+	r.inspectScores(above)
+	if ha.Network().Connectedness(hx.ID()) == network.Connected {
+		t.Error("the peer whose RPCs were refused as graylisted is still connected after the inspection")
+	}
+	if ha.Network().Connectedness(hb.ID()) != network.Connected {
+		t.Error("the honest peer was disconnected")
+	}
+	if n := r.Stats().BadPeerDisconnects; n != 1 {
+		t.Errorf("%d bad-peer disconnects, want 1", n)
+	}
+	testwait.Until(t, "the bad peer connected again", func() bool {
+		hx.Connect(ctx, peer.AddrInfo{ID: ha.ID(), Addrs: ha.Addrs()})
+		return ha.Network().Connectedness(hx.ID()) == network.Connected
+	})
+	r.inspectScores(above)
+	if ha.Network().Connectedness(hx.ID()) != network.Connected || r.Stats().BadPeerDisconnects != 1 {
+		t.Error("a second inspection disconnected the peer again, with no RPC refused since the first")
 	}
 }
 
 // TestGraylistCounterAccepted: the messages of an RPC that gossipsub takes
 // in (its first message on a joined topic gets its id computed, or is
 // rejected with a tracer event) are never counted, nor are messages on
-// topics not joined.
+// topics not joined; the sender of the refused RPC, named by the RPC
+// inspector just before, is kept with its count until takeRefused.
 func TestGraylistCounterAccepted(t *testing.T) {
 	var c counters
 	g := newGraylistCounter(&c)
@@ -134,24 +159,40 @@ func TestGraylistCounterAccepted(t *testing.T) {
 		}
 		return out
 	}
+	recv := func(from peer.ID, r *pubsub.RPC) {
+		g.inspectRPC(from, r)
+		g.RecvRPC(r)
+	}
 	accepted := rpc("b", "a", "a")
-	g.RecvRPC(accepted)
+	recv("honest", accepted)
 	g.seen(accepted.Publish[1]) // gossipsub computes the id of the first message on "a"
 	rejected := rpc("a", "a")
-	g.RecvRPC(rejected)
+	recv("honest", rejected)
 	g.RejectMessage(&pubsub.Message{Message: rejected.Publish[0]}, pubsub.RejectBlacklstedPeer)
-	g.RecvRPC(rpc("b", "b")) // nothing on a joined topic
+	recv("other", rpc("b", "b")) // nothing on a joined topic
 	ignored := rpc("a", "b", "a", "a")
-	g.RecvRPC(ignored)
-	g.seen(&pb.Message{}) // another message's id, not this RPC's
+	recv("bad", ignored)
+	g.seen(&pb.Message{})        // another message's id, not this RPC's
+	g.inspectRPC("other", rpc()) // an RPC RecvRPC is not told of: it names no sender
 	g.RecvRPC(rpc())
 	if n := c.drops[DropGraylisted].Load(); n != 3 {
 		t.Errorf("counted %d graylisted drops, want the 3 on topic a of the ignored RPC", n)
 	}
+	g.RecvRPC(rpc("a"))
+	g.RecvRPC(rpc())
+	if n := c.drops[DropGraylisted].Load(); n != 4 {
+		t.Errorf("counted %d graylisted drops, want 4 with the RPC of no known sender", n)
+	}
+	if got := g.takeRefused(); len(got) != 1 || got["bad"] != 3 {
+		t.Errorf("refused senders %v, want bad with 3 messages", got)
+	}
+	if got := g.takeRefused(); len(got) != 0 {
+		t.Errorf("refused senders after takeRefused %v, want none", got)
+	}
 	g.Leave("a")
 	g.RecvRPC(rpc("a"))
 	g.RecvRPC(rpc())
-	if n := c.drops[DropGraylisted].Load(); n != 3 {
-		t.Errorf("a topic left: counted %d, want still 3", n)
+	if n := c.drops[DropGraylisted].Load(); n != 4 {
+		t.Errorf("a topic left: counted %d, want still 4", n)
 	}
 }

@@ -101,17 +101,23 @@ func (s *scoreBoard) set(scores map[peer.ID]float64) {
 // nwaku does (waku_relay/protocol.nim sets disconnectBadPeers; nim-libp2p
 // gossipsub disconnects such peers in its heartbeat): go-libp2p-pubsub
 // alone only ignores their RPCs, so a flooding peer would stay connected.
-// The peer may dial again; its score is kept for RetainScore, so it is
-// cut again at the next heartbeat.
+// It closes as well the connection of every peer whose RPCs gossipsub
+// refused as graylisted since the last inspection (graylistCounter): its
+// score was below the threshold then, and a decay (every 12 s, halving
+// its invalid messages) can lift it back above before this inspection
+// sees it, where nim-libp2p refuses RPCs and disconnects on the same
+// heartbeat's score. The peer may dial again; its score is kept for
+// RetainScore, so it is cut again once it is below the threshold.
 func (r *Relay) inspectScores(scores map[peer.ID]float64) {
 	r.scores.set(scores)
+	refused := r.gray.takeRefused()
 	for p, score := range scores {
-		if score >= graylistThreshold || r.host.Network().Connectedness(p) != network.Connected {
+		if score >= graylistThreshold && refused[p] == 0 || r.host.Network().Connectedness(p) != network.Connected {
 			continue
 		}
 		r.c.badPeers.Add(1)
 		r.cfg.Logger.Info("disconnecting peer below the gossipsub graylist threshold",
-			"peer", p, "score", score, "threshold", graylistThreshold)
+			"peer", p, "score", score, "threshold", graylistThreshold, "graylisted_messages", refused[p])
 		if err := r.host.Network().ClosePeer(p); err != nil {
 			r.cfg.Logger.Debug("closing bad peer", "peer", p, "err", err)
 		}

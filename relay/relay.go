@@ -91,6 +91,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(r.inspectScores), cfg.GossipSub.HeartbeatInterval),
 		pubsub.WithRawTracer(tracer{c: &r.c}),
 		pubsub.WithRawTracer(r.gray),
+		pubsub.WithAppSpecificRpcInspector(r.gray.inspectRPC),
 		pubsub.WithRawTracer(r.mesh),
 		pubsub.WithRawTracer(r.traffic),
 		pubsub.WithRawTracer(r.pubsub),

@@ -246,9 +246,6 @@ func TestFaultsRLNFlood(t *testing.T) {
 		disconnect = fr.cutAfter.Round(10 * time.Millisecond).String()
 	}
 	minScore, logged := lowestScore(b, peer.ID().String())
-	if minScore > -10000 || !logged {
-		t.Errorf("b's lowest score for the flooder %.0f (disconnect logged: %v), want below the graylist threshold -10000 and a disconnect for it", minScore, logged)
-	}
 
 	// What b counted.
 	honest := h.Count()
@@ -289,6 +286,13 @@ func TestFaultsRLNFlood(t *testing.T) {
 		t.Errorf("b: waku_rln_spam_messages_total_total = %v, courier_rln_messages_total spam and duplicate %v; want both %v, the flooder's messages validated and not accepted, at least 11", got, spam, want)
 	}
 	graylisted := mb[`courier_drops_total{reason="graylisted_peer"}`]
+	// gossipsub refuses a peer's RPCs only while its score is below the
+	// graylist threshold, so graylisted drops show it was there even when
+	// a decay (every 12 s) lifted it back above before the heartbeat that
+	// disconnected it.
+	if !logged || minScore > -10000 && graylisted == 0 {
+		t.Errorf("b's lowest score for the flooder %.0f, %v of its messages refused as graylisted (disconnect logged: %v); want below the graylist threshold -10000, or messages refused for it, and a disconnect for it", minScore, graylisted, logged)
+	}
 	queueFull := mb[`courier_drops_total{reason="validation_queue_full"}`] + mb[`courier_drops_total{reason="validation_throttled"}`]
 	counted := int(validated) - honest + int(graylisted) + int(queueFull)
 	if counted > fr.sent || counted < len(flood) {
