@@ -51,6 +51,15 @@ func NewEnvelopeWithHash(msg *Message, pubsubTopic string, wire []byte, h Hash) 
 	return e
 }
 
+// NewEnvelopeWithHashAndProof is NewEnvelopeWithProof for a message whose
+// hash is already known, computed with its message id (HashAndID): it
+// never hashes. h must be msg's hash on pubsubTopic; proof may be nil.
+func NewEnvelopeWithHashAndProof(msg *Message, pubsubTopic string, wire []byte, proof *rln.RateLimitProof, h Hash) *Envelope {
+	e := NewEnvelopeWithHash(msg, pubsubTopic, wire, h)
+	e.proof = proof
+	return e
+}
+
 // Message returns the decoded message. It must not be modified.
 func (e *Envelope) Message() *Message { return e.msg }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"hash"
 	"sync"
+
+	"github.com/couriernet/courier/message/internal/sha256x2"
 )
 
 // Hash is the deterministic message hash of 14/WAKU2-MESSAGE: 32 bytes of
@@ -50,3 +52,32 @@ func (m *Message) Hash(pubsubTopic string, c *Counters) Hash {
 	c.HashedBytes.Add(uint64(len(pubsubTopic) + len(m.Payload) + len(m.ContentTopic) + len(m.Meta) + 8))
 	return out
 }
+
+// HashAndID computes m's deterministic hash on pubsubTopic, as Hash does,
+// and sha256(wire), gossipsub's message id of the encoded WakuMessage wire
+// (11/WAKU2-RELAY; nwaku waku_relay/message_id.nim), in one pass over both
+// (sha256x2): for a payload of 65 kB about 1.35 times the CPU of one of
+// them where the two apart take 2. wire is only read. It counts one hash
+// and the bytes it fed in c (nil: not counted), as Hash does; the message
+// id is the caller's to count.
+func (m *Message) HashAndID(pubsubTopic string, wire []byte, c *Counters) (h Hash, id [sha256.Size]byte) {
+	c = c.orDiscard()
+	s := pairPool.Get().(*pairInput)
+	binary.BigEndian.PutUint64(s.ts[:], uint64(m.Timestamp))
+	s.pieces = [5][]byte{aliasBytes(pubsubTopic), m.Payload, aliasBytes(m.ContentTopic), m.Meta, s.ts[:]}
+	id, h = sha256x2.Sum(wire, s.pieces[:])
+	s.pieces = [5][]byte{}
+	pairPool.Put(s)
+	c.Hashes.Add(1)
+	c.HashedBytes.Add(uint64(len(pubsubTopic) + len(m.Payload) + len(m.ContentTopic) + len(m.Meta) + 8))
+	return h, id
+}
+
+// pairInput is HashAndID's pooled scratch: the hash's inputs in order and
+// the timestamp's 8 bytes.
+type pairInput struct {
+	pieces [5][]byte
+	ts     [8]byte
+}
+
+var pairPool = sync.Pool{New: func() any { return new(pairInput) }}

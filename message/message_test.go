@@ -276,3 +276,35 @@ func TestEncodeReserve(t *testing.T) {
 		}
 	}
 }
+
+// TestHashAndID: HashAndID gives Hash's deterministic hash and
+// sha256(wire) for the spec's vectors (too short to pair) and for
+// payloads long enough to pair, with pubsub topics that leave the payload
+// anywhere in a block, and counts one hash.
+func TestHashAndID(t *testing.T) {
+	const ts = int64(0x175789bfa23f8400)
+	payload := make([]byte, 150_000)
+	for i := range payload {
+		payload[i] = byte(i*31 + i>>8)
+	}
+	for _, n := range []int{12, 1023, 4096, 65_000, 150_000} {
+		for _, topic := range []string{"/waku/2/rs/0/0", "/waku/2/default-waku/proto", "/waku/2/rs/16/1023-with-a-long-name-of-64-bytes-xxxxxxxxxxxxxxxxxxxx"} {
+			m := &message.Message{Payload: payload[:n], ContentTopic: "/app/1/chat/proto", Timestamp: ts + int64(n), Meta: []byte("super-secret")}
+			wire := m.Encode(nil)
+			var c message.Counters
+			h, id := m.HashAndID(topic, wire, &c)
+			if h != m.Hash(topic, nil) || id != sha256.Sum256(wire) {
+				t.Errorf("payload %d, topic %q: HashAndID = %s, %x; want %s, %x", n, topic, h, id, m.Hash(topic, nil), sha256.Sum256(wire))
+			}
+			s := c.Snapshot()
+			if s.Hashes != 1 || s.HashedBytes != uint64(len(topic)+n+len(m.ContentTopic)+len(m.Meta)+8) {
+				t.Errorf("payload %d: counters %+v, want 1 hash of the hash's input", n, s)
+			}
+		}
+	}
+	m := &message.Message{Payload: payload[:65_000], ContentTopic: "/app/1/chat/proto"}
+	wire := m.Encode(nil)
+	if a := testing.AllocsPerRun(100, func() { m.HashAndID("/waku/2/rs/0/0", wire, nil) }); a != 0 && !raceEnabled {
+		t.Errorf("HashAndID allocates %v objects, want 0", a)
+	}
+}
