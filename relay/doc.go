@@ -4,8 +4,11 @@
 // # Receive path
 //
 //	gossipsub RPC -> message id = sha256(data)            (pubsub, counted)
-//	  -> topic validator: message.Decode(data) once (aliases data), Reject
-//	     rules, deterministic hash once -> *message.Envelope stored in
+//	     on a message's first sight (2 kB and more): message.Decode(data)
+//	     and the deterministic hash with the id, in one pass (earlyDecode)
+//	  -> topic validator: message.Decode(data) once (aliases data) unless
+//	     done with the id, Reject rules, deterministic hash once (unless
+//	     done with the id) -> *message.Envelope stored in
 //	     pubsub.Message.ValidatorData
 //	  -> gossipsub forwards the original bytes (no re-encode)
 //	  -> subscription loop -> Dispatcher: the same *Envelope to the archive

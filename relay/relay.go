@@ -44,6 +44,7 @@ type Relay struct {
 	pubsub  *pubsubCounts
 	scores  scoreBoard
 	gray    *graylistCounter
+	early   *earlyDecode
 
 	mu     sync.Mutex
 	topics map[string]*topicState
@@ -73,6 +74,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Relay{cfg: cfg, host: h, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic(), pubsub: newPubsubCounts()}
 	r.gray = newGraylistCounter(&r.c)
+	r.early = newEarlyDecode(cfg.Counters, cfg.ValidateQueueSize+earlySlack)
 	r.disp = &dispatcher{ctx: ctx, archive: cfg.Archive, archiveDone: cfg.ArchiveDone, queueLen: cfg.HandlerQueueSize, c: &r.c}
 	score, thresholds := nwakuPeerScore()
 	ps, err := pubsub.NewGossipSub(ctx, h,
@@ -91,6 +93,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(r.inspectScores), cfg.GossipSub.HeartbeatInterval),
 		pubsub.WithRawTracer(tracer{c: &r.c}),
 		pubsub.WithRawTracer(r.gray),
+		pubsub.WithRawTracer(r.early),
 		pubsub.WithAppSpecificRpcInspector(r.gray.inspectRPC),
 		pubsub.WithRawTracer(r.mesh),
 		pubsub.WithRawTracer(r.traffic),
@@ -126,9 +129,17 @@ func features(feat pubsub.GossipSubFeature, proto protocol.ID) bool {
 func (r *Relay) messageID(m *pb.Message) string {
 	r.c.msgIDHashes.Add(1)
 	r.gray.seen(m)
+	if id, ok := r.early.id(m); ok {
+		return string(id[:])
+	}
 	sum := sha256.Sum256(m.Data)
 	return string(sum[:])
 }
+
+// earlySlack is how many more decoded messages earlyDecode keeps than the
+// validation queue holds: those the validation goroutines have taken off
+// the queue but not yet asked for.
+const earlySlack = 64
 
 // Counters returns the node's decode and hash counters.
 func (r *Relay) Counters() *message.Counters { return r.cfg.Counters }
@@ -198,6 +209,13 @@ const peerRecheck = 50 * time.Millisecond
 // forwarded it is not penalised.
 func (r *Relay) validateBytes(pubsubTopic string, data []byte) (*message.Envelope, pubsub.ValidationResult) {
 	m, err := message.Decode(data, r.cfg.Counters)
+	return r.validateDecoded(pubsubTopic, data, m, err, nil)
+}
+
+// validateDecoded is validateBytes after the decode of data, which gave m
+// or err; hash is m's deterministic hash when it is already known
+// (earlyDecode), nil when the envelope is to compute it.
+func (r *Relay) validateDecoded(pubsubTopic string, data []byte, m *message.Message, err error, hash *message.Hash) (*message.Envelope, pubsub.ValidationResult) {
 	if err != nil {
 		r.c.drop(DropInvalid)
 		return nil, pubsub.ValidationReject
@@ -218,6 +236,9 @@ func (r *Relay) validateBytes(pubsubTopic string, data []byte) (*message.Envelop
 			return nil, res
 		}
 		proof = p
+	}
+	if hash != nil {
+		return message.NewEnvelopeWithHashAndProof(m, pubsubTopic, data, proof, *hash), pubsub.ValidationAccept
 	}
 	env := message.NewEnvelopeWithProof(m, pubsubTopic, data, r.cfg.Counters, proof)
 	env.Hash() // once, here: every consumer of a relayed message needs it
@@ -256,7 +277,13 @@ func (r *Relay) validator(pubsubTopic string, c *topicCounters) pubsub.Validator
 		if _, ok := msg.ValidatorData.(*message.Envelope); ok {
 			return pubsub.ValidationAccept // a local publish, already encoded and hashed
 		}
-		env, res := r.validateBytes(pubsubTopic, msg.Data)
+		var env *message.Envelope
+		var res pubsub.ValidationResult
+		if d, ok := r.early.take(msg.Message); ok {
+			env, res = r.validateDecoded(pubsubTopic, msg.Data, d.msg, d.err, &d.hash)
+		} else {
+			env, res = r.validateBytes(pubsubTopic, msg.Data)
+		}
 		if env != nil {
 			msg.ValidatorData = env
 			c.payload(len(env.Message().Payload))
@@ -538,7 +565,7 @@ func (r *Relay) publish(ctx context.Context, pubsubTopic string, msg *message.Me
 		return nil, err
 	}
 	env := message.NewEnvelope(shared, pubsubTopic, wire, r.cfg.Counters)
-	if err := ts.topic.Publish(ctx, wire, pubsub.WithValidatorData(env)); err != nil {
+	if err := r.publishLocal(ctx, ts, env); err != nil {
 		return nil, fmt.Errorf("relay: publish on %q: %w", pubsubTopic, err)
 	}
 	return env, nil
@@ -560,10 +587,18 @@ func (r *Relay) PublishEnvelope(ctx context.Context, env *message.Envelope) (int
 		return 0, err
 	}
 	peers := len(ts.topic.ListPeers())
-	if err := ts.topic.Publish(ctx, env.Wire(), pubsub.WithValidatorData(env)); err != nil {
+	if err := r.publishLocal(ctx, ts, env); err != nil {
 		return 0, fmt.Errorf("relay: publish on %q: %w", env.PubsubTopic(), err)
 	}
 	return peers, nil
+}
+
+// publishLocal has gossipsub publish env.Wire() with env as its validator
+// data; its message id is computed the usual way (earlyDecode.markLocal).
+func (r *Relay) publishLocal(ctx context.Context, ts *topicState, env *message.Envelope) error {
+	r.early.markLocal(env.Wire())
+	defer r.early.unmarkLocal(env.Wire())
+	return ts.topic.Publish(ctx, env.Wire(), pubsub.WithValidatorData(env))
 }
 
 // joinedOrFollowed returns pubsubTopic's state, joining the topic when a

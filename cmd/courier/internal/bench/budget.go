@@ -33,6 +33,7 @@ const (
 	StageStackB                 // node B's libp2p stack
 	StageMsgID                  // gossipsub's message-id SHA-256, both nodes
 	StageHash                   // the deterministic hash (14/WAKU2-MESSAGE)
+	StagePaired                 // node B's msg-id and deterministic hash in one pass (message.HashAndID)
 	StageDecode                 // the WakuMessage decode
 	StageRelay                  // the relay's validator rules, envelope and dispatcher
 	StageHandlers               // application handlers and the harness's bookkeeping
@@ -51,7 +52,7 @@ const (
 
 var stageNames = [numStages]string{
 	"publisher: encode and fill", "node A: libp2p stack", "node B: libp2p stack", "msg-id SHA-256 (both nodes)",
-	"deterministic hash", "decode", "relay: validator rules, dispatch",
+	"deterministic hash", "msg-id + deterministic hash, one pass", "decode", "relay: validator rules, dispatch",
 	"handlers and harness", "archive: Append and queue", "archive: CRC-32C", "archive writer: SQLite",
 	"archive writer: segment write", "archive writer: other", "archive: fsync rounds",
 	"GC", "runtime: scheduler, timers, netpoll", "profiler", "rest",
@@ -116,7 +117,8 @@ func asNode(ctx context.Context, name string, f func()) {
 // assist counts as GC wherever it runs); otherwise a fine stage (a named
 // function of the message path, the profiler) wins wherever it is on the
 // stack, the one nearest the root when there are several (SQLite under an
-// fsync round is the round's); otherwise the frame nearest the leaf that
+// fsync round is the round's) but for the paired hashes, which keep their
+// samples from the msg-id that calls them; otherwise the frame nearest the leaf that
 // belongs to the stack, the relay, the archive or the harness decides; a
 // stack of runtime frames alone is the scheduler's.
 func stageOf(s *profile.Sample) Stage {
@@ -138,8 +140,8 @@ func stageOf(s *profile.Sample) Stage {
 			if !strings.HasPrefix(name, "runtime.") {
 				onlyRuntime = false
 			}
-			if f := fineStage(name); f != numStages {
-				fine = f
+			if f := fineStage(name); f != numStages && fine != StagePaired {
+				fine = f // the paired hashes stay theirs under the msg-id that calls them
 			}
 			if coarse == numStages {
 				coarse = coarseStage(name, node)
@@ -169,6 +171,8 @@ func fineStage(fn string) Stage {
 		return StageProfiler
 	case fn == courier+"message.(*Envelope).Hash" || fn == courier+"message.(*Message).Hash":
 		return StageHash
+	case fn == courier+"message.(*Message).HashAndID":
+		return StagePaired
 	case strings.HasPrefix(fn, courier+"message.Decode") || strings.HasPrefix(fn, courier+"message.(*Message).decode"):
 		return StageDecode
 	case strings.HasPrefix(fn, courier+"message.(*Message).Encode") || strings.HasPrefix(fn, courier+"message.(*Message).Append"),
@@ -318,18 +322,20 @@ func WriteBudget(w io.Writer, rows []Row) error {
 	}
 	for _, p := range pairs {
 		d := splitDifference(p[0].Budget, p[1].Budget)
-		fmt.Fprintf(w, "%s - %s: %.1f µs per message = the node's own stages %.1f (hash %.1f, decode and relay %.1f, archive %.1f) + GC %.1f + unexplained %.1f ± %.1f (the stack, publisher, runtime, profiler and rest beside %s's; ± one standard error of the sampling)\n",
+		fmt.Fprintf(w, "%s - %s: %.1f µs per message = the node's own stages %.1f (hashes over macro-bare's msg-ids %.1f, decode and relay %.1f, archive %.1f) + GC %.1f + unexplained %.1f ± %.1f (the stack, publisher, runtime, profiler and rest beside %s's; ± one standard error of the sampling)\n",
 			p[0].Scenario, p[1].Scenario, d.Total/1e3, d.Node/1e3, d.Hash/1e3, d.Relay/1e3, d.Archive/1e3, d.GC/1e3, d.Unexplained/1e3, d.UnexplainedErr/1e3, p[1].Scenario)
 	}
 	return nil
 }
 
 // Difference splits the CPU time per message a macro row spends over its
-// macro-bare row, in ns: the node's own stages (the deterministic hash,
-// decode, the relay and handlers, the archive), GC, and the unexplained
-// rest: how much more the stages both rows have (the libp2p stack, the
-// msg-id, the publisher, the runtime, the profiler and the rest) cost in
-// the macro row.
+// macro-bare row, in ns: the node's own stages (the hashes, decode, the
+// relay and handlers, the archive), GC, and the unexplained rest: how much
+// more the stages both rows have (the libp2p stack, the publisher, the
+// runtime, the profiler and the rest) cost in the macro row. Hash is the
+// deterministic hash and the msg-ids together, over macro-bare's msg-ids:
+// node B computes its msg-id with the deterministic hash in one pass
+// (StagePaired), so its msg-id is no longer a stage of its own to compare.
 //
 // UnexplainedErr is one standard error of Unexplained that comes from the
 // profiles' sampling alone: the shared stages' share p of a row's n
@@ -355,7 +361,7 @@ func splitDifference(m, b *Budget) Difference {
 	}
 	x := Difference{
 		Total: m.CPUNs/float64(m.Msgs) - b.CPUNs/float64(b.Msgs),
-		Hash:  d(StageHash), Relay: d(StageDecode, StageRelay, StageHandlers),
+		Hash:  d(StageHash, StagePaired, StageMsgID), Relay: d(StageDecode, StageRelay, StageHandlers),
 		Archive: d(StageAppend, StageCRC, StageSQLite, StageSegment, StageWriter, StageSync),
 		GC:      d(StageGC),
 	}
@@ -366,9 +372,10 @@ func splitDifference(m, b *Budget) Difference {
 	return x
 }
 
-// ownStages are the node's own stages and GC, which splitDifference names;
-// every other stage is one that macro and macro-bare rows share.
-var ownStages = [...]Stage{StageHash, StageDecode, StageRelay, StageHandlers, StageAppend, StageCRC, StageSQLite, StageSegment, StageWriter, StageSync, StageGC}
+// ownStages are the stages splitDifference names (the node's own, GC and
+// the msg-ids beside them); every other stage is one that macro and
+// macro-bare rows share.
+var ownStages = [...]Stage{StageHash, StagePaired, StageMsgID, StageDecode, StageRelay, StageHandlers, StageAppend, StageCRC, StageSQLite, StageSegment, StageWriter, StageSync, StageGC}
 
 // sharedErr returns the sampling error, in ns per message, of the CPU time
 // per message b's shared stages add up to (see Difference.UnexplainedErr);

@@ -41,6 +41,8 @@ func TestStageOf(t *testing.T) {
 		{"decode under the validator", sample(1, "B", "google.golang.org/protobuf/encoding/protowire.ConsumeVarint", courier+"message.(*Message).decode",
 			courier+"message.Decode", relayPkg+"(*Relay).validateBytes", pubsubPkg+"(*validation).validate"), StageDecode},
 		{"the relay's msg-id", sample(1, "A", "crypto/sha256.Sum256", relayPkg+"(*Relay).messageID", pubsubPkg+"(*msgIDGenerator).ID"), StageMsgID},
+		{"node B's msg-id with the deterministic hash", sample(1, "B", courier+"message/internal/sha256x2.blocks2", courier+"message/internal/sha256x2.Sum", courier+"message.(*Message).HashAndID",
+			relayPkg+"(*earlyDecode).id", relayPkg+"(*Relay).messageID", pubsubPkg+"(*msgIDGenerator).ID"), StagePaired},
 		{"macro-bare's msg-id", sample(1, "B", "crypto/sha256.Sum256", benchPkg+"bareMessageID", benchPkg+"runMacroBare.func1.1", pubsubPkg+"(*msgIDGenerator).ID"), StageMsgID},
 		{"a GC assist in a stack read", sample(1, "B", "runtime.scanobject", "runtime.gcDrainN", "runtime.gcAssistAlloc1", "runtime.mallocgc",
 			"github.com/libp2p/go-yamux/v5.(*Stream).Read"), StageGC},
@@ -123,6 +125,20 @@ func TestSplitDifference(t *testing.T) {
 	want := Difference{Total: 200, Node: 220, Hash: 100, Relay: 20, Archive: 100, GC: -30, Unexplained: 10}
 	if got != want {
 		t.Fatalf("split %+v, want %+v", got, want)
+	}
+
+	// Node B's msg-id inside the paired hashes: macro's msg-id is A's
+	// alone, and the hashes' difference is both of macro's hash stages
+	// over bare's two msg-ids.
+	m.StageNs[StageHash], m.StageNs[StagePaired], m.StageNs[StageMsgID] = 0, 70, 40
+	m.StageNs[StageStackB] -= 10
+	b.StageNs[StageMsgID] = 80
+	b.StageNs[StageStackB] -= 80
+	got = splitDifference(m, b)
+	got.UnexplainedErr = 0
+	want = Difference{Total: 200, Node: 150, Hash: 30, Relay: 20, Archive: 100, GC: -30, Unexplained: 80}
+	if math.Abs(got.Hash-want.Hash) > 1e-9 || math.Abs(got.Unexplained-want.Unexplained) > 1e-9 || math.Abs(got.Node-want.Node) > 1e-9 {
+		t.Fatalf("split with paired hashes %+v, want %+v", got, want)
 	}
 }
 

@@ -1,0 +1,168 @@
+package relay
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/couriernet/courier/internal/testwait"
+	"github.com/couriernet/courier/message"
+)
+
+// TestEarlyDecode: a peer sends the relay, by raw gossipsub RPCs, a
+// 10 kB message (decoded and hashed with its message id), then, once it
+// is delivered, the same bytes again (a duplicate that gossipsub drops:
+// not decoded again), a 1 kB message
+// (under earlyMin: decoded by the validator) and 4 kB that do not decode
+// (kept with the error, so the validator counts no second decode). Both
+// valid messages are delivered with the right hash; the relay made one
+// decode per distinct message and one hash per valid one; nothing stays
+// kept for the validator. Then a local publish of 10 kB is neither decoded
+// nor hashed by its id.
+func TestEarlyDecode(t *testing.T) {
+	var c message.Counters
+	ha, hx := dropHost(t), dropHost(t)
+	r, err := New(ha, Config{Counters: &c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Subscribe(dropTopic, OwnerConfig); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *message.Envelope, 8)
+	defer r.AddHandler("test", func(env *message.Envelope) { got <- env })()
+
+	msg := func(n int, seq uint64) *message.Message {
+		p := make([]byte, n)
+		binary.BigEndian.PutUint64(p, seq)
+		return &message.Message{Payload: p, ContentTopic: "/app/1/chat/proto", Timestamp: time.Now().UnixNano(), Meta: []byte{1, 2}}
+	}
+	big, small := msg(10_000, 1), msg(1_000, 2)
+	bad := make([]byte, 4096)
+	bad[0], bad[1] = 0xff, 0xff // field 31, wire type 7: not a WakuMessage
+	rpc := func(data ...[]byte) *pb.RPC {
+		out := &pb.RPC{}
+		for _, d := range data {
+			out.Publish = append(out.Publish, &pb.Message{Data: d, Topic: proto.String(dropTopic)})
+		}
+		return out
+	}
+	bigWire := big.Encode(nil)
+	delivered := func(want *message.Message) {
+		t.Helper()
+		select {
+		case env := <-got:
+			if env.Hash() != want.Hash(dropTopic, nil) || len(env.Message().Payload) != len(want.Payload) {
+				t.Errorf("delivered %d bytes with hash %s, want %d with %s", len(env.Message().Payload), env.Hash(), len(want.Payload), want.Hash(dropTopic, nil))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("message of %d bytes not delivered; stats %+v", len(want.Payload), r.Stats())
+		}
+	}
+	sendRPC(t, hx, ha, rpc(bigWire))
+	delivered(big)
+	sendRPC(t, hx, ha, rpc(append([]byte{}, bigWire...), small.Encode(nil), bad))
+	delivered(small)
+	testwait.Until(t, "the undecodable message dropped", func() bool { return r.Stats().Drops[DropInvalid] == 1 })
+	st := c.Snapshot()
+	if st.Decodes != 3 || st.Hashes != 2 {
+		t.Errorf("%d decodes, %d hashes; want 3 (one a distinct message) and 2 (one a valid message)", st.Decodes, st.Hashes)
+	}
+	if n := r.Stats().MsgIDHashes; n != 4 {
+		t.Errorf("%d message ids computed, want 4 (one a copy)", n)
+	}
+	r.early.mu.Lock()
+	kept := len(r.early.pending)
+	r.early.mu.Unlock()
+	if kept != 0 {
+		t.Errorf("%d messages still kept for the validator, want none", kept)
+	}
+
+	before := c.Snapshot()
+	local := msg(10_000, 3)
+	if _, err := r.Publish(t.Context(), dropTopic, local); err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Snapshot().Sub(before); d.Decodes != 0 || d.Hashes != 0 || d.Encodes != 1 {
+		t.Errorf("a local publish counted %+v; want one encode, no decode, no hash", d)
+	}
+}
+
+// TestEarlyDecodeRing: what is kept is bounded by the ring; the oldest
+// entry gives way, and take finds only what is still there.
+func TestEarlyDecodeRing(t *testing.T) {
+	e := newEarlyDecode(nil, 2)
+	ms := []*pb.Message{{}, {}, {}}
+	for i, m := range ms {
+		e.put(m, decoded{hash: message.Hash(sha256.Sum256([]byte{byte(i)}))})
+	}
+	if _, ok := e.take(ms[0]); ok {
+		t.Error("the oldest entry was kept past the ring's size")
+	}
+	for i, m := range ms[1:] {
+		d, ok := e.take(m)
+		if !ok || d.hash != message.Hash(sha256.Sum256([]byte{byte(i + 1)})) {
+			t.Errorf("entry %d: %v, %v", i+1, d, ok)
+		}
+	}
+	if len(e.pending) != 0 || e.ring[0] != nil || e.ring[1] != nil {
+		t.Errorf("after take: %d pending, ring %v", len(e.pending), e.ring)
+	}
+}
+
+// TestEarlyDecodeID: which messages id decodes early, and what it keeps.
+func TestEarlyDecodeID(t *testing.T) {
+	var c message.Counters
+	e := newEarlyDecode(&c, 16)
+	m := &message.Message{Payload: make([]byte, 10_000), ContentTopic: "/app/1/chat/proto", Timestamp: 7}
+	wire := m.Encode(nil)
+	pm := func(data []byte) *pb.Message { return &pb.Message{Data: data, Topic: proto.String(dropTopic)} }
+	kept := func(p *pb.Message) *decoded {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if d, ok := e.pending[p]; ok {
+			return &d
+		}
+		return nil
+	}
+
+	first := pm(wire)
+	id, ok := e.id(first)
+	if d := kept(first); !ok || id != sha256.Sum256(wire) || d == nil || d.err != nil || d.hash != m.Hash(dropTopic, nil) || d.msg.Timestamp != 7 || len(d.msg.Payload) != 10_000 {
+		t.Fatalf("first sight: ok %v, id %x, kept %+v", ok, id, d)
+	}
+	copied := pm(append([]byte{}, wire...))
+	if _, ok := e.id(copied); ok || kept(copied) != nil {
+		t.Error("a copy of a message seen was decoded early")
+	}
+	other := *m
+	other.Timestamp = 8
+	if _, ok := e.id(pm(other.Encode(nil))); !ok {
+		t.Error("a message differing only in its timestamp was taken for a copy")
+	}
+	if _, ok := e.id(pm(make([]byte, earlyMin-1))); ok {
+		t.Error("a message under earlyMin was decoded early")
+	}
+	bad := pm(append([]byte{0xff, 0xff}, make([]byte, earlyMin)...))
+	if _, ok := e.id(bad); ok || kept(bad) == nil || kept(bad).err == nil {
+		t.Errorf("undecodable message: ok %v, kept %+v; want its error kept", ok, kept(bad))
+	}
+	local := m.Encode(nil)
+	local[len(local)-1] ^= 1 // another message, so not a copy of the first
+	e.markLocal(local)
+	if _, ok := e.id(pm(local)); ok {
+		t.Error("a local publish was decoded early")
+	}
+	e.unmarkLocal(local)
+	if len(e.local) != 0 {
+		t.Errorf("local publishes left marked: %v", e.local)
+	}
+	if s := c.Snapshot(); s.Decodes != 3 || s.Hashes != 2 {
+		t.Errorf("counted %d decodes, %d hashes; want 3 and 2", s.Decodes, s.Hashes)
+	}
+}
