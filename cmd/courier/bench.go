@@ -140,7 +140,8 @@ CPU budget (--budget, on by default): each micro and macro row's measured
 part is profiled (1000 Hz asked, as many samples as the kernel's tick
 gives) and its CPU time per message split into stages: the publisher's
 encode, each node's libp2p stack, gossipsub's msg-id hash, the
-deterministic hash, decode, the relay, the handlers, the archive's Append,
+deterministic hash, the two in one pass (node B's), decode, the relay, the
+handlers, the archive's Append,
 CRC, SQLite, segment write and fsync, GC, the scheduler, the rest; beside
 each macro row, its difference from the macro-bare row of the same run.
 The Go runtime notes on stderr that it kept the rate; docs/benchmark.md

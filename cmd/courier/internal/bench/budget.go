@@ -117,8 +117,8 @@ func asNode(ctx context.Context, name string, f func()) {
 // assist counts as GC wherever it runs); otherwise a fine stage (a named
 // function of the message path, the profiler) wins wherever it is on the
 // stack, the one nearest the root when there are several (SQLite under an
-// fsync round is the round's) but for the paired hashes, which keep their
-// samples from the msg-id that calls them; otherwise the frame nearest the leaf that
+// fsync round is the round's) but for the msg-id, which gives way to a
+// stage it calls (node B's early decode and paired hashes); otherwise the frame nearest the leaf that
 // belongs to the stack, the relay, the archive or the harness decides; a
 // stack of runtime frames alone is the scheduler's.
 func stageOf(s *profile.Sample) Stage {
@@ -140,8 +140,8 @@ func stageOf(s *profile.Sample) Stage {
 			if !strings.HasPrefix(name, "runtime.") {
 				onlyRuntime = false
 			}
-			if f := fineStage(name); f != numStages && fine != StagePaired {
-				fine = f // the paired hashes stay theirs under the msg-id that calls them
+			if f := fineStage(name); f != numStages && (f != StageMsgID || fine == numStages) {
+				fine = f // what the msg-id calls (an early decode, the paired hashes) stays its own
 			}
 			if coarse == numStages {
 				coarse = coarseStage(name, node)

@@ -43,6 +43,8 @@ func TestStageOf(t *testing.T) {
 		{"the relay's msg-id", sample(1, "A", "crypto/sha256.Sum256", relayPkg+"(*Relay).messageID", pubsubPkg+"(*msgIDGenerator).ID"), StageMsgID},
 		{"node B's msg-id with the deterministic hash", sample(1, "B", courier+"message/internal/sha256x2.blocks2", courier+"message/internal/sha256x2.Sum", courier+"message.(*Message).HashAndID",
 			relayPkg+"(*earlyDecode).id", relayPkg+"(*Relay).messageID", pubsubPkg+"(*msgIDGenerator).ID"), StagePaired},
+		{"node B's early decode", sample(1, "B", courier+"message.(*Message).decode", courier+"message.Decode",
+			relayPkg+"(*earlyDecode).id", relayPkg+"(*Relay).messageID", pubsubPkg+"(*msgIDGenerator).ID"), StageDecode},
 		{"macro-bare's msg-id", sample(1, "B", "crypto/sha256.Sum256", benchPkg+"bareMessageID", benchPkg+"runMacroBare.func1.1", pubsubPkg+"(*msgIDGenerator).ID"), StageMsgID},
 		{"a GC assist in a stack read", sample(1, "B", "runtime.scanobject", "runtime.gcDrainN", "runtime.gcAssistAlloc1", "runtime.mallocgc",
 			"github.com/libp2p/go-yamux/v5.(*Stream).Read"), StageGC},
