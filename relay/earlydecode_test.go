@@ -77,7 +77,7 @@ func TestEarlyDecode(t *testing.T) {
 		t.Errorf("%d message ids computed, want 4 (one a copy)", n)
 	}
 	r.early.mu.Lock()
-	kept := len(r.early.pending)
+	kept := len(r.early.cur) + len(r.early.old)
 	r.early.mu.Unlock()
 	if kept != 0 {
 		t.Errorf("%d messages still kept for the validator, want none", kept)
@@ -93,25 +93,50 @@ func TestEarlyDecode(t *testing.T) {
 	}
 }
 
-// TestEarlyDecodeRing: what is kept is bounded by the ring; the oldest
-// entry gives way, and take finds only what is still there.
-func TestEarlyDecodeRing(t *testing.T) {
+// TestEarlyDecodeBounded: at size messages kept, messages go the usual
+// way; what is never taken is forgotten after a second generation starts,
+// and not before.
+func TestEarlyDecodeBounded(t *testing.T) {
 	e := newEarlyDecode(nil, 2)
-	ms := []*pb.Message{{}, {}, {}}
-	for i, m := range ms {
-		e.put(m, decoded{hash: message.Hash(sha256.Sum256([]byte{byte(i)}))})
+	big := func(seq byte) *pb.Message {
+		m := &message.Message{Payload: make([]byte, 4096), ContentTopic: "/app/1/chat/proto", Timestamp: int64(seq) + 1}
+		return &pb.Message{Data: m.Encode(nil), Topic: proto.String(dropTopic)}
 	}
-	if _, ok := e.take(ms[0]); ok {
-		t.Error("the oldest entry was kept past the ring's size")
+	a, b := big(1), big(2)
+	if _, ok := e.id(a); !ok {
+		t.Fatal("first message not decoded early")
 	}
-	for i, m := range ms[1:] {
-		d, ok := e.take(m)
-		if !ok || d.hash != message.Hash(sha256.Sum256([]byte{byte(i + 1)})) {
-			t.Errorf("entry %d: %v, %v", i+1, d, ok)
-		}
+	if _, ok := e.id(b); !ok {
+		t.Fatal("second message not decoded early")
 	}
-	if len(e.pending) != 0 || e.ring[0] != nil || e.ring[1] != nil {
-		t.Errorf("after take: %d pending, ring %v", len(e.pending), e.ring)
+	if _, ok := e.id(big(3)); ok {
+		t.Error("a third message was decoded early with two kept, the limit")
+	}
+	if _, ok := e.take(b); !ok {
+		t.Fatal("second message not kept")
+	}
+	ms := make([]*pb.Message, 2*rotateEvery*2)
+	for i := range ms {
+		ms[i] = &pb.Message{}
+	}
+	for _, m := range ms[:rotateEvery*2] { // fills a's generation, then starts the next
+		e.put(m, decoded{})
+		e.take(m)
+	}
+	e.put(ms[0], decoded{})
+	e.take(ms[0])
+	if len(e.old) != 1 {
+		t.Fatalf("after a rotation: %d in the old generation, want a alone", len(e.old))
+	}
+	for _, m := range ms[rotateEvery*2:] {
+		e.put(m, decoded{})
+		e.take(m)
+	}
+	if _, ok := e.take(a); ok {
+		t.Error("a message never taken was kept past two generations")
+	}
+	if len(e.cur)+len(e.old) != 0 {
+		t.Errorf("%d messages kept, want none", len(e.cur)+len(e.old))
 	}
 }
 
@@ -125,7 +150,7 @@ func TestEarlyDecodeID(t *testing.T) {
 	kept := func(p *pb.Message) *decoded {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		if d, ok := e.pending[p]; ok {
+		if d, ok := e.cur[p]; ok {
 			return &d
 		}
 		return nil
@@ -154,13 +179,22 @@ func TestEarlyDecodeID(t *testing.T) {
 	}
 	local := m.Encode(nil)
 	local[len(local)-1] ^= 1 // another message, so not a copy of the first
-	e.markLocal(local)
+	e.markLocal(dropTopic, local)
 	if _, ok := e.id(pm(local)); ok {
 		t.Error("a local publish was decoded early")
 	}
 	e.unmarkLocal(local)
 	if len(e.local) != 0 {
 		t.Errorf("local publishes left marked: %v", e.local)
+	}
+	if _, ok := e.id(pm(append([]byte{}, local...))); ok {
+		t.Error("a peer's copy of a local publish was decoded early")
+	}
+	signed := pm(other.Encode(nil))
+	signed.Data[len(signed.Data)-1] ^= 1
+	signed.Signature = []byte{1}
+	if _, ok := e.id(signed); ok || kept(signed) != nil {
+		t.Error("a message with a signature, which gossipsub rejects before validating, was decoded early")
 	}
 	if s := c.Snapshot(); s.Decodes != 3 || s.Hashes != 2 {
 		t.Errorf("counted %d decodes, %d hashes; want 3 and 2", s.Decodes, s.Hashes)

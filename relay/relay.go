@@ -74,7 +74,7 @@ func New(h host.Host, cfg Config) (*Relay, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Relay{cfg: cfg, host: h, ctx: ctx, cancel: cancel, topics: map[string]*topicState{}, mesh: newMeshTracker(), traffic: newTraffic(), pubsub: newPubsubCounts()}
 	r.gray = newGraylistCounter(&r.c)
-	r.early = newEarlyDecode(cfg.Counters, cfg.ValidateQueueSize+earlySlack)
+	r.early = newEarlyDecode(cfg.Counters, cfg.ValidateQueueSize)
 	r.disp = &dispatcher{ctx: ctx, archive: cfg.Archive, archiveDone: cfg.ArchiveDone, queueLen: cfg.HandlerQueueSize, c: &r.c}
 	score, thresholds := nwakuPeerScore()
 	ps, err := pubsub.NewGossipSub(ctx, h,
@@ -135,11 +135,6 @@ func (r *Relay) messageID(m *pb.Message) string {
 	sum := sha256.Sum256(m.Data)
 	return string(sum[:])
 }
-
-// earlySlack is how many more decoded messages earlyDecode keeps than the
-// validation queue holds: those the validation goroutines have taken off
-// the queue but not yet asked for.
-const earlySlack = 64
 
 // Counters returns the node's decode and hash counters.
 func (r *Relay) Counters() *message.Counters { return r.cfg.Counters }
@@ -596,7 +591,7 @@ func (r *Relay) PublishEnvelope(ctx context.Context, env *message.Envelope) (int
 // publishLocal has gossipsub publish env.Wire() with env as its validator
 // data; its message id is computed the usual way (earlyDecode.markLocal).
 func (r *Relay) publishLocal(ctx context.Context, ts *topicState, env *message.Envelope) error {
-	r.early.markLocal(env.Wire())
+	r.early.markLocal(env.PubsubTopic(), env.Wire())
 	defer r.early.unmarkLocal(env.Wire())
 	return ts.topic.Publish(ctx, env.Wire(), pubsub.WithValidatorData(env))
 }

@@ -63,7 +63,7 @@ const (
 // rounds (haveRounds). b's largest piece is paired with a: the pieces before it and
 // its head, up to a block boundary, go to s.b first.
 func (s *pair) interleaved(a []byte, b [][]byte) bool {
-	if len(a) < minBlocks*64 {
+	if len(a) < minBlocks*64 || len(b) == 0 {
 		return false
 	}
 	big, before := 0, 0
