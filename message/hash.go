@@ -18,9 +18,10 @@ type Hash [32]byte
 func (h Hash) String() string { return hex.EncodeToString(h[:]) }
 
 // hasher is a pooled SHA-256 state with scratch space, so that hashing
-// allocates nothing: the timestamp and the sum are written into buf.
+// allocates nothing: the timestamp is written into ts, the sum into buf.
 type hasher struct {
 	h   hash.Hash
+	ts  [8]byte
 	buf [sha256.Size]byte
 }
 
@@ -37,20 +38,34 @@ var hasherPool = sync.Pool{New: func() any { return &hasher{h: sha256.New()} }}
 // ephemeral and rate_limit_proof are not hashed. Hash counts one hash and the
 // bytes it fed in c (nil: not counted).
 func (m *Message) Hash(pubsubTopic string, c *Counters) Hash {
-	c = c.orDiscard()
 	s := hasherPool.Get().(*hasher)
 	s.h.Reset()
-	s.h.Write(aliasBytes(pubsubTopic))
-	s.h.Write(m.Payload)
-	s.h.Write(aliasBytes(m.ContentTopic))
-	s.h.Write(m.Meta)
-	binary.BigEndian.PutUint64(s.buf[:8], uint64(m.Timestamp))
-	s.h.Write(s.buf[:8])
+	in := m.hashInput(pubsubTopic, &s.ts)
+	for _, p := range in {
+		s.h.Write(p)
+	}
 	out := Hash(s.h.Sum(s.buf[:0]))
 	hasherPool.Put(s)
-	c.Hashes.Add(1)
-	c.HashedBytes.Add(uint64(len(pubsubTopic) + len(m.Payload) + len(m.ContentTopic) + len(m.Meta) + 8))
+	countHash(c, &in)
 	return out
+}
+
+// hashInput returns the deterministic hash's input in order (see Hash),
+// the timestamp's 8 bytes written into ts.
+func (m *Message) hashInput(pubsubTopic string, ts *[8]byte) [5][]byte {
+	binary.BigEndian.PutUint64(ts[:], uint64(m.Timestamp))
+	return [5][]byte{aliasBytes(pubsubTopic), m.Payload, aliasBytes(m.ContentTopic), m.Meta, ts[:]}
+}
+
+// countHash counts in c (nil: not counted) one deterministic hash of in.
+func countHash(c *Counters, in *[5][]byte) {
+	n := 0
+	for _, p := range in {
+		n += len(p)
+	}
+	c = c.orDiscard()
+	c.Hashes.Add(1)
+	c.HashedBytes.Add(uint64(n))
 }
 
 // HashAndID computes m's deterministic hash on pubsubTopic, as Hash does,
@@ -61,15 +76,12 @@ func (m *Message) Hash(pubsubTopic string, c *Counters) Hash {
 // and the bytes it fed in c (nil: not counted), as Hash does; the message
 // id is the caller's to count.
 func (m *Message) HashAndID(pubsubTopic string, wire []byte, c *Counters) (h Hash, id [sha256.Size]byte) {
-	c = c.orDiscard()
 	s := pairPool.Get().(*pairInput)
-	binary.BigEndian.PutUint64(s.ts[:], uint64(m.Timestamp))
-	s.pieces = [5][]byte{aliasBytes(pubsubTopic), m.Payload, aliasBytes(m.ContentTopic), m.Meta, s.ts[:]}
+	s.pieces = m.hashInput(pubsubTopic, &s.ts)
 	id, h = sha256x2.Sum(wire, s.pieces[:])
+	countHash(c, &s.pieces)
 	s.pieces = [5][]byte{}
 	pairPool.Put(s)
-	c.Hashes.Add(1)
-	c.HashedBytes.Add(uint64(len(pubsubTopic) + len(m.Payload) + len(m.ContentTopic) + len(m.Meta) + 8))
 	return h, id
 }
 
