@@ -284,6 +284,7 @@ type Stats struct {
 	// WriterCPU is the user+system CPU time the embedded archive's writer
 	// spent committing batches (index transaction, segment pwritev,
 	// kernel time included); zero outside Linux and for Postgres. The
-	// CRC-32C runs in Append, on the caller's goroutine, and is not in it.
+	// CRC-32C runs in Append, on the caller's goroutine, or came with the
+	// envelope (message.Envelope.WireCRC), and is not in it.
 	WriterCPU time.Duration
 }

@@ -18,6 +18,8 @@ type Envelope struct {
 	wire        []byte
 	counters    *Counters
 	proof       *rln.RateLimitProof
+	wireCRC     uint32
+	hasCRC      bool
 
 	once sync.Once
 	hash Hash
@@ -52,11 +54,13 @@ func NewEnvelopeWithHash(msg *Message, pubsubTopic string, wire []byte, h Hash) 
 }
 
 // NewEnvelopeWithHashAndProof is NewEnvelopeWithProof for a message whose
-// hash is already known, computed with its message id (HashAndID): it
-// never hashes. h must be msg's hash on pubsubTopic; proof may be nil.
-func NewEnvelopeWithHashAndProof(msg *Message, pubsubTopic string, wire []byte, proof *rln.RateLimitProof, h Hash) *Envelope {
+// hash and wire checksum are already known, computed with its message id
+// (HashAndID): it never hashes. h must be msg's hash on pubsubTopic and
+// wireCRC wire's CRC-32C (see WireCRC); proof may be nil.
+func NewEnvelopeWithHashAndProof(msg *Message, pubsubTopic string, wire []byte, proof *rln.RateLimitProof, h Hash, wireCRC uint32) *Envelope {
 	e := NewEnvelopeWithHash(msg, pubsubTopic, wire, h)
 	e.proof = proof
+	e.wireCRC, e.hasCRC = wireCRC, true
 	return e
 }
 
@@ -78,6 +82,12 @@ func (e *Envelope) Hash() Hash {
 	e.once.Do(func() { e.hash = e.msg.Hash(e.pubsubTopic, e.counters) })
 	return e.hash
 }
+
+// WireCRC returns the CRC-32C of Wire (the Castagnoli polynomial, as
+// hash/crc32 computes it) when it was computed with the hashes
+// (NewEnvelopeWithHashAndProof); ok is false otherwise, and a consumer
+// that needs it computes it.
+func (e *Envelope) WireCRC() (crc uint32, ok bool) { return e.wireCRC, e.hasCRC }
 
 // Wire returns the encoded WakuMessage (at most MaxSize bytes). The slice is
 // shared with gossipsub's message cache and every consumer: read it, store

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -277,8 +278,8 @@ func TestEncodeReserve(t *testing.T) {
 	}
 }
 
-// TestHashAndID: HashAndID gives Hash's deterministic hash and
-// sha256(wire) for the spec's vectors (too short to pair) and for
+// TestHashAndID: HashAndID gives Hash's deterministic hash, sha256(wire)
+// and hash/crc32's CRC-32C of wire for the spec's vectors (too short to pair) and for
 // payloads long enough to pair, with pubsub topics that leave the payload
 // anywhere in a block, and counts one hash.
 func TestHashAndID(t *testing.T) {
@@ -292,9 +293,12 @@ func TestHashAndID(t *testing.T) {
 			m := &message.Message{Payload: payload[:n], ContentTopic: "/app/1/chat/proto", Timestamp: ts + int64(n), Meta: []byte("super-secret")}
 			wire := m.Encode(nil)
 			var c message.Counters
-			h, id := m.HashAndID(topic, wire, &c)
+			h, id, crc := m.HashAndID(topic, wire, &c)
 			if h != m.Hash(topic, nil) || id != sha256.Sum256(wire) {
 				t.Errorf("payload %d, topic %q: HashAndID = %s, %x; want %s, %x", n, topic, h, id, m.Hash(topic, nil), sha256.Sum256(wire))
+			}
+			if want := crc32.Checksum(wire, crc32.MakeTable(crc32.Castagnoli)); crc != want {
+				t.Errorf("payload %d, topic %q: CRC-32C %#x, want %#x", n, topic, crc, want)
 			}
 			s := c.Snapshot()
 			if s.Hashes != 1 || s.HashedBytes != uint64(len(topic)+n+len(m.ContentTopic)+len(m.Meta)+8) {

@@ -71,9 +71,10 @@ type earlyDecode struct {
 // decoded is what earlyDecode keeps of one message: the decoded message
 // and its hash, or the decode's error.
 type decoded struct {
-	msg  *message.Message
-	hash message.Hash
-	err  error
+	msg     *message.Message
+	hash    message.Hash
+	wireCRC uint32
+	err     error
 }
 
 const (
@@ -117,8 +118,8 @@ func (e *earlyDecode) id(m *pb.Message) (id [32]byte, ok bool) {
 		e.put(m, decoded{err: err})
 		return id, false
 	}
-	h, id := msg.HashAndID(m.GetTopic(), m.Data, e.counters)
-	e.put(m, decoded{msg: msg, hash: h})
+	h, id, crc := msg.HashAndID(m.GetTopic(), m.Data, e.counters)
+	e.put(m, decoded{msg: msg, hash: h, wireCRC: crc})
 	return id, true
 }
 

@@ -3,6 +3,7 @@ package relay
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 )
 
 // TestEarlyDecode: a peer sends the relay, by raw gossipsub RPCs, a
-// 10 kB message (decoded and hashed with its message id), then, once it
+// 10 kB message (decoded and hashed with its message id, the envelope
+// carrying the wire's CRC-32C from the same pass), then, once it
 // is delivered, the same bytes again (a duplicate that gossipsub drops:
 // not decoded again), a 1 kB message
 // (under earlyMin: decoded by the validator) and 4 kB that do not decode
@@ -53,21 +55,25 @@ func TestEarlyDecode(t *testing.T) {
 		return out
 	}
 	bigWire := big.Encode(nil)
-	delivered := func(want *message.Message) {
+	delivered := func(want *message.Message, early bool) {
 		t.Helper()
 		select {
 		case env := <-got:
 			if env.Hash() != want.Hash(dropTopic, nil) || len(env.Message().Payload) != len(want.Payload) {
 				t.Errorf("delivered %d bytes with hash %s, want %d with %s", len(env.Message().Payload), env.Hash(), len(want.Payload), want.Hash(dropTopic, nil))
 			}
+			crc, ok := env.WireCRC()
+			if wantCRC := crc32.Checksum(env.Wire(), crc32.MakeTable(crc32.Castagnoli)); ok != early || ok && crc != wantCRC {
+				t.Errorf("delivered %d bytes with the wire's CRC-32C %#x (%v), want %#x (%v)", len(want.Payload), crc, ok, wantCRC, early)
+			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("message of %d bytes not delivered; stats %+v", len(want.Payload), r.Stats())
 		}
 	}
 	sendRPC(t, hx, ha, rpc(bigWire))
-	delivered(big)
+	delivered(big, true)
 	sendRPC(t, hx, ha, rpc(append([]byte{}, bigWire...), small.Encode(nil), bad))
-	delivered(small)
+	delivered(small, false)
 	testwait.Until(t, "the undecodable message dropped", func() bool { return r.Stats().Drops[DropInvalid] == 1 })
 	st := c.Snapshot()
 	if st.Decodes != 3 || st.Hashes != 2 {
@@ -158,7 +164,7 @@ func TestEarlyDecodeID(t *testing.T) {
 
 	first := pm(wire)
 	id, ok := e.id(first)
-	if d := kept(first); !ok || id != sha256.Sum256(wire) || d == nil || d.err != nil || d.hash != m.Hash(dropTopic, nil) || d.msg.Timestamp != 7 || len(d.msg.Payload) != 10_000 {
+	if d := kept(first); !ok || id != sha256.Sum256(wire) || d == nil || d.err != nil || d.hash != m.Hash(dropTopic, nil) || d.wireCRC != crc32.Checksum(wire, crc32.MakeTable(crc32.Castagnoli)) || d.msg.Timestamp != 7 || len(d.msg.Payload) != 10_000 {
 		t.Fatalf("first sight: ok %v, id %x, kept %+v", ok, id, d)
 	}
 	copied := pm(append([]byte{}, wire...))

@@ -204,13 +204,15 @@ const peerRecheck = 50 * time.Millisecond
 // forwarded it is not penalised.
 func (r *Relay) validateBytes(pubsubTopic string, data []byte) (*message.Envelope, pubsub.ValidationResult) {
 	m, err := message.Decode(data, r.cfg.Counters)
-	return r.validateDecoded(pubsubTopic, data, m, err, nil)
+	return r.validateDecoded(pubsubTopic, data, decoded{msg: m, err: err}, false)
 }
 
-// validateDecoded is validateBytes after the decode of data, which gave m
-// or err; hash is m's deterministic hash when it is already known
-// (earlyDecode), nil when the envelope is to compute it.
-func (r *Relay) validateDecoded(pubsubTopic string, data []byte, m *message.Message, err error, hash *message.Hash) (*message.Envelope, pubsub.ValidationResult) {
+// validateDecoded is validateBytes after the decode of data, which gave
+// d.msg or d.err; early says that d also holds the message's deterministic
+// hash and its wire's CRC-32C (earlyDecode), else the envelope computes
+// the hash.
+func (r *Relay) validateDecoded(pubsubTopic string, data []byte, d decoded, early bool) (*message.Envelope, pubsub.ValidationResult) {
+	m, err := d.msg, d.err
 	if err != nil {
 		r.c.drop(DropInvalid)
 		return nil, pubsub.ValidationReject
@@ -232,8 +234,8 @@ func (r *Relay) validateDecoded(pubsubTopic string, data []byte, m *message.Mess
 		}
 		proof = p
 	}
-	if hash != nil {
-		return message.NewEnvelopeWithHashAndProof(m, pubsubTopic, data, proof, *hash), pubsub.ValidationAccept
+	if early {
+		return message.NewEnvelopeWithHashAndProof(m, pubsubTopic, data, proof, d.hash, d.wireCRC), pubsub.ValidationAccept
 	}
 	env := message.NewEnvelopeWithProof(m, pubsubTopic, data, r.cfg.Counters, proof)
 	env.Hash() // once, here: every consumer of a relayed message needs it
@@ -275,7 +277,7 @@ func (r *Relay) validator(pubsubTopic string, c *topicCounters) pubsub.Validator
 		var env *message.Envelope
 		var res pubsub.ValidationResult
 		if d, ok := r.early.take(msg.Message); ok {
-			env, res = r.validateDecoded(pubsubTopic, msg.Data, d.msg, d.err, &d.hash)
+			env, res = r.validateDecoded(pubsubTopic, msg.Data, d, true)
 		} else {
 			env, res = r.validateBytes(pubsubTopic, msg.Data)
 		}

@@ -127,7 +127,9 @@
 // run both the archive and the bound are held to the disk's write speed,
 // about 300 MB/s while the measurement ran (10,500 msg/s, 680 MB/s, on the
 // idle machine of the ARCHITECTURE table). The CRC-32C runs in Append
-// on the caller's goroutine. Go benchmarks: go test -run '^$' -bench Append
+// on the caller's goroutine, unless the envelope carries it
+// (message.Envelope.WireCRC: a relayed message of 2 kB or more, whose
+// hashes' pass computed it). Go benchmarks: go test -run '^$' -bench Append
 // -benchtime 10000x ./archive/embedded/.
 //
 // The writer's CPU per message (Stats.WriterCPU: index transaction and

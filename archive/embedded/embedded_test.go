@@ -302,3 +302,43 @@ func TestCloseErrorOnce(t *testing.T) {
 		t.Fatalf("second Close: %v, want nil", err)
 	}
 }
+
+// TestAppendTakesEnvelopeCRC: a record's CRC-32C is the one its envelope
+// carries (message.Envelope.WireCRC, computed with the relay's hashes), not
+// computed again; a wrong one is caught when the record is read, as a torn
+// or altered record is (archive.ErrCorrupt).
+func TestAppendTakesEnvelopeCRC(t *testing.T) {
+	a := openT(t, t.TempDir(), archive.Config{})
+	defer a.Close()
+	_, wires := seedMix(t, 2, 3)
+	var envs []*message.Envelope
+	for i, w := range wires {
+		m, err := message.Decode(w, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _, crc := m.HashAndID("/waku/2/rs/1/0", w, nil)
+		if i == 1 {
+			crc++
+		}
+		env := message.NewEnvelopeWithHashAndProof(m, "/waku/2/rs/1/0", w, nil, h, crc)
+		envs = append(envs, env)
+		appendWait(t, a, env)
+	}
+	read := func(env *message.Envelope) ([]byte, error) {
+		res, err := a.Query(context.Background(), archive.Query{Hashes: []message.Hash{env.Hash()}, IncludeData: true})
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Messages) != 1 {
+			t.Fatalf("found %d messages, want 1", len(res.Messages))
+		}
+		return res.Messages[0].Wire, nil
+	}
+	if w, err := read(envs[0]); err != nil || !bytes.Equal(w, envs[0].Wire()) {
+		t.Fatalf("the record of the right CRC-32C: %v, reads back identical: %v", err, err == nil && bytes.Equal(w, envs[0].Wire()))
+	}
+	if _, err := read(envs[1]); !errors.Is(err, archive.ErrCorrupt) {
+		t.Fatalf("the record of a wrong CRC-32C read with %v, want archive.ErrCorrupt", err)
+	}
+}

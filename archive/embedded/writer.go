@@ -11,15 +11,20 @@ import (
 	"github.com/couriernet/courier/message"
 )
 
-// Append implements archive.Archive. It computes the record's CRC-32C
-// here, on the caller's goroutine, so the writer does not.
+// Append implements archive.Archive. The record's CRC-32C is the one the
+// envelope carries (message.Envelope.WireCRC, computed with the relay's
+// hashes) or is computed here, on the caller's goroutine, so the writer
+// does not.
 func (a *Archive) Append(ctx context.Context, env *message.Envelope, done func(error)) error {
 	it, err := queue.NewItem(env, done, a.cfg.Now, a.cfg.OnInsert != nil)
 	if err != nil {
 		return err
 	}
 	if !env.Message().Ephemeral {
-		it.CRC = crc32.Checksum(env.Wire(), castagnoli)
+		var ok bool
+		if it.CRC, ok = env.WireCRC(); !ok {
+			it.CRC = crc32.Checksum(env.Wire(), castagnoli)
+		}
 	}
 	return a.q.Put(ctx, it)
 }

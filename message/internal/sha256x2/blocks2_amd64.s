@@ -1,6 +1,6 @@
 #include "textflag.h"
 
-// func blocks2(h1, h2 *[8]uint32, p1, p2 *byte, n int)
+// func blocks2(h1, h2 *[8]uint32, p1, p2 *byte, n int, crc *uint32)
 //
 // The SHA-NI rounds of crypto/sha256 (blockSHANI in Go's
 // crypto/internal/fips140/sha256), for two digests at once: each group of
@@ -16,14 +16,16 @@
 // the BSD-style license of https://go.dev/LICENSE; the interleaving, the
 // registers of the second lane and the constants' layout (k256x2: K0..K63
 // once, 16 bytes a group of four) are this file's.
-TEXT ·blocks2(SB), NOSPLIT, $64-40
+TEXT ·blocks2(SB), NOSPLIT, $64-48
 	MOVQ h1+0(FP), DI
 	MOVQ h2+8(FP), R8
 	MOVQ p1+16(FP), SI
 	MOVQ p2+24(FP), R9
 	MOVQ n+32(FP), DX
+	MOVQ crc+40(FP), R10
 	CMPQ DX, $0
 	JEQ  done
+	MOVL (R10), BX
 	VMOVDQU (DI), X1
 	VMOVDQU 16(DI), X2
 	PSHUFD  $0xb1, X1, X1
@@ -47,6 +49,8 @@ loop:
 	VMOVDQU X8, 32(SP)
 	VMOVDQU X9, 48(SP)
 	VMOVDQU     (SI), X0
+	CRC32Q      0(SI), BX
+	CRC32Q      8(SI), BX
 	PSHUFB      X15, X0
 	VMOVDQA     X0, X3
 	PADDD       (AX), X0
@@ -61,6 +65,8 @@ loop:
 	PSHUFD      $0x0e, X0, X0
 	SHA256RNDS2 X0, X9, X8
 	VMOVDQU     16(SI), X0
+	CRC32Q      16(SI), BX
+	CRC32Q      24(SI), BX
 	PSHUFB      X15, X0
 	VMOVDQA     X0, X4
 	PADDD 16(AX), X0
@@ -77,6 +83,8 @@ loop:
 	SHA256RNDS2 X0, X9, X8
 	SHA256MSG1  X11, X10
 	VMOVDQU     32(SI), X0
+	CRC32Q      32(SI), BX
+	CRC32Q      40(SI), BX
 	PSHUFB      X15, X0
 	VMOVDQA     X0, X5
 	PADDD 32(AX), X0
@@ -93,6 +101,8 @@ loop:
 	SHA256RNDS2 X0, X9, X8
 	SHA256MSG1  X12, X11
 	VMOVDQU     48(SI), X0
+	CRC32Q      48(SI), BX
+	CRC32Q      56(SI), BX
 	PSHUFB      X15, X0
 	VMOVDQA     X0, X6
 	PADDD 48(AX), X0
@@ -369,6 +379,7 @@ loop:
 	PALIGNR $0x08, X14, X9
 	VMOVDQU X8, (R8)
 	VMOVDQU X9, 16(R8)
+	MOVL    BX, (R10)
 
 done:
 	RET

@@ -5,7 +5,11 @@
 // one instead of 2 on this project's machine (BenchmarkSum: 52 µs, against
 // 77 µs for two calls of crypto/sha256). Elsewhere it is two calls of
 // crypto/sha256. The digests are SHA-256 of FIPS 180-4, the same as
-// crypto/sha256's; only the schedule of the work differs.
+// crypto/sha256's; only the schedule of the work differs. Sum also gives
+// the first input's CRC-32C, which the interleaved pass computes in the
+// rounds' waits: BenchmarkSum's median went from 44.5 to 46.0 µs with it
+// (8 alternating runs each), where hash/crc32 alone takes about 3.5 µs
+// for 65 kB.
 package sha256x2
 
 import (
@@ -13,26 +17,36 @@ import (
 	"encoding"
 	"encoding/binary"
 	"hash"
+	"hash/crc32"
 	"sync"
 )
 
-// Sum returns sha256(a) and sha256 of the concatenation of b's pieces.
-// Neither a nor b is modified or kept. It allocates nothing.
-func Sum(a []byte, b [][]byte) (sa, sb [sha256.Size]byte) {
+// Sum returns sha256(a), sha256 of the concatenation of b's pieces, and
+// crcA, a's CRC-32C (the Castagnoli polynomial, as hash/crc32's Checksum
+// with crc32.MakeTable(crc32.Castagnoli) gives it). Neither a nor b is
+// modified or kept. It allocates nothing.
+func Sum(a []byte, b [][]byte) (sa, sb [sha256.Size]byte, crcA uint32) {
 	s := pool.Get().(*pair)
 	s.a.Reset()
 	s.b.Reset()
-	if !useRounds || !s.interleaved(a, b) {
+	var ok bool
+	if useRounds {
+		crcA, ok = s.interleaved(a, b)
+	}
+	if !ok {
 		s.a.Write(a)
 		for _, p := range b {
 			s.b.Write(p)
 		}
+		crcA = crc32.Checksum(a, castagnoli)
 	}
 	copy(sa[:], s.a.Sum(s.sum[:0]))
 	copy(sb[:], s.b.Sum(s.sum[:0]))
 	pool.Put(s)
-	return sa, sb
+	return sa, sb, crcA
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // pair is two pooled digests, room for a digest's marshalled state and
 // for a sum (an interface's Sum would move a result on the stack to the
@@ -58,13 +72,14 @@ const (
 )
 
 // interleaved hashes a and b with the interleaved rounds, leaving the sums
-// to s.a and s.b, and reports whether it did; false (nothing written) when
-// there are fewer than minBlocks blocks to pair. The CPU must have the
-// rounds (haveRounds). b's largest piece is paired with a: the pieces before it and
-// its head, up to a block boundary, go to s.b first.
-func (s *pair) interleaved(a []byte, b [][]byte) bool {
+// to s.a and s.b, returns a's CRC-32C and reports whether it did; false
+// (nothing written) when there are fewer than minBlocks blocks to pair.
+// The CPU must have the rounds (haveRounds). b's largest piece is paired
+// with a: the pieces before it and its head, up to a block boundary, go to
+// s.b first.
+func (s *pair) interleaved(a []byte, b [][]byte) (crcA uint32, ok bool) {
 	if len(a) < minBlocks*64 || len(b) == 0 {
-		return false
+		return 0, false
 	}
 	big, before := 0, 0
 	for i, p := range b {
@@ -77,7 +92,7 @@ func (s *pair) interleaved(a []byte, b [][]byte) bool {
 	}
 	head := (64 - before%64) % 64
 	if len(b[big]) < head+minBlocks*64 {
-		return false
+		return 0, false
 	}
 	for _, p := range b[:big] {
 		s.b.Write(p)
@@ -87,7 +102,8 @@ func (s *pair) interleaved(a []byte, b [][]byte) bool {
 	n := min(len(a), len(bulk)) / 64
 	ha := iv
 	hb := s.words(s.b)
-	blocks2(&ha, &hb, &a[0], &bulk[0], n)
+	crc := ^uint32(0) // the register at the start: hash/crc32's CRC of nothing, inverted
+	blocks2(&ha, &hb, &a[0], &bulk[0], n, &crc)
 	s.setWords(s.a, &ha, uint64(n*64))
 	s.setWords(s.b, &hb, uint64(before+head+n*64))
 	s.a.Write(a[n*64:])
@@ -95,7 +111,7 @@ func (s *pair) interleaved(a []byte, b [][]byte) bool {
 	for _, p := range b[big+1:] {
 		s.b.Write(p)
 	}
-	return true
+	return crc32.Update(^crc, castagnoli, a[n*64:]), true
 }
 
 // minBlocks is the fewest blocks worth pairing: below it the state's
@@ -153,14 +169,15 @@ func selfTest() bool {
 	s := &pair{a: sha256.New(), b: sha256.New()}
 	for _, n := range []int{minBlocks * 64, minBlocks*64 + 1, 2*minBlocks*64 + 63, 3 * minBlocks * 64} {
 		a, b := buf[:n], [][]byte{buf[1:40], buf[40 : 40+n+(n%3)*64], buf[5:17]}
-		if !s.interleaved(a, b) {
+		crc, ok := s.interleaved(a, b)
+		if !ok {
 			return false
 		}
 		var sa, sb [sha256.Size]byte
 		s.a.Sum(sa[:0])
 		s.b.Sum(sb[:0])
 		whole := append(append(append([]byte{}, b[0]...), b[1]...), b[2]...)
-		if sa != sha256.Sum256(a) || sb != sha256.Sum256(whole) {
+		if sa != sha256.Sum256(a) || sb != sha256.Sum256(whole) || crc != crc32.Checksum(a, castagnoli) {
 			return false
 		}
 		s.a.Reset()
