@@ -56,7 +56,10 @@ func NewEnvelopeWithHash(msg *Message, pubsubTopic string, wire []byte, h Hash) 
 // NewEnvelopeWithHashAndProof is NewEnvelopeWithProof for a message whose
 // hash and wire checksum are already known, computed with its message id
 // (HashAndID): it never hashes. h must be msg's hash on pubsubTopic and
-// wireCRC wire's CRC-32C (see WireCRC); proof may be nil.
+// wireCRC wire's CRC-32C (see WireCRC), which the embedded archive stores
+// with the record as given: a wrong one makes the record unreadable
+// (archive.ErrCorrupt on read), so a caller without it uses
+// NewEnvelopeWithHash or NewEnvelopeWithProof. proof may be nil.
 func NewEnvelopeWithHashAndProof(msg *Message, pubsubTopic string, wire []byte, proof *rln.RateLimitProof, h Hash, wireCRC uint32) *Envelope {
 	e := NewEnvelopeWithHash(msg, pubsubTopic, wire, h)
 	e.proof = proof

@@ -24,7 +24,8 @@ import (
 // hashes nothing: still one decode and one hash per message. The work
 // moves from the validation goroutines to gossipsub's event loop, which
 // computes every message id: 52 µs there for a message of 65 kB instead
-// of 38 µs, on this project's machine.
+// of 38 µs, on this project's machine (before the CRC-32C joined the
+// pass, about 1.5 µs more).
 //
 // gossipsub asks the id of every copy a peer sends, before its seen cache
 // finds duplicates, so a message is decoded early only on its first
@@ -68,8 +69,8 @@ type earlyDecode struct {
 	local    map[*byte]int           // first bytes of the wire of each local publish under way
 }
 
-// decoded is what earlyDecode keeps of one message: the decoded message
-// and its hash, or the decode's error.
+// decoded is what earlyDecode keeps of one message: the decoded message,
+// its hash and the CRC-32C of its wire, or the decode's error.
 type decoded struct {
 	msg     *message.Message
 	hash    message.Hash

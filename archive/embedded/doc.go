@@ -128,8 +128,10 @@
 // about 300 MB/s while the measurement ran (10,500 msg/s, 680 MB/s, on the
 // idle machine of the ARCHITECTURE table). The CRC-32C runs in Append
 // on the caller's goroutine, unless the envelope carries it
-// (message.Envelope.WireCRC: a relayed message of 2 kB or more, whose
-// hashes' pass computed it). Go benchmarks: go test -run '^$' -bench Append
+// (message.Envelope.WireCRC: a relayed message that the relay decoded and
+// hashed early, when gossipsub asked its id, which is one of 2 kB or more
+// on first sight, while the relay keeps fewer such messages than its
+// validation queue holds; package relay, earlydecode.go). Go benchmarks: go test -run '^$' -bench Append
 // -benchtime 10000x ./archive/embedded/.
 //
 // The writer's CPU per message (Stats.WriterCPU: index transaction and

@@ -24,7 +24,7 @@ type Item struct {
 	Recv int64  // receive time, Unix ns
 	In   int64  // Append's SinceStart, when Config.OnInsert is set
 	Size int64  // queue bytes
-	CRC  uint32 // CRC-32C of the wire bytes (embedded archive), computed by Append off the writer goroutine
+	CRC  uint32 // CRC-32C of the wire bytes (embedded archive): the envelope's (WireCRC), or computed by Append; off the writer goroutine either way
 }
 
 // NewItem checks env as Append does and returns its item, received at

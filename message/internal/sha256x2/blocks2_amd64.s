@@ -9,8 +9,9 @@
 // Lane 1 keeps its state in X1, X2 and its message schedule in X3-X6 (X7
 // scratch), lane 2 in X8, X9 and X10-X13 (X14 scratch); X0 is
 // SHA256RNDS2's implicit operand and X15 the byte-swap mask. The state at
-// the start of each block is kept on the stack. n is the number of 64-byte
-// blocks of each, read from p1 and p2.
+// the start of each block is kept on the stack. BX holds the CRC-32C
+// register and R10 its address, crc. n is the number of 64-byte blocks of
+// each, read from p1 and p2.
 //
 // The sequence of each lane is Go's, Copyright 2013 The Go Authors, under
 // the BSD-style license of https://go.dev/LICENSE; the interleaving, the

@@ -9,7 +9,8 @@ var haveRounds = cpuid.CPU.Supports(cpuid.SHA, cpuid.SSSE3, cpuid.SSE4, cpuid.SS
 
 // blocks2 runs the SHA-256 compression of n 64-byte blocks read from p1 on
 // the chaining value h1, and of n read from p2 on h2, and carries the
-// CRC-32C register *crc (not inverted) over p1's blocks (blocks2_amd64.s).
+// CRC-32C register *crc over p1's blocks (blocks2_amd64.s). The register
+// is the CRC32 instruction's: hash/crc32's value inverted.
 //
 //go:noescape
 func blocks2(h1, h2 *[8]uint32, p1, p2 *byte, n int, crc *uint32)

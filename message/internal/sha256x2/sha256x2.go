@@ -1,15 +1,15 @@
 // Package sha256x2 computes two SHA-256 digests in one pass. On amd64 with
 // the SHA extensions the rounds of both run interleaved in one instruction
 // stream: each digest's SHA256RNDS2 waits on the one before it, so a
-// second digest fills those waits: two digests of 65 kB took 1.35 times
-// one instead of 2 on this project's machine (BenchmarkSum: 52 µs, against
-// 77 µs for two calls of crypto/sha256). Elsewhere it is two calls of
-// crypto/sha256. The digests are SHA-256 of FIPS 180-4, the same as
-// crypto/sha256's; only the schedule of the work differs. Sum also gives
-// the first input's CRC-32C, which the interleaved pass computes in the
-// rounds' waits: BenchmarkSum's median went from 44.5 to 46.0 µs with it
-// (8 alternating runs each), where hash/crc32 alone takes about 3.5 µs
-// for 65 kB.
+// second digest fills those waits. Sum also gives the first input's
+// CRC-32C, which the interleaved pass computes in the rounds' waits. On
+// this project's machine (BenchmarkSum, medians of 8 alternating runs)
+// two digests of 65 kB took 44.5 µs interleaved and 46.0 µs with the
+// CRC-32C, against 76 to 79 µs for two calls of crypto/sha256, to which
+// hash/crc32 adds about 3.5 µs. Elsewhere it is two calls of
+// crypto/sha256 and one of hash/crc32. The digests are SHA-256 of FIPS
+// 180-4, the same as crypto/sha256's; only the schedule of the work
+// differs.
 package sha256x2
 
 import (
