@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-msgio"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/relay"
 )
 
@@ -52,6 +53,10 @@ func TestBadPeerDisconnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Reset()
+	// gossipsub scores a peer only once it has opened its own stream to it
+	// (docs/reliability.md, Limits): until then invalid messages cost the
+	// peer nothing.
+	testwait.Until(t, "ra scoring hx", func() bool { _, ok := ra.PeerScore(hx.ID()); return ok })
 	w := msgio.NewVarintWriter(s)
 	tp, yes := topic, true
 	rpc := &pb.RPC{Subscriptions: []*pb.RPC_SubOpts{{Subscribe: &yes, Topicid: &tp}}}
