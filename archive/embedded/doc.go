@@ -131,8 +131,8 @@
 // (message.Envelope.WireCRC: a relayed message that the relay decoded and
 // hashed early, when gossipsub asked its id, which is one of 2 kB or more
 // on first sight, while the relay keeps fewer such messages than its
-// validation queue holds; package relay, earlydecode.go). Go benchmarks: go test -run '^$' -bench Append
-// -benchtime 10000x ./archive/embedded/.
+// validation queue holds; package relay, earlydecode.go). Go benchmarks:
+// go test -run '^$' -bench Append -benchtime 10000x ./archive/embedded/.
 //
 // The writer's CPU per message (Stats.WriterCPU: index transaction and
 // segment write, kernel time included), before and after the WAL VFS and
