@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash/crc32"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -310,5 +311,82 @@ func TestHashAndID(t *testing.T) {
 	wire := m.Encode(nil)
 	if a := testing.AllocsPerRun(100, func() { m.HashAndID("/waku/2/rs/0/0", wire, nil) }); a != 0 && !raceEnabled {
 		t.Errorf("HashAndID allocates %v objects, want 0", a)
+	}
+}
+
+// TestEnvelopeHashWithID: an envelope not hashed yet computes its hash,
+// message id and wire CRC-32C in one pass (one hash counted) and keeps
+// the id and the CRC; one whose hash is known (asked by Hash first, or
+// given) keeps no id, and HashWithID then hashes nothing more. Concurrent
+// callers of HashWithID, Hash, MessageID and WireCRC see one result (run
+// with -race).
+func TestEnvelopeHashWithID(t *testing.T) {
+	const topic = "/waku/2/rs/0/0"
+	m := &message.Message{Payload: bytes.Repeat([]byte("courier "), 8192), ContentTopic: "/app/1/chat/proto", Timestamp: 1_700_000_000_000_000_000}
+	wire := m.Encode(nil)
+	wantCRC := crc32.Checksum(wire, crc32.MakeTable(crc32.Castagnoli))
+
+	var c message.Counters
+	env := message.NewEnvelope(m, topic, wire, &c)
+	if _, ok := env.MessageID(); ok {
+		t.Fatal("a new envelope has a message id")
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var h message.Hash
+			if i%2 == 0 {
+				h = env.HashWithID()
+			} else {
+				h = env.Hash()
+			}
+			if h != m.Hash(topic, nil) {
+				t.Errorf("caller %d: hash %s, want %s", i, h, m.Hash(topic, nil))
+			}
+			env.MessageID()
+			env.WireCRC()
+		}()
+	}
+	wg.Wait()
+	if s := c.Snapshot(); s.Hashes != 1 {
+		t.Errorf("%d hashes counted, want 1", s.Hashes)
+	}
+	// Which caller came first decides whether the id was kept; a kept one
+	// is right.
+	if id, ok := env.MessageID(); ok && id != sha256.Sum256(wire) {
+		t.Errorf("message id %x, want sha256 of the wire", id)
+	}
+
+	c = message.Counters{}
+	env = message.NewEnvelope(m, topic, wire, &c)
+	if env.HashWithID() != m.Hash(topic, nil) {
+		t.Fatal("HashWithID: wrong hash")
+	}
+	id, ok := env.MessageID()
+	crc, crcOK := env.WireCRC()
+	if !ok || id != sha256.Sum256(wire) || !crcOK || crc != wantCRC {
+		t.Errorf("after HashWithID: id %x (%v), CRC-32C %#x (%v); want sha256 and %#x of the wire", id, ok, crc, crcOK, wantCRC)
+	}
+	env.Hash()
+	env.HashWithID()
+	if s := c.Snapshot(); s.Hashes != 1 {
+		t.Errorf("%d hashes counted after HashWithID, Hash and HashWithID, want 1", s.Hashes)
+	}
+
+	env = message.NewEnvelope(m, topic, wire, nil)
+	env.Hash()
+	env.HashWithID()
+	if _, ok := env.MessageID(); ok {
+		t.Error("an envelope hashed by Hash first got a message id from HashWithID")
+	}
+	if _, ok := env.WireCRC(); ok {
+		t.Error("an envelope hashed by Hash first got a CRC-32C from HashWithID")
+	}
+	given := message.NewEnvelopeWithHash(m, topic, wire, m.Hash(topic, nil))
+	given.HashWithID()
+	if _, ok := given.MessageID(); ok {
+		t.Error("an envelope made with its hash got a message id from HashWithID")
 	}
 }

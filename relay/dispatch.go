@@ -70,6 +70,17 @@ func (d *dispatcher) dispatch(env *message.Envelope) {
 	}
 }
 
+// delivers reports whether anything takes the envelopes dispatched: the
+// archive or a handler.
+func (d *dispatcher) delivers() bool {
+	if d.archive != nil {
+		return true
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return len(d.handlers) > 0
+}
+
 // add starts a handler goroutine and returns the function that stops it.
 func (d *dispatcher) add(name string, fn Handler) (remove func()) {
 	h := &handlerEntry{name: name, queue: make(chan *message.Envelope, d.queueLen), done: make(chan struct{})}

@@ -35,8 +35,9 @@ import (
 // decoded; two different messages of the same fingerprint only send the
 // second one the usual way, decode and hash in the validator). The node's
 // own publishes record their fingerprint (markLocal), so that a peer's
-// echo of one is not decoded either, and are themselves hashed the usual
-// way, since they carry their envelope. A message under earlyMin bytes,
+// echo of one is not decoded either; their message id is the one their
+// envelope computed with its hash (message.Envelope.HashWithID), if it
+// did, else computed the usual way. A message under earlyMin bytes,
 // where pairing saves under a microsecond, and one with a field
 // StrictNoSign forbids (gossipsub rejects it before validating it) go the
 // usual way too.
@@ -64,9 +65,24 @@ type earlyDecode struct {
 
 	mu       sync.Mutex
 	size     int
-	cur, old map[*pb.Message]decoded // this generation's and the last one's
-	puts     int                     // into cur
-	local    map[*byte]int           // first bytes of the wire of each local publish under way
+	cur, old map[*pb.Message]decoded  // this generation's and the last one's
+	puts     int                      // into cur
+	local    map[wireKey]localPublish // each local publish under way
+}
+
+// wireKey is a wire's first byte and length: a local publish's wire is
+// the very slice gossipsub asks the id of.
+type wireKey struct {
+	p *byte
+	n int
+}
+
+// localPublish is a local publish under way: how many publishes of its
+// wire, and its message id when its envelope computed it (hasID).
+type localPublish struct {
+	n     int
+	id    [32]byte
+	hasID bool
 }
 
 // decoded is what earlyDecode keeps of one message: the decoded message,
@@ -100,19 +116,22 @@ func newEarlyDecode(c *message.Counters, size int) *earlyDecode {
 		size:     size,
 		cur:      map[*pb.Message]decoded{},
 		old:      map[*pb.Message]decoded{},
-		local:    map[*byte]int{},
+		local:    map[wireKey]localPublish{},
 	}
 }
 
 // id decodes m and returns its message id computed with its deterministic
 // hash, keeping both for the validator, when m is on its first sight and
-// large enough; ok is false when it did not compute the id (the caller
-// hashes m.Data itself). A message that does not decode is kept with its
+// large enough, or returns the id a local publish of m.Data brought
+// (markLocal); ok is false when it has no id (the caller hashes m.Data
+// itself). A message that does not decode is kept with its
 // error, so that the validator counts no second decode.
 func (e *earlyDecode) id(m *pb.Message) (id [32]byte, ok bool) {
-	if len(m.Data) < earlyMin || m.Signature != nil || m.Key != nil || m.From != nil || m.Seqno != nil ||
-		e.busy(m.Data) || !e.firstSight(m.GetTopic(), m.Data) {
+	if len(m.Data) < earlyMin || m.Signature != nil || m.Key != nil || m.From != nil || m.Seqno != nil {
 		return id, false
+	}
+	if l, local, full := e.lookup(m.Data); local || full || !e.firstSight(m.GetTopic(), m.Data) {
+		return l.id, l.hasID
 	}
 	msg, err := message.Decode(m.Data, e.counters)
 	if err != nil {
@@ -152,12 +171,13 @@ func (e *earlyDecode) firstSight(topic string, data []byte) bool {
 	return true
 }
 
-// busy reports whether data is a local publish's wire (markLocal) or size
-// messages are kept already.
-func (e *earlyDecode) busy(data []byte) bool {
+// lookup returns data's local publish, if it is one under way (markLocal),
+// and whether size messages are kept already.
+func (e *earlyDecode) lookup(data []byte) (l localPublish, local, full bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.local[unsafe.SliceData(data)] > 0 || len(e.cur)+len(e.old) >= e.size
+	l, local = e.local[wireKey{unsafe.SliceData(data), len(data)}]
+	return l, local, len(e.cur)+len(e.old) >= e.size
 }
 
 // put keeps d for m, starting a new generation every rotateEvery × size
@@ -185,15 +205,22 @@ func (e *earlyDecode) take(m *pb.Message) (decoded, bool) {
 }
 
 // markLocal notes that wire is being published by this node on topic,
-// until unmarkLocal: its message id is computed the usual way, and its
-// fingerprint is recorded, so that a peer's copy of it is not decoded.
-func (e *earlyDecode) markLocal(topic string, wire []byte) {
+// until unmarkLocal: its fingerprint is recorded, so that a peer's copy of
+// it is not decoded, and its message id is id when hasID (its envelope's
+// MessageID), else computed the usual way.
+func (e *earlyDecode) markLocal(topic string, wire []byte, id [32]byte, hasID bool) {
 	if len(wire) < earlyMin {
 		return
 	}
 	e.firstSight(topic, wire)
+	k := wireKey{unsafe.SliceData(wire), len(wire)}
 	e.mu.Lock()
-	e.local[unsafe.SliceData(wire)]++
+	l := e.local[k]
+	l.n++
+	if hasID {
+		l.id, l.hasID = id, true
+	}
+	e.local[k] = l
 	e.mu.Unlock()
 }
 
@@ -202,10 +229,13 @@ func (e *earlyDecode) unmarkLocal(wire []byte) {
 	if len(wire) < earlyMin {
 		return
 	}
-	p := unsafe.SliceData(wire)
+	k := wireKey{unsafe.SliceData(wire), len(wire)}
 	e.mu.Lock()
-	if e.local[p]--; e.local[p] <= 0 {
-		delete(e.local, p)
+	if l := e.local[k]; l.n <= 1 {
+		delete(e.local, k)
+	} else {
+		l.n--
+		e.local[k] = l
 	}
 	e.mu.Unlock()
 }

@@ -23,8 +23,10 @@ import (
 // (kept with the error, so the validator counts no second decode). Both
 // valid messages are delivered with the right hash; the relay made one
 // decode per distinct message and one hash per valid one; nothing stays
-// kept for the validator. Then a local publish of 10 kB is neither decoded
-// nor hashed by its id.
+// kept for the validator. Then a local publish of 10 kB is not decoded,
+// and with a handler to deliver to, its hash is computed with its message
+// id in one pass (one hash, the envelope keeping the id and the CRC-32C);
+// with none, it is not hashed at all.
 func TestEarlyDecode(t *testing.T) {
 	var c message.Counters
 	ha, hx := dropHost(t), dropHost(t)
@@ -37,7 +39,8 @@ func TestEarlyDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan *message.Envelope, 8)
-	defer r.AddHandler("test", func(env *message.Envelope) { got <- env })()
+	removeHandler := r.AddHandler("test", func(env *message.Envelope) { got <- env })
+	defer removeHandler()
 
 	msg := func(n int, seq uint64) *message.Message {
 		p := make([]byte, n)
@@ -89,13 +92,41 @@ func TestEarlyDecode(t *testing.T) {
 		t.Errorf("%d messages still kept for the validator, want none", kept)
 	}
 
-	before := c.Snapshot()
+	before, ids := c.Snapshot(), r.Stats().MsgIDHashes
 	local := msg(10_000, 3)
-	if _, err := r.Publish(t.Context(), dropTopic, local); err != nil {
+	env, err := r.Publish(t.Context(), dropTopic, local)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Snapshot().Sub(before); d.Decodes != 0 || d.Hashes != 0 || d.Encodes != 1 {
-		t.Errorf("a local publish counted %+v; want one encode, no decode, no hash", d)
+	if d := c.Snapshot().Sub(before); d.Decodes != 0 || d.Hashes != 1 || d.Encodes != 1 {
+		t.Errorf("a local publish counted %+v; want one encode, no decode, one hash", d)
+	}
+	if n := r.Stats().MsgIDHashes - ids; n != 1 {
+		t.Errorf("a local publish computed %d message ids, want 1", n)
+	}
+	id, ok := env.MessageID()
+	crc, crcOK := env.WireCRC()
+	if !ok || id != sha256.Sum256(env.Wire()) || !crcOK || crc != crc32.Checksum(env.Wire(), crc32.MakeTable(crc32.Castagnoli)) {
+		t.Errorf("a local publish's envelope: message id %x (%v), CRC-32C %#x (%v); want sha256 and CRC-32C of its wire", id, ok, crc, crcOK)
+	}
+	if env.Hash() != local.Hash(dropTopic, nil) {
+		t.Errorf("a local publish's hash %s, want %s", env.Hash(), local.Hash(dropTopic, nil))
+	}
+	if d := <-got; d != env {
+		t.Error("the handler got another envelope than the one published")
+	}
+
+	removeHandler()
+	before = c.Snapshot()
+	env, err = r.Publish(t.Context(), dropTopic, msg(10_000, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Snapshot().Sub(before); d.Hashes != 0 {
+		t.Errorf("a local publish with nothing to deliver to counted %d hashes, want 0", d.Hashes)
+	}
+	if _, ok := env.MessageID(); ok {
+		t.Error("a local publish with nothing to deliver to computed its message id with the hash")
 	}
 }
 
@@ -185,11 +216,25 @@ func TestEarlyDecodeID(t *testing.T) {
 	}
 	local := m.Encode(nil)
 	local[len(local)-1] ^= 1 // another message, so not a copy of the first
-	e.markLocal(dropTopic, local)
+	e.markLocal(dropTopic, local, [32]byte{}, false)
 	if _, ok := e.id(pm(local)); ok {
 		t.Error("a local publish was decoded early")
 	}
 	e.unmarkLocal(local)
+	if len(e.local) != 0 {
+		t.Errorf("local publishes left marked: %v", e.local)
+	}
+	// A local publish whose envelope brought its id: that id, whatever it
+	// is, and nothing decoded; twice under way, once unmarked, still.
+	brought := [32]byte{0xab, 0xcd}
+	e.markLocal(dropTopic, local, brought, true)
+	e.markLocal(dropTopic, local, [32]byte{}, false)
+	for i := range 2 {
+		if id, ok := e.id(pm(local)); !ok || id != brought {
+			t.Errorf("local publish with its id, %d under way: id %x (%v), want %x", 2-i, id, ok, brought)
+		}
+		e.unmarkLocal(local)
+	}
 	if len(e.local) != 0 {
 		t.Errorf("local publishes left marked: %v", e.local)
 	}

@@ -591,9 +591,18 @@ func (r *Relay) PublishEnvelope(ctx context.Context, env *message.Envelope) (int
 }
 
 // publishLocal has gossipsub publish env.Wire() with env as its validator
-// data; its message id is computed the usual way (earlyDecode.markLocal).
+// data. When something takes what the relay delivers (the archive, a
+// handler), each of which may ask the hash, and the wire is at least
+// earlyMin bytes, the hash is computed here with the message id in one
+// pass (message.Envelope.HashWithID), and gossipsub's message id is that
+// one (earlyDecode.markLocal); otherwise, or when the hash was known
+// already, the id is computed the usual way.
 func (r *Relay) publishLocal(ctx context.Context, ts *topicState, env *message.Envelope) error {
-	r.early.markLocal(env.PubsubTopic(), env.Wire())
+	if len(env.Wire()) >= earlyMin && r.disp.delivers() {
+		env.HashWithID()
+	}
+	id, ok := env.MessageID()
+	r.early.markLocal(env.PubsubTopic(), env.Wire(), id, ok)
 	defer r.early.unmarkLocal(env.Wire())
 	return ts.topic.Publish(ctx, env.Wire(), pubsub.WithValidatorData(env))
 }

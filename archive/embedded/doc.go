@@ -131,7 +131,9 @@
 // (message.Envelope.WireCRC: a relayed message that the relay decoded and
 // hashed early, when gossipsub asked its id, which is one of 2 kB or more
 // on first sight, while the relay keeps fewer such messages than its
-// validation queue holds; package relay, earlydecode.go). Go benchmarks:
+// validation queue holds; package relay, earlydecode.go), or a publish
+// whose hash was computed with its message id (message.Envelope.HashWithID:
+// the relay's own publishes of 2 kB or more, lightpush's). Go benchmarks:
 // go test -run '^$' -bench Append -benchtime 10000x ./archive/embedded/.
 //
 // The writer's CPU per message (Stats.WriterCPU: index transaction and

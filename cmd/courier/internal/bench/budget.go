@@ -33,7 +33,7 @@ const (
 	StageStackB                 // node B's libp2p stack
 	StageMsgID                  // gossipsub's message-id SHA-256, both nodes
 	StageHash                   // the deterministic hash (14/WAKU2-MESSAGE)
-	StagePaired                 // node B's msg-id, deterministic hash and wire CRC-32C in one pass (message.HashAndID)
+	StagePaired                 // a msg-id, deterministic hash and wire CRC-32C in one pass (message.HashAndID): node B's, and a publish's that is paired (lightpush, a node that archives)
 	StageDecode                 // the WakuMessage decode
 	StageRelay                  // the relay's validator rules, envelope and dispatcher
 	StageHandlers               // application handlers and the harness's bookkeeping
