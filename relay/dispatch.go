@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/couriernet/courier/message"
 )
@@ -37,6 +38,7 @@ type dispatcher struct {
 
 	mu       sync.RWMutex
 	handlers []*handlerEntry
+	nHandler atomic.Int32 // len(handlers), read without mu
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -71,14 +73,10 @@ func (d *dispatcher) dispatch(env *message.Envelope) {
 }
 
 // delivers reports whether anything takes the envelopes dispatched: the
-// archive or a handler.
+// archive or a handler. It takes no lock: gossipsub's event loop asks it
+// for every message id.
 func (d *dispatcher) delivers() bool {
-	if d.archive != nil {
-		return true
-	}
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return len(d.handlers) > 0
+	return d.archive != nil || d.nHandler.Load() > 0
 }
 
 // add starts a handler goroutine and returns the function that stops it.
@@ -90,6 +88,7 @@ func (d *dispatcher) add(name string, fn Handler) (remove func()) {
 		return func() {}
 	}
 	d.handlers = append(d.handlers, h)
+	d.nHandler.Store(int32(len(d.handlers)))
 	d.wg.Add(1)
 	d.mu.Unlock()
 	go func() {
@@ -108,6 +107,7 @@ func (d *dispatcher) remove(h *handlerEntry) {
 	for i, x := range d.handlers {
 		if x == h {
 			d.handlers = append(d.handlers[:i:i], d.handlers[i+1:]...)
+			d.nHandler.Store(int32(len(d.handlers)))
 			close(h.queue)
 			break
 		}
@@ -124,6 +124,7 @@ func (d *dispatcher) close() {
 		close(h.queue)
 	}
 	d.handlers = nil
+	d.nHandler.Store(0)
 	d.mu.Unlock()
 	d.wg.Wait()
 }

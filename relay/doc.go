@@ -4,11 +4,13 @@
 // # Receive path
 //
 //	gossipsub RPC -> message id = sha256(data)            (pubsub, counted)
-//	     on a message's first sight (2 kB and more): message.Decode(data)
-//	     and the deterministic hash with the id, in one pass (earlyDecode)
+//	     on a message's first sight (2 kB and more), when the relay
+//	     delivers to anything: message.Decode(data) and the deterministic
+//	     hash with the id, in one pass (earlyDecode)
 //	  -> topic validator: message.Decode(data) once (aliases data) unless
 //	     done with the id, Reject rules, deterministic hash once (unless
-//	     done with the id) -> *message.Envelope stored in
+//	     done with the id, or nothing is delivered to: then only if a
+//	     consumer asks it) -> *message.Envelope stored in
 //	     pubsub.Message.ValidatorData
 //	  -> gossipsub forwards the original bytes (no re-encode)
 //	  -> subscription loop -> Dispatcher: the same *Envelope to the archive

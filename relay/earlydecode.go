@@ -38,8 +38,11 @@ import (
 // echo of one is not decoded either; their message id is the one their
 // envelope computed with its hash (message.Envelope.HashWithID), if it
 // did, else computed the usual way. A message under earlyMin bytes,
-// where pairing saves under a microsecond, and one with a field
-// StrictNoSign forbids (gossipsub rejects it before validating it) go the
+// where pairing saves under a microsecond, one with a field StrictNoSign
+// forbids (gossipsub rejects it before validating it), and every message
+// while nothing takes what the relay delivers (no archive, no handler: a
+// relay that only forwards needs neither the deterministic hash nor the
+// CRC-32C, so the message id alone costs it less than the pair) go the
 // usual way too.
 //
 // What is kept waits for the validator, which takes it; a copy gossipsub
@@ -121,16 +124,19 @@ func newEarlyDecode(c *message.Counters, size int) *earlyDecode {
 }
 
 // id decodes m and returns its message id computed with its deterministic
-// hash, keeping both for the validator, when m is on its first sight and
-// large enough, or returns the id a local publish of m.Data brought
-// (markLocal); ok is false when it has no id (the caller hashes m.Data
-// itself). A message that does not decode is kept with its
-// error, so that the validator counts no second decode.
-func (e *earlyDecode) id(m *pb.Message) (id [32]byte, ok bool) {
+// hash, keeping both for the validator, when pair is set (something takes
+// what the relay delivers, and so will ask the hash) and m is on its first
+// sight and large enough, or returns the id a local publish of m.Data
+// brought (markLocal); ok is false when it has no id (the caller hashes
+// m.Data itself). Without pair, a first sight is still recorded, so that
+// a copy that comes once pair is set is not decoded. A message that does
+// not decode is kept with its error, so that the validator counts no
+// second decode.
+func (e *earlyDecode) id(m *pb.Message, pair bool) (id [32]byte, ok bool) {
 	if len(m.Data) < earlyMin || m.Signature != nil || m.Key != nil || m.From != nil || m.Seqno != nil {
 		return id, false
 	}
-	if l, local, full := e.lookup(m.Data); local || full || !e.firstSight(m.GetTopic(), m.Data) {
+	if l, local, full := e.lookup(m.Data); local || full || !e.firstSight(m.GetTopic(), m.Data) || !pair {
 		return l.id, l.hasID
 	}
 	msg, err := message.Decode(m.Data, e.counters)

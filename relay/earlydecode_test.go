@@ -8,11 +8,43 @@ import (
 	"time"
 
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/host"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/message"
 )
+
+// subscribedRelay is a relay on h, counting into c, subscribed to
+// dropTopic, closed at the test's end.
+func subscribedRelay(t *testing.T, h host.Host, c *message.Counters) *Relay {
+	t.Helper()
+	r, err := New(h, Config{Counters: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if err := r.Subscribe(dropTopic, OwnerConfig); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// chatMessage is a message of n payload bytes, the first 8 holding seq.
+func chatMessage(n int, seq uint64) *message.Message {
+	p := make([]byte, n)
+	binary.BigEndian.PutUint64(p, seq)
+	return &message.Message{Payload: p, ContentTopic: "/app/1/chat/proto", Timestamp: time.Now().UnixNano(), Meta: []byte{1, 2}}
+}
+
+// publishRPC is an RPC publishing each of data on dropTopic.
+func publishRPC(data ...[]byte) *pb.RPC {
+	out := &pb.RPC{}
+	for _, d := range data {
+		out.Publish = append(out.Publish, &pb.Message{Data: d, Topic: proto.String(dropTopic)})
+	}
+	return out
+}
 
 // TestEarlyDecode: a peer sends the relay, by raw gossipsub RPCs, a
 // 10 kB message (decoded and hashed with its message id, the envelope
@@ -30,33 +62,14 @@ import (
 func TestEarlyDecode(t *testing.T) {
 	var c message.Counters
 	ha, hx := dropHost(t), dropHost(t)
-	r, err := New(ha, Config{Counters: &c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if err := r.Subscribe(dropTopic, OwnerConfig); err != nil {
-		t.Fatal(err)
-	}
+	r := subscribedRelay(t, ha, &c)
 	got := make(chan *message.Envelope, 8)
 	removeHandler := r.AddHandler("test", func(env *message.Envelope) { got <- env })
 	defer removeHandler()
 
-	msg := func(n int, seq uint64) *message.Message {
-		p := make([]byte, n)
-		binary.BigEndian.PutUint64(p, seq)
-		return &message.Message{Payload: p, ContentTopic: "/app/1/chat/proto", Timestamp: time.Now().UnixNano(), Meta: []byte{1, 2}}
-	}
-	big, small := msg(10_000, 1), msg(1_000, 2)
+	big, small := chatMessage(10_000, 1), chatMessage(1_000, 2)
 	bad := make([]byte, 4096)
 	bad[0], bad[1] = 0xff, 0xff // field 31, wire type 7: not a WakuMessage
-	rpc := func(data ...[]byte) *pb.RPC {
-		out := &pb.RPC{}
-		for _, d := range data {
-			out.Publish = append(out.Publish, &pb.Message{Data: d, Topic: proto.String(dropTopic)})
-		}
-		return out
-	}
 	bigWire := big.Encode(nil)
 	delivered := func(want *message.Message, early bool) {
 		t.Helper()
@@ -73,9 +86,9 @@ func TestEarlyDecode(t *testing.T) {
 			t.Fatalf("message of %d bytes not delivered; stats %+v", len(want.Payload), r.Stats())
 		}
 	}
-	sendRPC(t, hx, ha, rpc(bigWire))
+	sendRPC(t, hx, ha, publishRPC(bigWire))
 	delivered(big, true)
-	sendRPC(t, hx, ha, rpc(append([]byte{}, bigWire...), small.Encode(nil), bad))
+	sendRPC(t, hx, ha, publishRPC(append([]byte{}, bigWire...), small.Encode(nil), bad))
 	delivered(small, false)
 	testwait.Until(t, "the undecodable message dropped", func() bool { return r.Stats().Drops[DropInvalid] == 1 })
 	st := c.Snapshot()
@@ -93,7 +106,7 @@ func TestEarlyDecode(t *testing.T) {
 	}
 
 	before, ids := c.Snapshot(), r.Stats().MsgIDHashes
-	local := msg(10_000, 3)
+	local := chatMessage(10_000, 3)
 	env, err := r.Publish(t.Context(), dropTopic, local)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +131,7 @@ func TestEarlyDecode(t *testing.T) {
 
 	removeHandler()
 	before = c.Snapshot()
-	env, err = r.Publish(t.Context(), dropTopic, msg(10_000, 4))
+	env, err = r.Publish(t.Context(), dropTopic, chatMessage(10_000, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +140,52 @@ func TestEarlyDecode(t *testing.T) {
 	}
 	if _, ok := env.MessageID(); ok {
 		t.Error("a local publish with nothing to deliver to computed its message id with the hash")
+	}
+}
+
+// TestForwardOnly: a relay that delivers to nothing (no archive, no
+// handler) validates and dispatches a peer's messages, decoding each once,
+// but computes no deterministic hash and no CRC-32C, only each message's
+// id: a 10 kB message is not decoded early. Its first sight is still
+// recorded, so that once a handler is added a copy of it is not decoded,
+// while a new 10 kB message is decoded early and hashed with its id, and
+// reaches the handler with the right hash and CRC-32C.
+func TestForwardOnly(t *testing.T) {
+	var c message.Counters
+	ha, hx := dropHost(t), dropHost(t)
+	r := subscribedRelay(t, ha, &c)
+	first := chatMessage(10_000, 1).Encode(nil)
+	sendRPC(t, hx, ha, publishRPC(first, chatMessage(1_000, 2).Encode(nil)))
+	testwait.Until(t, "both messages dispatched", func() bool { return r.Stats().Topics[dropTopic].Messages == 2 })
+	if s := c.Snapshot(); s.Decodes != 2 || s.Hashes != 0 {
+		t.Errorf("forwarding only: %d decodes, %d hashes; want 2 and 0", s.Decodes, s.Hashes)
+	}
+	if n := r.Stats().MsgIDHashes; n != 2 {
+		t.Errorf("forwarding only: %d message ids computed, want 2", n)
+	}
+	r.early.mu.Lock()
+	kept := len(r.early.cur) + len(r.early.old)
+	r.early.mu.Unlock()
+	if kept != 0 {
+		t.Errorf("forwarding only: %d messages kept for the validator, want none", kept)
+	}
+
+	got := make(chan *message.Envelope, 4)
+	defer r.AddHandler("test", func(env *message.Envelope) { got <- env })()
+	before := c.Snapshot()
+	next := chatMessage(10_000, 3)
+	sendRPC(t, hx, ha, publishRPC(append([]byte{}, first...), next.Encode(nil)))
+	select {
+	case env := <-got:
+		crc, ok := env.WireCRC()
+		if env.Hash() != next.Hash(dropTopic, nil) || !ok || crc != crc32.Checksum(env.Wire(), crc32.MakeTable(crc32.Castagnoli)) {
+			t.Errorf("with a handler: delivered hash %s, CRC-32C %#x (%v); want %s and its wire's CRC-32C", env.Hash(), crc, ok, next.Hash(dropTopic, nil))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("message not delivered; stats %+v", r.Stats())
+	}
+	if d := c.Snapshot().Sub(before); d.Decodes != 1 || d.Hashes != 1 {
+		t.Errorf("with a handler, a copy and a new message: %d decodes, %d hashes; want 1 and 1", d.Decodes, d.Hashes)
 	}
 }
 
@@ -140,13 +199,13 @@ func TestEarlyDecodeBounded(t *testing.T) {
 		return &pb.Message{Data: m.Encode(nil), Topic: proto.String(dropTopic)}
 	}
 	a, b := big(1), big(2)
-	if _, ok := e.id(a); !ok {
+	if _, ok := e.id(a, true); !ok {
 		t.Fatal("first message not decoded early")
 	}
-	if _, ok := e.id(b); !ok {
+	if _, ok := e.id(b, true); !ok {
 		t.Fatal("second message not decoded early")
 	}
-	if _, ok := e.id(big(3)); ok {
+	if _, ok := e.id(big(3), true); ok {
 		t.Error("a third message was decoded early with two kept, the limit")
 	}
 	if _, ok := e.take(b); !ok {
@@ -194,30 +253,30 @@ func TestEarlyDecodeID(t *testing.T) {
 	}
 
 	first := pm(wire)
-	id, ok := e.id(first)
+	id, ok := e.id(first, true)
 	if d := kept(first); !ok || id != sha256.Sum256(wire) || d == nil || d.err != nil || d.hash != m.Hash(dropTopic, nil) || d.wireCRC != crc32.Checksum(wire, crc32.MakeTable(crc32.Castagnoli)) || d.msg.Timestamp != 7 || len(d.msg.Payload) != 10_000 {
 		t.Fatalf("first sight: ok %v, id %x, kept %+v", ok, id, d)
 	}
 	copied := pm(append([]byte{}, wire...))
-	if _, ok := e.id(copied); ok || kept(copied) != nil {
+	if _, ok := e.id(copied, true); ok || kept(copied) != nil {
 		t.Error("a copy of a message seen was decoded early")
 	}
 	other := *m
 	other.Timestamp = 8
-	if _, ok := e.id(pm(other.Encode(nil))); !ok {
+	if _, ok := e.id(pm(other.Encode(nil)), true); !ok {
 		t.Error("a message differing only in its timestamp was taken for a copy")
 	}
-	if _, ok := e.id(pm(make([]byte, earlyMin-1))); ok {
+	if _, ok := e.id(pm(make([]byte, earlyMin-1)), true); ok {
 		t.Error("a message under earlyMin was decoded early")
 	}
 	bad := pm(append([]byte{0xff, 0xff}, make([]byte, earlyMin)...))
-	if _, ok := e.id(bad); ok || kept(bad) == nil || kept(bad).err == nil {
+	if _, ok := e.id(bad, true); ok || kept(bad) == nil || kept(bad).err == nil {
 		t.Errorf("undecodable message: ok %v, kept %+v; want its error kept", ok, kept(bad))
 	}
 	local := m.Encode(nil)
 	local[len(local)-1] ^= 1 // another message, so not a copy of the first
 	e.markLocal(dropTopic, local, [32]byte{}, false)
-	if _, ok := e.id(pm(local)); ok {
+	if _, ok := e.id(pm(local), true); ok {
 		t.Error("a local publish was decoded early")
 	}
 	e.unmarkLocal(local)
@@ -230,7 +289,7 @@ func TestEarlyDecodeID(t *testing.T) {
 	e.markLocal(dropTopic, local, brought, true)
 	e.markLocal(dropTopic, local, [32]byte{}, false)
 	for i := range 2 {
-		if id, ok := e.id(pm(local)); !ok || id != brought {
+		if id, ok := e.id(pm(local), true); !ok || id != brought {
 			t.Errorf("local publish with its id, %d under way: id %x (%v), want %x", 2-i, id, ok, brought)
 		}
 		e.unmarkLocal(local)
@@ -238,13 +297,13 @@ func TestEarlyDecodeID(t *testing.T) {
 	if len(e.local) != 0 {
 		t.Errorf("local publishes left marked: %v", e.local)
 	}
-	if _, ok := e.id(pm(append([]byte{}, local...))); ok {
+	if _, ok := e.id(pm(append([]byte{}, local...)), true); ok {
 		t.Error("a peer's copy of a local publish was decoded early")
 	}
 	signed := pm(other.Encode(nil))
 	signed.Data[len(signed.Data)-1] ^= 1
 	signed.Signature = []byte{1}
-	if _, ok := e.id(signed); ok || kept(signed) != nil {
+	if _, ok := e.id(signed, true); ok || kept(signed) != nil {
 		t.Error("a message with a signature, which gossipsub rejects before validating, was decoded early")
 	}
 	if s := c.Snapshot(); s.Decodes != 3 || s.Hashes != 2 {

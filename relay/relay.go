@@ -129,7 +129,7 @@ func features(feat pubsub.GossipSubFeature, proto protocol.ID) bool {
 func (r *Relay) messageID(m *pb.Message) string {
 	r.c.msgIDHashes.Add(1)
 	r.gray.seen(m)
-	if id, ok := r.early.id(m); ok {
+	if id, ok := r.early.id(m, r.disp.delivers()); ok {
 		return string(id[:])
 	}
 	sum := sha256.Sum256(m.Data)
@@ -238,7 +238,9 @@ func (r *Relay) validateDecoded(pubsubTopic string, data []byte, d decoded, earl
 		return message.NewEnvelopeWithHashAndProof(m, pubsubTopic, data, proof, d.hash, d.wireCRC), pubsub.ValidationAccept
 	}
 	env := message.NewEnvelopeWithProof(m, pubsubTopic, data, r.cfg.Counters, proof)
-	env.Hash() // once, here: every consumer of a relayed message needs it
+	if r.disp.delivers() {
+		env.Hash() // once, here: the archive and every handler may ask it
+	}
 	return env, pubsub.ValidationAccept
 }
 
