@@ -417,7 +417,7 @@ func (s *Service) push(ctx context.Context, wire []byte, topic string, hasTopic,
 		s.c.asArrived.Add(1)
 	}
 	env := message.NewEnvelopeWithProof(m, topic, wire, s.cfg.Counters, proof)
-	env.HashWithID() // the relay's gossipsub takes the message id from the same pass
+	env.HashWithID() // from message.PairMin bytes, the relay's gossipsub takes the message id from the same pass
 	peers, err := s.cfg.Relay.PublishEnvelope(ctx, env)
 	if err != nil {
 		return StatusInternalServerError, err.Error(), 0

@@ -389,4 +389,21 @@ func TestEnvelopeHashWithID(t *testing.T) {
 	if _, ok := given.MessageID(); ok {
 		t.Error("an envelope made with its hash got a message id from HashWithID")
 	}
+
+	// Under PairMin bytes of wire, HashWithID hashes as Hash does.
+	small := &message.Message{Payload: make([]byte, 1000), ContentTopic: "/app/1/chat/proto", Timestamp: 7}
+	smallWire := small.Encode(nil)
+	if len(smallWire) >= message.PairMin {
+		t.Fatalf("a %d-byte wire is not under PairMin", len(smallWire))
+	}
+	c = message.Counters{}
+	env = message.NewEnvelope(small, topic, smallWire, &c)
+	if env.HashWithID() != small.Hash(topic, nil) {
+		t.Error("HashWithID of a short wire: wrong hash")
+	}
+	_, idOK := env.MessageID()
+	_, crcOK = env.WireCRC()
+	if s := c.Snapshot(); idOK || crcOK || s.Hashes != 1 {
+		t.Errorf("HashWithID of a %d-byte wire: message id kept %v, CRC-32C kept %v, %d hashes; want neither kept and 1 hash", len(smallWire), idOK, crcOK, s.Hashes)
+	}
 }

@@ -20,9 +20,9 @@
 // Local publishes encode once, hash once and pass the envelope with
 // pubsub.WithValidatorData, so the local validator decodes nothing. A
 // message of 2 kB or more has its hash computed with its message id in one
-// pass (message.Envelope.HashWithID) when the relay delivers to anything
-// (the archive, a handler) or the publisher did so already (the lightpush
-// service), and gossipsub takes that id.
+// pass (message.Envelope.HashWithID) when the relay, subscribed to the
+// topic, delivers to anything (the archive, a handler) or the publisher
+// did so already (the lightpush service), and gossipsub takes that id.
 //
 // # Reject or Ignore
 //

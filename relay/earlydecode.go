@@ -17,15 +17,18 @@ import (
 // the moment gossipsub asks its message id, so that the message id
 // (sha256 of the encoded WakuMessage) and the deterministic hash (sha256
 // of the pubsub topic, payload, content topic, meta and timestamp) are
-// computed in one pass (message.HashAndID): about 1.15 times the CPU of
+// computed in one pass (message.HashAndID): about 1.2 times the CPU of
 // one of them, the wire's CRC-32C included, where the three apart take
-// about 2.1, for the 65 kB of the seed's median payload. It keeps the decoded message and its hash, or the
+// about 2.1, for the 65 kB of the seed's median payload (package
+// sha256x2). It keeps the decoded message and its hash, or the
 // decode's error, for the topic validator (take), which then decodes and
 // hashes nothing: still one decode and one hash per message. The work
 // moves from the validation goroutines to gossipsub's event loop, which
-// computes every message id: 52 µs there for a message of 65 kB instead
-// of 38 µs, on this project's machine (before the CRC-32C joined the
-// pass, about 1.5 µs more).
+// computes every message id: in the CPU budget of `courier bench`'s
+// macro rows on this project's machine, 52 µs there for a message of
+// 65 kB instead of 38 µs (before the CRC-32C joined the pass, about 1.5 µs
+// more), above sha256x2's figure, as the pass reads a wire just
+// received.
 //
 // gossipsub asks the id of every copy a peer sends, before its seen cache
 // finds duplicates, so a message is decoded early only on its first
@@ -99,7 +102,7 @@ type decoded struct {
 
 const (
 	// earlyMin is the smallest encoded message decoded early, in bytes.
-	earlyMin = 2048
+	earlyMin = message.PairMin
 	// seenSets is the number of sets of two fingerprints.
 	seenSets = 8192
 	// rotateEvery, times size, is how many messages a generation keeps

@@ -125,8 +125,27 @@ func TestEarlyDecode(t *testing.T) {
 	if env.Hash() != local.Hash(dropTopic, nil) {
 		t.Errorf("a local publish's hash %s, want %s", env.Hash(), local.Hash(dropTopic, nil))
 	}
-	if d := <-got; d != env {
-		t.Error("the handler got another envelope than the one published")
+	select {
+	case d := <-got:
+		if d != env {
+			t.Error("the handler got another envelope than the one published")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the local publish not delivered to the handler")
+	}
+
+	// On a topic the relay is not subscribed to, nothing is dispatched,
+	// so nothing is hashed.
+	before = c.Snapshot()
+	env, err = r.Publish(t.Context(), "/waku/2/rs/0/5", chatMessage(10_000, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Snapshot().Sub(before); d.Hashes != 0 {
+		t.Errorf("a local publish on a topic not subscribed to counted %d hashes, want 0", d.Hashes)
+	}
+	if _, ok := env.MessageID(); ok {
+		t.Error("a local publish on a topic not subscribed to computed its message id with the hash")
 	}
 
 	removeHandler()

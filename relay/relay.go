@@ -513,7 +513,9 @@ func (r *Relay) Topics() []string {
 // a copy of msg whose payload aliases it (message.EncodeShared), so that
 // gossipsub's message cache keeps the payload once; msg's meta and proof
 // slices are kept and must not be modified afterwards. The deterministic
-// hash is computed when first asked for (env.Hash), at most once. Errors
+// hash is computed at most once: during the publish, with the message id,
+// when the relay dispatches it to a consumer (see publishLocal), else when
+// first asked for (env.Hash). Errors
 // wrap ErrInvalid (and the message.Validate error: over 153600 bytes
 // encoded, meta over 64 bytes, a content topic empty, white space or over
 // 1024 bytes) or ErrClosed, or come from gossipsub. PublishWith writes the payload once,
@@ -593,20 +595,29 @@ func (r *Relay) PublishEnvelope(ctx context.Context, env *message.Envelope) (int
 }
 
 // publishLocal has gossipsub publish env.Wire() with env as its validator
-// data. When something takes what the relay delivers (the archive, a
+// data. When the relay is subscribed to the topic (so dispatches the
+// publish) and something takes what it delivers (the archive, a
 // handler), each of which may ask the hash, and the wire is at least
 // earlyMin bytes, the hash is computed here with the message id in one
 // pass (message.Envelope.HashWithID), and gossipsub's message id is that
 // one (earlyDecode.markLocal); otherwise, or when the hash was known
 // already, the id is computed the usual way.
 func (r *Relay) publishLocal(ctx context.Context, ts *topicState, env *message.Envelope) error {
-	if len(env.Wire()) >= earlyMin && r.disp.delivers() {
+	if len(env.Wire()) >= earlyMin && r.disp.delivers() && r.subscribed(ts) {
 		env.HashWithID()
 	}
 	id, ok := env.MessageID()
 	r.early.markLocal(env.PubsubTopic(), env.Wire(), id, ok)
 	defer r.early.unmarkLocal(env.Wire())
 	return ts.topic.Publish(ctx, env.Wire(), pubsub.WithValidatorData(env))
+}
+
+// subscribed reports whether the relay is subscribed to ts's topic: its
+// messages, local publishes included, are dispatched.
+func (r *Relay) subscribed(ts *topicState) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return ts.sub != nil
 }
 
 // joinedOrFollowed returns pubsubTopic's state, joining the topic when a
