@@ -17,8 +17,9 @@
 // message.PairMin bytes or more (message.Envelope.HashWithID, which the
 // relay's gossipsub then takes), and publishes the bytes as they arrived
 // (relay.Relay.PublishEnvelope): no encode, unless the timestamp is 0,
-// which nwaku's publish fills with the current time. Answers carry nwaku's status codes and texts; a publish that
-// reached no relay peer is 505 NO_PEERS_TO_RELAY (v2: is_success false,
+// which nwaku's publish fills with the current time. Answers carry
+// nwaku's status codes and texts; a publish that reached no relay peer is
+// 505 NO_PEERS_TO_RELAY (v2: is_success false,
 // "not_published_to_any_peer").
 //
 // # Pubsub topics

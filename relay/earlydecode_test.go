@@ -46,6 +46,41 @@ func publishRPC(data ...[]byte) *pb.RPC {
 	return out
 }
 
+// receive returns the next envelope r delivered to got, failing the test
+// after 10 s.
+func receive(t *testing.T, r *Relay, got <-chan *message.Envelope) *message.Envelope {
+	t.Helper()
+	select {
+	case env := <-got:
+		return env
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no envelope delivered; stats %+v", r.Stats())
+		return nil
+	}
+}
+
+// expectDelivered receives the next envelope on got and checks that it is
+// want's, with the wire's CRC-32C carried when early (decoded early or
+// paired), none otherwise.
+func expectDelivered(t *testing.T, r *Relay, got <-chan *message.Envelope, want *message.Message, early bool) {
+	t.Helper()
+	env := receive(t, r, got)
+	if env.Hash() != want.Hash(dropTopic, nil) || len(env.Message().Payload) != len(want.Payload) {
+		t.Errorf("delivered %d bytes with hash %s, want %d with %s", len(env.Message().Payload), env.Hash(), len(want.Payload), want.Hash(dropTopic, nil))
+	}
+	crc, ok := env.WireCRC()
+	if wantCRC := crc32.Checksum(env.Wire(), crc32.MakeTable(crc32.Castagnoli)); ok != early || ok && crc != wantCRC {
+		t.Errorf("delivered %d bytes with the wire's CRC-32C %#x (%v), want %#x (%v)", len(want.Payload), crc, ok, wantCRC, early)
+	}
+}
+
+// keptEarly is how many messages r's early decode keeps for the validator.
+func keptEarly(r *Relay) int {
+	r.early.mu.Lock()
+	defer r.early.mu.Unlock()
+	return len(r.early.cur) + len(r.early.old)
+}
+
 // TestEarlyDecode: a peer sends the relay, by raw gossipsub RPCs, a
 // 10 kB message (decoded and hashed with its message id, the envelope
 // carrying the wire's CRC-32C from the same pass), then, once it
@@ -71,25 +106,10 @@ func TestEarlyDecode(t *testing.T) {
 	bad := make([]byte, 4096)
 	bad[0], bad[1] = 0xff, 0xff // field 31, wire type 7: not a WakuMessage
 	bigWire := big.Encode(nil)
-	delivered := func(want *message.Message, early bool) {
-		t.Helper()
-		select {
-		case env := <-got:
-			if env.Hash() != want.Hash(dropTopic, nil) || len(env.Message().Payload) != len(want.Payload) {
-				t.Errorf("delivered %d bytes with hash %s, want %d with %s", len(env.Message().Payload), env.Hash(), len(want.Payload), want.Hash(dropTopic, nil))
-			}
-			crc, ok := env.WireCRC()
-			if wantCRC := crc32.Checksum(env.Wire(), crc32.MakeTable(crc32.Castagnoli)); ok != early || ok && crc != wantCRC {
-				t.Errorf("delivered %d bytes with the wire's CRC-32C %#x (%v), want %#x (%v)", len(want.Payload), crc, ok, wantCRC, early)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("message of %d bytes not delivered; stats %+v", len(want.Payload), r.Stats())
-		}
-	}
 	sendRPC(t, hx, ha, publishRPC(bigWire))
-	delivered(big, true)
+	expectDelivered(t, r, got, big, true)
 	sendRPC(t, hx, ha, publishRPC(append([]byte{}, bigWire...), small.Encode(nil), bad))
-	delivered(small, false)
+	expectDelivered(t, r, got, small, false)
 	testwait.Until(t, "the undecodable message dropped", func() bool { return r.Stats().Drops[DropInvalid] == 1 })
 	st := c.Snapshot()
 	if st.Decodes != 3 || st.Hashes != 2 {
@@ -98,10 +118,7 @@ func TestEarlyDecode(t *testing.T) {
 	if n := r.Stats().MsgIDHashes; n != 4 {
 		t.Errorf("%d message ids computed, want 4 (one a copy)", n)
 	}
-	r.early.mu.Lock()
-	kept := len(r.early.cur) + len(r.early.old)
-	r.early.mu.Unlock()
-	if kept != 0 {
+	if kept := keptEarly(r); kept != 0 {
 		t.Errorf("%d messages still kept for the validator, want none", kept)
 	}
 
@@ -125,13 +142,8 @@ func TestEarlyDecode(t *testing.T) {
 	if env.Hash() != local.Hash(dropTopic, nil) {
 		t.Errorf("a local publish's hash %s, want %s", env.Hash(), local.Hash(dropTopic, nil))
 	}
-	select {
-	case d := <-got:
-		if d != env {
-			t.Error("the handler got another envelope than the one published")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the local publish not delivered to the handler")
+	if d := receive(t, r, got); d != env {
+		t.Error("the handler got another envelope than the one published")
 	}
 
 	// On a topic the relay is not subscribed to, nothing is dispatched,
@@ -182,10 +194,7 @@ func TestForwardOnly(t *testing.T) {
 	if n := r.Stats().MsgIDHashes; n != 2 {
 		t.Errorf("forwarding only: %d message ids computed, want 2", n)
 	}
-	r.early.mu.Lock()
-	kept := len(r.early.cur) + len(r.early.old)
-	r.early.mu.Unlock()
-	if kept != 0 {
+	if kept := keptEarly(r); kept != 0 {
 		t.Errorf("forwarding only: %d messages kept for the validator, want none", kept)
 	}
 
@@ -194,15 +203,7 @@ func TestForwardOnly(t *testing.T) {
 	before := c.Snapshot()
 	next := chatMessage(10_000, 3)
 	sendRPC(t, hx, ha, publishRPC(append([]byte{}, first...), next.Encode(nil)))
-	select {
-	case env := <-got:
-		crc, ok := env.WireCRC()
-		if env.Hash() != next.Hash(dropTopic, nil) || !ok || crc != crc32.Checksum(env.Wire(), crc32.MakeTable(crc32.Castagnoli)) {
-			t.Errorf("with a handler: delivered hash %s, CRC-32C %#x (%v); want %s and its wire's CRC-32C", env.Hash(), crc, ok, next.Hash(dropTopic, nil))
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("message not delivered; stats %+v", r.Stats())
-	}
+	expectDelivered(t, r, got, next, true)
 	if d := c.Snapshot().Sub(before); d.Decodes != 1 || d.Hashes != 1 {
 		t.Errorf("with a handler, a copy and a new message: %d decodes, %d hashes; want 1 and 1", d.Decodes, d.Hashes)
 	}

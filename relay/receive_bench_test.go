@@ -23,12 +23,8 @@ import (
 // sight.
 func BenchmarkReceive(b *testing.B) {
 	for _, size := range []int{10_000, 65_000, 150_000} {
-		for _, deliver := range []bool{false, true} {
-			name := fmt.Sprintf("%dkB/forward", size/1000)
-			if deliver {
-				name = fmt.Sprintf("%dkB/deliver", size/1000)
-			}
-			b.Run(name, func(b *testing.B) { benchReceive(b, size, deliver) })
+		for _, mode := range []string{"forward", "deliver"} {
+			b.Run(fmt.Sprintf("%dkB/%s", size/1000, mode), func(b *testing.B) { benchReceive(b, size, mode == "deliver") })
 		}
 	}
 }
