@@ -218,8 +218,9 @@ type Config struct {
 	// Vacuum rebuilds the index (SQLite VACUUM; Postgres VACUUM ANALYZE of
 	// the archive's table) at Open (--store-message-db-vacuum).
 	Vacuum bool
-	// Logger receives the policy in force at Open and each retention run's
-	// outcome. nil means slog.Default().
+	// Logger receives the policy in force at Open, what a driver notes
+	// there (a migration, a fallback) and each retention run's outcome.
+	// nil means slog.Default().
 	Logger *slog.Logger
 	// OnInsert, when set, is called once for each message the writer
 	// acknowledges without error and does not skip as ephemeral (stored,

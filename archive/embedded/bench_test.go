@@ -111,6 +111,30 @@ func BenchmarkAppendIndex(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendIndexFilled is BenchmarkAppendIndex on an archive that
+// already holds 100,000 or 1,000,000 messages, as a store node's does:
+// the writer's page cache is then full, which is where a commit's cost
+// of truncating it showed (pcache.go). Each run of a case fills its
+// archive first (about 1 and 11 s), so give it a count: -benchtime
+// 20000x.
+func BenchmarkAppendIndexFilled(b *testing.B) {
+	msgs, wires := smallMessages(b)
+	const t0 = 1_800_000_000_000_000_000 // Unix ns
+	for _, stored := range []int{100_000, 1_000_000} {
+		for _, window := range []int{8, 1} {
+			b.Run(fmt.Sprintf("stored=%d/window=%d", stored, window), func(b *testing.B) {
+				a := openT(b, b.TempDir(), archive.Config{})
+				appendN(b, a, 0, stored, 256, msgs, wires, func(i int) int64 { return t0 + int64(i) })
+				before := a.Stats()
+				b.ResetTimer()
+				appendN(b, a, stored, b.N, window, msgs, wires, func(i int) int64 { return t0 + int64(stored+i) })
+				b.StopTimer()
+				reportWriter(b, before, a)
+			})
+		}
+	}
+}
+
 // smallMessages returns benchPool messages of 200-byte payloads on four
 // content topics, and their wire bytes.
 func smallMessages(b *testing.B) ([]*message.Message, [][]byte) {

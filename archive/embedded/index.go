@@ -92,6 +92,9 @@ func (a *Archive) openIndex() error {
 	if err := walVFSOnce(); err != nil {
 		return err
 	}
+	if pageCacheErr != nil {
+		a.cfg.Logger.Info("archive: index: commits walk the writer's page cache (pcache.go)", "err", pageCacheErr)
+	}
 	var err error
 	if a.wdb, err = sql.Open(sqliteDriver, dsn+cache(a.cfg.CacheSize)+"&vfs="+walVFS); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
