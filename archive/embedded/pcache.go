@@ -47,6 +47,8 @@ typedef struct {
 extern int sqlite3_config(int, ...);
 #define CONFIG_PCACHE2 18    // SQLITE_CONFIG_PCACHE2
 #define CONFIG_GETPCACHE2 19 // SQLITE_CONFIG_GETPCACHE2
+// The lock page's offset: SQLite's default, which only its test control
+// SQLITE_TESTCTRL_PENDING_BYTE changes (nothing in courier calls it).
 #define PENDING_BYTE 0x40000000
 
 static pcacheMethods inner;
@@ -89,7 +91,10 @@ static pcache *cCreate(int pageSize, int extraSize, int purgeable) {
 static void cCachesize(pcache *p, int n) { inner.cachesize(INNER(p), n); }
 static int cPagecount(pcache *p) { return inner.pagecount(INNER(p)); }
 static pcachePage *cFetch(pcache *p, unsigned k, int create) {
-	unsigned ik = create ? k : key(p, k); // the pager never creates the lock page
+	// A fetch that may create a page gets its own key: the pager creates
+	// the lock page only to refuse it as corrupt (getPageNormal), never
+	// during a swap, and maxKey then covers it until the next truncate.
+	unsigned ik = create ? k : key(p, k);
 	pcachePage *pg = inner.fetch(INNER(p), ik, create);
 	if (pg != NULL && ik == k && k > C(p)->maxKey) {
 		C(p)->maxKey = k;
