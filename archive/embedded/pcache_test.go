@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/binary"
+	"fmt"
 	"path/filepath"
 	"testing"
 )
@@ -11,20 +12,32 @@ import (
 // TestPageCacheSwap fills an index of random 32-byte keys, whose page
 // splits put pages out of order, so that B-tree balances swap pages
 // through the lock page's number, in transactions of 8 rows with every
-// tenth rolled back (which truncates the cache). Every committed row must
-// be found through the index, no rolled-back row may be, and SQLite's
-// integrity check must pass.
+// tenth rolled back (which truncates the cache), with the index's page
+// size and another (whose lock page has another number). Every committed
+// row must be found through the index, no rolled-back row may be, and
+// SQLite's integrity check must pass.
 func TestPageCacheSwap(t *testing.T) {
 	if pageCacheErr != nil {
 		t.Fatal(pageCacheErr)
 	}
+	for _, size := range []int{1024, 4096} {
+		t.Run(fmt.Sprintf("page_size=%d", size), func(t *testing.T) { testPageCacheSwap(t, size) })
+	}
+}
+
+func testPageCacheSwap(t *testing.T, pageSize int) {
 	db, err := sql.Open(sqliteDriver, "file:"+filepath.Join(t.TempDir(), "swap.db")+"?_cache_size=-65536")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	mustExec(t, db, "PRAGMA page_size=1024; PRAGMA journal_mode=WAL; CREATE TABLE t(k INTEGER PRIMARY KEY, h BLOB NOT NULL); CREATE INDEX t_h ON t(h)")
+	mustExec(t, db, fmt.Sprintf("PRAGMA page_size=%d; PRAGMA journal_mode=WAL", pageSize))
+	mustExec(t, db, "CREATE TABLE t(k INTEGER PRIMARY KEY, h BLOB NOT NULL); CREATE INDEX t_h ON t(h)")
+	var got int
+	if err := db.QueryRow("PRAGMA page_size").Scan(&got); err != nil || got != pageSize {
+		t.Fatalf("page_size %d, %v; want %d", got, err, pageSize)
+	}
 	key := func(i int) []byte {
 		var b [8]byte
 		binary.BigEndian.PutUint64(b[:], uint64(i))
