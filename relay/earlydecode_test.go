@@ -148,29 +148,26 @@ func TestEarlyDecode(t *testing.T) {
 
 	// On a topic the relay is not subscribed to, nothing is dispatched,
 	// so nothing is hashed.
-	before = c.Snapshot()
-	env, err = r.Publish(t.Context(), "/waku/2/rs/0/5", chatMessage(10_000, 5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := c.Snapshot().Sub(before); d.Hashes != 0 {
-		t.Errorf("a local publish on a topic not subscribed to counted %d hashes, want 0", d.Hashes)
-	}
-	if _, ok := env.MessageID(); ok {
-		t.Error("a local publish on a topic not subscribed to computed its message id with the hash")
-	}
-
+	expectUnhashed(t, r, &c, "/waku/2/rs/0/5", chatMessage(10_000, 5), "on a topic not subscribed to")
 	removeHandler()
-	before = c.Snapshot()
-	env, err = r.Publish(t.Context(), dropTopic, chatMessage(10_000, 4))
+	expectUnhashed(t, r, &c, dropTopic, chatMessage(10_000, 4), "with nothing to deliver to")
+}
+
+// expectUnhashed publishes m on topic through r and fails t if the
+// publish counted a hash in c or paired its message id with one; what
+// says why nothing should be.
+func expectUnhashed(t *testing.T, r *Relay, c *message.Counters, topic string, m *message.Message, what string) {
+	t.Helper()
+	before := c.Snapshot()
+	env, err := r.Publish(t.Context(), topic, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := c.Snapshot().Sub(before); d.Hashes != 0 {
-		t.Errorf("a local publish with nothing to deliver to counted %d hashes, want 0", d.Hashes)
+		t.Errorf("a local publish %s counted %d hashes, want 0", what, d.Hashes)
 	}
 	if _, ok := env.MessageID(); ok {
-		t.Error("a local publish with nothing to deliver to computed its message id with the hash")
+		t.Errorf("a local publish %s computed its message id with the hash", what)
 	}
 }
 
