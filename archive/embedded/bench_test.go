@@ -123,13 +123,8 @@ func BenchmarkAppendIndexFilled(b *testing.B) {
 	for _, stored := range []int{100_000, 1_000_000} {
 		for _, window := range []int{8, 1} {
 			b.Run(fmt.Sprintf("stored=%d/window=%d", stored, window), func(b *testing.B) {
-				a := openT(b, b.TempDir(), archive.Config{})
-				appendN(b, a, 0, stored, 256, msgs, wires, func(i int) int64 { return t0 + int64(i) })
-				before := a.Stats()
-				b.ResetTimer()
-				appendN(b, a, stored, b.N, window, msgs, wires, func(i int) int64 { return t0 + int64(stored+i) })
-				b.StopTimer()
-				reportWriter(b, before, a)
+				benchAfterFill(b, stored, func(i int) int64 { return t0 + int64(i) },
+					window, func(i int) int64 { return t0 + int64(stored+i) }, msgs, wires)
 			})
 		}
 	}
@@ -156,13 +151,8 @@ func BenchmarkAppendUntimed(b *testing.B) {
 	const stored, partition = 100_000, int64(1) << 44 // ns
 	for _, parts := range []int64{1, 10, 150} {
 		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
-			a := openT(b, b.TempDir(), archive.Config{})
-			appendN(b, a, 0, stored, 256, msgs, wires, func(i int) int64 { return partition + int64(i)*(parts*partition/stored) })
-			before := a.Stats()
-			b.ResetTimer()
-			appendN(b, a, stored, b.N, 8, msgs, wires, func(int) int64 { return 0 })
-			b.StopTimer()
-			reportWriter(b, before, a)
+			benchAfterFill(b, stored, func(i int) int64 { return partition + int64(i)*(parts*partition/stored) },
+				8, func(int) int64 { return 0 }, msgs, wires)
 		})
 	}
 }
@@ -176,6 +166,20 @@ func benchInFlight(b *testing.B, window int, msgs []*message.Message, wires [][]
 	appendN(b, a, 0, b.N, window, msgs, wires, func(i int) int64 { return 1_800_000_000_000_000_000 + int64(i) })
 	b.StopTimer()
 	reportWriter(b, archive.Stats{}, a)
+}
+
+// benchAfterFill fills a new archive with stored messages, message i
+// timestamped fillTS(i), 256 unacknowledged at a time, then times b.N
+// more with at most window unacknowledged, message i of them timestamped
+// ts(i), and reports the writer's CPU and batch size for those alone.
+func benchAfterFill(b *testing.B, stored int, fillTS func(i int) int64, window int, ts func(i int) int64, msgs []*message.Message, wires [][]byte) {
+	a := openT(b, b.TempDir(), archive.Config{})
+	appendN(b, a, 0, stored, 256, msgs, wires, fillTS)
+	before := a.Stats()
+	b.ResetTimer()
+	appendN(b, a, stored, b.N, window, msgs, wires, ts)
+	b.StopTimer()
+	reportWriter(b, before, a)
 }
 
 // appendN appends n messages made of msgs and wires, message i with the
