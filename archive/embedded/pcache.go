@@ -91,12 +91,14 @@ static pcache *cCreate(int pageSize, int extraSize, int purgeable) {
 static void cCachesize(pcache *p, int n) { inner.cachesize(INNER(p), n); }
 static int cPagecount(pcache *p) { return inner.pagecount(INNER(p)); }
 static pcachePage *cFetch(pcache *p, unsigned k, int create) {
+	if (!create) {
+		return inner.fetch(INNER(p), key(p, k), 0);
+	}
 	// A fetch that may create a page gets its own key: the pager creates
 	// the lock page only to refuse it as corrupt (getPageNormal), never
 	// during a swap, and maxKey then covers it until the next truncate.
-	unsigned ik = create ? k : key(p, k);
-	pcachePage *pg = inner.fetch(INNER(p), ik, create);
-	if (pg != NULL && ik == k && k > C(p)->maxKey) {
+	pcachePage *pg = inner.fetch(INNER(p), k, create);
+	if (pg != NULL && k > C(p)->maxKey) {
 		C(p)->maxKey = k;
 	}
 	return pg;
