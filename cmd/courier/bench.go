@@ -263,7 +263,7 @@ func printNotes(rows []bench.Row) {
 	for _, r := range rows {
 		byName[r.Scenario] = r
 		if r.CPUNsPerMsg == r.CPUNsPerMsg { // not NaN
-			fmt.Printf("%s: %.0f µs of CPU per message (user+system, whole process), %.2f cores busy\n", r.Scenario, r.CPUNsPerMsg/1e3, r.CPUNsPerMsg*r.MsgPerS/1e9)
+			fmt.Printf("%s: %.0f µs of CPU per message (user+system, whole process), %.2f cores busy, %.1f minor page faults per message\n", r.Scenario, r.CPUNsPerMsg/1e3, r.CPUNsPerMsg*r.MsgPerS/1e9, r.MinorFaultsPerMsg)
 		}
 		if r.ArchiveCPUNsPerMsg == r.ArchiveCPUNsPerMsg {
 			fmt.Printf("%s: the archive's writer %.0f µs of CPU per message (index and segment writes, kernel time included)\n", r.Scenario, r.ArchiveCPUNsPerMsg/1e3)

@@ -312,6 +312,14 @@ func WriteBudget(w io.Writer, rows []Row) error {
 		line(s.String(), func(r *Row) float64 { return r.Budget.PerMsg(s) })
 	}
 	line("total (getrusage)", func(r *Row) float64 { return r.Budget.CPUNs / float64(r.Budget.Msgs) })
+	fmt.Fprint(tw, "minor page faults (count)\t")
+	for _, c := range cols {
+		fmt.Fprintf(tw, "%s\t", faults(c.MinorFaultsPerMsg))
+	}
+	for _, p := range pairs {
+		fmt.Fprintf(tw, "%s\t", faults(p[0].MinorFaultsPerMsg-p[1].MinorFaultsPerMsg))
+	}
+	fmt.Fprintln(tw)
 	fmt.Fprint(tw, "profile samples\t")
 	for _, c := range cols {
 		fmt.Fprintf(tw, "%d at %d Hz, %.0f%% seen\t", c.Budget.Samples, c.Budget.Hz, 100*c.Budget.SampledShare())
@@ -398,6 +406,14 @@ func (b *Budget) sharedErr() float64 {
 }
 
 // us formats ns as µs with one decimal, "-" for NaN.
+// faults formats a count of page faults per message, "-" for NaN.
+func faults(n float64) string {
+	if math.IsNaN(n) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", n)
+}
+
 func us(ns float64) string {
 	if math.IsNaN(ns) {
 		return "-"

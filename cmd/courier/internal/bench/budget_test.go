@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -98,13 +99,16 @@ func TestBudgetOf(t *testing.T) {
 		t.Fatalf("segment %v ns per message, want 20000", got)
 	}
 	var buf bytes.Buffer
-	if err := WriteBudget(&buf, []Row{{Scenario: "macro", Budget: b}, {Scenario: "libnet"}}); err != nil {
+	if err := WriteBudget(&buf, []Row{{Scenario: "macro", Budget: b, MinorFaultsPerMsg: 7.3}, {Scenario: "libnet"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"deterministic hash", "60.0", "20.0", "total (getrusage)", "80.0", "4 at 1000 Hz, 50% seen"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("budget table lacks %q:\n%s", want, buf.String())
 		}
+	}
+	if !regexp.MustCompile(`minor page faults \(count\) +7\.3\n`).MatchString(buf.String()) {
+		t.Errorf("budget table lacks macro's 7.3 minor page faults per message:\n%s", buf.String())
 	}
 }
 

@@ -175,11 +175,14 @@ func runLibnetRow(ctx context.Context, cfg LibnetConfig, lane libnet.Lane, op, s
 	sa0, sb0 := a.Stats(), b.Stats()
 	m0 := readMem()
 	peak := libnetPeakSampler()
-	cpu0, t0 := processCPU(), time.Now()
+	cpu0, flt0 := processUsage()
+	t0 := time.Now()
 	if err := run.phase(ctx, cfg.Warmup, n); err != nil {
 		return Row{}, err
 	}
-	wall, cpu := time.Since(t0), processCPU()-cpu0
+	wall := time.Since(t0)
+	cpu1, flt1 := processUsage()
+	cpu, flt := cpu1-cpu0, flt1-flt0
 	peakLive, peakAlloc := peak()
 	m1 := readMem()
 	sa1, sb1 := a.Stats(), b.Stats()
@@ -187,6 +190,7 @@ func runLibnetRow(ctx context.Context, cfg LibnetConfig, lane libnet.Lane, op, s
 	row := NewRow(fmt.Sprintf("libnet-%s-%s-%s", lane, op, size), prof.Name, n)
 	fillLibnetRow(&row, wall, run.hist, m0, m1, float64(w.MeasuredPayloadBytes())/float64(n))
 	row.CPUNsPerMsg = float64(cpu) / float64(n)
+	row.MinorFaultsPerMsg = float64(flt) / float64(n)
 	row.PeakHeapMB, row.PeakHeapAllocMB = peakLive/1e6, peakAlloc/1e6
 	fn := float64(n)
 	row.WireBytesPerMsg = float64(sa1.Sent.Bytes-sa0.Sent.Bytes) / fn
@@ -376,7 +380,8 @@ func libnetTCPBaseline(n int, seed int64) (Row, error) {
 	binary.BigEndian.PutUint32(lenb[:], size)
 	runtime.GC()
 	m0 := readMem()
-	cpu0, t0 := processCPU(), time.Now()
+	cpu0, flt0 := processUsage()
+	t0 := time.Now()
 	for i := range n {
 		w.FillPayload(scratch, i)
 		bufs := net.Buffers{lenb[:], scratch}
@@ -387,10 +392,13 @@ func libnetTCPBaseline(n int, seed int64) (Row, error) {
 	if err := <-read; err != nil {
 		return Row{}, err
 	}
-	wall, cpu := time.Since(t0), processCPU()-cpu0
+	wall := time.Since(t0)
+	cpu1, flt1 := processUsage()
+	cpu, flt := cpu1-cpu0, flt1-flt0
 	row := NewRow("tcp-baseline-100kB", "100kB", n)
 	fillLibnetRow(&row, wall, nil, m0, readMem(), size)
 	row.CPUNsPerMsg = float64(cpu) / float64(n)
+	row.MinorFaultsPerMsg = float64(flt) / float64(n)
 	row.WireBytesPerMsg = 4 + size
 	row.Base64OpsPerMsg, row.JSONOpsPerMsg = 0, 0
 	return row, nil

@@ -26,6 +26,7 @@ type phase struct {
 	msgID1       uint64
 	harnessBytes int64 // bytes the harness allocated to make the measured input
 	cpu0, cpu1   time.Duration
+	flt0, flt1   int64   // the process's minor page faults (processUsage)
 	sent         int     // messages published, warm-up included (drive)
 	rate         float64 // the publisher's pace in msg/s, 0 for none (drive)
 	warmup       string  // how a steady-state warm-up ended, or ""
@@ -51,13 +52,13 @@ func (p *phase) begin(proc, recv message.CounterSnapshot, msgID uint64) {
 			p.prof = nil
 		}
 	}
-	p.cpu0 = processCPU()
+	p.cpu0, p.flt0 = processUsage()
 	p.start = time.Now()
 }
 
 func (p *phase) end(proc, recv message.CounterSnapshot, msgID uint64) {
 	p.wall = time.Since(p.start)
-	p.cpu1 = processCPU()
+	p.cpu1, p.flt1 = processUsage()
 	if p.prof != nil {
 		var err error
 		if p.cpuProf, err = p.prof.stop(p.name); err != nil {
@@ -74,6 +75,7 @@ func (p *phase) fill(r *Row, w *Workload, t *tracker) {
 	n := float64(w.N)
 	r.WallMs = float64(p.wall) / 1e6
 	r.CPUNsPerMsg = float64(p.cpu1-p.cpu0) / n
+	r.MinorFaultsPerMsg = float64(p.flt1-p.flt0) / n
 	if p.cpuProf != nil {
 		r.Budget = budgetOf(p.cpuProf, float64(p.cpu1-p.cpu0), w.N)
 	}
@@ -118,11 +120,16 @@ func (p *phase) fill(r *Row, w *Workload, t *tracker) {
 	}
 }
 
-// processCPU returns the user and system CPU time the process has used.
-func processCPU() time.Duration {
+// processUsage returns the user and system CPU time the process has used
+// and the minor page faults it has taken (getrusage's ru_minflt): each
+// fault is the first touch of a page of memory the process had not
+// touched, or had given back to the kernel, such as a heap span the Go
+// runtime's scavenger returned. Writes into the kernel's page cache (the
+// archive's segments) do not fault and do not count.
+func processUsage() (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
 }

@@ -18,6 +18,7 @@ var columns = []string{
 	"encodes_per_msg", "msgid_hashes_per_msg", "recv_decodes_per_msg", "recv_hashes_per_msg",
 	"interarrival_p50_ns", "interarrival_p99_ns", "wire_bytes_per_msg", "base64_ops_per_msg", "json_ops_per_msg",
 	"filter_peers", "inflight", "rate_msg_per_s", "archive_ack_p50_ns", "archive_ack_p99_ns", "cpu_ns_per_msg",
+	"minor_faults_per_msg",
 }
 
 // Row is one result line. A cell that does not apply holds NaN (floats) and
@@ -58,6 +59,12 @@ type Row struct {
 	// message (cpu_ns_per_msg); the notes under the table print it too,
 	// because on a shared machine it is steadier than wall time.
 	CPUNsPerMsg float64
+	// MinorFaultsPerMsg is the process's minor page faults per measured
+	// message (minor_faults_per_msg, getrusage's ru_minflt): pages of 4 KiB
+	// the run touched for the first time, each zeroed by the kernel, at a
+	// cost that CPUNsPerMsg includes and that grows on a virtual machine
+	// whose host has reclaimed the guest's idle memory.
+	MinorFaultsPerMsg float64
 	// ArchiveCPUNsPerMsg is the archive writer's CPU time per measured
 	// message (archive.Stats.WriterCPU; micro on Linux, else NaN), printed
 	// in the notes like CPUNsPerMsg.
@@ -101,7 +108,7 @@ func NewRow(scenario, profile string, msgs int) Row {
 		AllocBytesPerMsg: na, AllocsPerMsg: na, PayloadCopiesPerMsg: na,
 		EncodesPerMsg: na, MsgIDHashesPerMsg: na, RecvDecodesPerMsg: na, RecvHashesPerMsg: na,
 		InterarrivalP50Ns: na, InterarrivalP99Ns: na, WireBytesPerMsg: na,
-		Base64OpsPerMsg: na, JSONOpsPerMsg: na, CPUNsPerMsg: na, ArchiveCPUNsPerMsg: na, FilterPeers: na,
+		Base64OpsPerMsg: na, JSONOpsPerMsg: na, CPUNsPerMsg: na, MinorFaultsPerMsg: na, ArchiveCPUNsPerMsg: na, FilterPeers: na,
 		Inflight: na, RatePerS: na, AckP50Ns: na, AckP99Ns: na,
 	}
 }
@@ -122,6 +129,7 @@ func (r Row) cells() []string {
 		f(r.RecvDecodesPerMsg, 3), f(r.RecvHashesPerMsg, 3), f(r.InterarrivalP50Ns, 0),
 		f(r.InterarrivalP99Ns, 0), f(r.WireBytesPerMsg, 1), f(r.Base64OpsPerMsg, 3), f(r.JSONOpsPerMsg, 3),
 		f(r.FilterPeers, 0), f(r.Inflight, 0), f(r.RatePerS, 1), f(r.AckP50Ns, 0), f(r.AckP99Ns, 0), f(r.CPUNsPerMsg, 0),
+		f(r.MinorFaultsPerMsg, 2),
 	}
 }
 
