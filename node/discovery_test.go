@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/couriernet/courier/discovery"
+	"github.com/couriernet/courier/internal/freeport"
 	"github.com/couriernet/courier/rest"
 )
 
@@ -85,14 +85,15 @@ func TestNodeENRInInfo(t *testing.T) {
 	}
 }
 
+// freePort returns a TCP port free on 127.0.0.1, outside the range the
+// kernel hands out on its own (package freeport).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // TestRecordConfigAddresses checks which addresses the record announces

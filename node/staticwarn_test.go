@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"log/slog"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,12 +41,7 @@ func (h levelsHandler) WithGroup(string) slog.Handler      { return h }
 // the dials that keep failing after it are at debug level, so the log is
 // not flooded.
 func TestStaticNodeUnreachableWarns(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close() // nobody listens there now
+	port := freePort(t) // nobody listens there
 	key, _, _ := crypto.GenerateSecp256k1Key(nil)
 	id, _ := peer.IDFromPrivateKey(key)
 	static := "/ip4/127.0.0.1/tcp/" + strconv.Itoa(port) + "/p2p/" + id.String()

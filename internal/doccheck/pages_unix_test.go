@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/couriernet/courier/internal/freeport"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/commands.md's checklist from the pages' marks")
@@ -445,21 +446,13 @@ func (n *node) stop(t *testing.T) {
 	}
 }
 
-// freePorts returns k distinct TCP ports that were free on 127.0.0.1.
+// freePorts returns k distinct TCP ports that were free on 127.0.0.1,
+// outside the range the kernel hands out on its own (package freeport).
 func freePorts(t *testing.T, k int) []int {
 	t.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range k {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
+	ports, err := freeport.Ports(k)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

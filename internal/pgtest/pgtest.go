@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -39,6 +38,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/couriernet/courier/internal/freeport"
 )
 
 // BinEnv names the environment variable that overrides where the
@@ -147,7 +148,7 @@ func Start() (*Server, error) {
 	}
 	// A free port can be taken between picking and binding it: try a few.
 	for range 5 {
-		if s.port, err = freePort(); err != nil {
+		if s.port, err = freeport.Port(); err != nil {
 			break
 		}
 		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=100", s.port, s.dir)
@@ -263,13 +264,4 @@ func hasBinaries(dir string) bool {
 		}
 	}
 	return true
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

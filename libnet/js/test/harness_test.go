@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +28,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/couriernet/courier/internal/freeport"
 )
 
 // Wrappers are the published wrappers the tests load over the core.
@@ -245,7 +246,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	events chan map[string]any
-	stderr *bytes.Buffer
+	stderr *bytes.Buffer // written by os/exec until the process ends
 }
 
 func start(t testing.TB, script string, args any) *proc {
@@ -295,15 +296,25 @@ func (p *proc) await(name string, d time.Duration) map[string]any {
 		select {
 		case ev, ok := <-p.events:
 			if !ok {
-				p.t.Fatalf("%s ended before %q; stderr:\n%s", p.cmd.Args[1], name, tail(p.stderr.Bytes()))
+				p.fail("%s ended before %q", p.cmd.Args[1], name)
 			}
 			if ev["event"] == name {
 				return ev
 			}
 		case <-timer.C:
-			p.t.Fatalf("%s: no %q within %v; stderr:\n%s", p.cmd.Args[1], name, d, tail(p.stderr.Bytes()))
+			p.fail("%s: no %q within %v", p.cmd.Args[1], name, d)
 		}
 	}
+}
+
+// fail ends the script and fails the test with the message and the end of
+// the script's stderr, read once the process is gone and os/exec no
+// longer writes to it.
+func (p *proc) fail(format string, args ...any) {
+	p.t.Helper()
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	p.t.Fatalf(format+"; stderr:\n%s", append(args, tail(p.stderr.Bytes()))...)
 }
 
 // drain returns the events that arrive until quiet for d.
@@ -328,21 +339,13 @@ func (p *proc) send(line string) {
 	}
 }
 
-// freePorts returns n TCP ports free on 127.0.0.1 when asked.
+// freePorts returns n TCP ports free on 127.0.0.1 when asked, outside the
+// range the kernel hands out on its own (package freeport).
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
+	ports, err := freeport.Ports(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }
