@@ -128,10 +128,12 @@ apply to the scenario):
   archive_ack_p50_ns, _p99_ns        the receiver's archive: Append to the
                                      commit of the message's batch
   cpu_ns_per_msg                     user+system CPU time per message
+  minor_faults_per_msg               minor page faults per message: pages
+                                     of memory the process touched anew
 The table shows the main columns; --csv writes all of them. Under the
 table: the CPU time per message of each scenario (user+system, whole
-process; steadier than wall time on a shared machine) and the cores it
-kept busy; each macro row against the macro-bare row of the same run and
+process; steadier than wall time on a shared machine), the cores it
+kept busy and its minor page faults; each macro row against the macro-bare row of the same run and
 suffix (macro-run2 with macro-bare-run2): msg/s and CPU ratios, and the
 latency macro adds at p50 and p99 beside its archive acknowledgement
 latency. --inflight 256 gives saturation rows, --rate 353 the seed's rate.
@@ -143,9 +145,10 @@ encode, each node's libp2p stack, gossipsub's msg-id hash, the
 deterministic hash, the two in one pass (node B's), decode, the relay, the
 handlers, the archive's Append,
 CRC, SQLite, segment write and fsync, GC, the scheduler, the rest; beside
-each macro row, its difference from the macro-bare row of the same run.
-The Go runtime notes on stderr that it kept the rate; docs/benchmark.md
-says how samples are put in stages. --cpuprofile FILE writes the profiles.
+each macro row, its difference from the macro-bare row of the same run;
+under the stages, each row's minor page faults per message and profile
+samples. On Linux the bench hides the Go runtime's note on stderr that it
+kept the rate; docs/benchmark.md says how samples are put in stages. --cpuprofile FILE writes the profiles.
 
 --plot DIR writes three PNG charts of the micro and macro scenarios:
   heap.png        live heap (as of the last GC) every 50 completed
