@@ -258,6 +258,9 @@ func start(t testing.TB, script string, args any) *proc {
 	stdout, _ := cmd.StdoutPipe()
 	p := &proc{t: t, cmd: cmd, stdin: stdin, events: make(chan map[string]any, 4096), stderr: &bytes.Buffer{}}
 	cmd.Stderr = p.stderr
+	// A child the script started may hold stderr open after the script
+	// ends: Wait gives up on it after this long instead of waiting for it.
+	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -405,7 +405,6 @@ func (b *Budget) sharedErr() float64 {
 	return b.CPUNs / float64(b.Msgs) * math.Sqrt(p*(1-p)/float64(b.Samples))
 }
 
-// us formats ns as µs with one decimal, "-" for NaN.
 // faults formats a count of page faults per message, "-" for NaN.
 func faults(n float64) string {
 	if math.IsNaN(n) {
@@ -414,6 +413,7 @@ func faults(n float64) string {
 	return fmt.Sprintf("%.1f", n)
 }
 
+// us formats ns as µs with one decimal, "-" for NaN.
 func us(ns float64) string {
 	if math.IsNaN(ns) {
 		return "-"
