@@ -12,6 +12,7 @@ import (
 
 	"github.com/couriernet/courier/node/state"
 
+	"github.com/couriernet/courier/internal/freeport"
 	"github.com/couriernet/courier/internal/testwait"
 	"github.com/couriernet/courier/rest"
 )
@@ -173,7 +174,7 @@ func testConnectednessAfterStop(t *testing.T, n1 *Node, id3 string) {
 	}
 
 	wrongID := "16Uiu2HAm6HZZr7aToTvEBPpiys4UxajCTU97zj5v7RNR2gbniy1D" // nwaku's test's
-	wrong := "/ip4/127.0.0.1/tcp/" + strconv.Itoa(freePort(t)) + "/p2p/" + wrongID
+	wrong := "/ip4/127.0.0.1/tcp/" + strconv.Itoa(freeport.Get(t, 1)[0]) + "/p2p/" + wrongID
 	if code, body := restCall(t, n1, "POST", "/admin/v1/peers", `["`+wrong+`"]`); code != 400 || body != "Failed to connect to peer at index: 0 - "+wrong {
 		t.Fatalf("POST /admin/v1/peers %s: %d %s", wrong, code, body)
 	}

@@ -85,17 +85,6 @@ func TestNodeENRInInfo(t *testing.T) {
 	}
 }
 
-// freePort returns a TCP port free on 127.0.0.1, outside the range the
-// kernel hands out on its own (package freeport).
-func freePort(t *testing.T) int {
-	t.Helper()
-	p, err := freeport.Port()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestRecordConfigAddresses checks which addresses the record announces
 // for the external-address settings (nwaku net_config.nim).
 func TestRecordConfigAddresses(t *testing.T) {
@@ -119,7 +108,7 @@ func TestRecordConfigAddresses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{ListenAddress: "127.0.0.1", Relay: true, Discovery: tc.dc}
 			if tc.ws {
-				cfg.WebSocket, cfg.WebSocketPort = true, freePort(t)
+				cfg.WebSocket, cfg.WebSocketPort = true, freeport.Get(t, 1)[0]
 			}
 			n, err := New(cfg)
 			if err != nil {
@@ -342,7 +331,7 @@ func TestAnnouncedAddresses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{ListenAddress: "127.0.0.1", Relay: true, Discovery: tc.dc}
 			if tc.ws {
-				cfg.WebSocket, cfg.WebSocketPort = true, freePort(t)
+				cfg.WebSocket, cfg.WebSocketPort = true, freeport.Get(t, 1)[0]
 			}
 			n, err := New(cfg)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/couriernet/courier/internal/freeport"
 	"github.com/couriernet/courier/internal/testwait"
 )
 
@@ -41,7 +42,7 @@ func (h levelsHandler) WithGroup(string) slog.Handler      { return h }
 // the dials that keep failing after it are at debug level, so the log is
 // not flooded.
 func TestStaticNodeUnreachableWarns(t *testing.T) {
-	port := freePort(t) // nobody listens there
+	port := freeport.Get(t, 1)[0] // nobody listens there
 	key, _, _ := crypto.GenerateSecp256k1Key(nil)
 	id, _ := peer.IDFromPrivateKey(key)
 	static := "/ip4/127.0.0.1/tcp/" + strconv.Itoa(port) + "/p2p/" + id.String()

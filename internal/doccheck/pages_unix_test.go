@@ -364,7 +364,7 @@ type node struct {
 // and waits until its REST API answers /debug/v1/info.
 func startNode(t *testing.T, bin, flags string) *node {
 	t.Helper()
-	ports := freePorts(t, 4)
+	ports := freeport.Get(t, 4)
 	n := &node{out: new(syncBuffer), done: make(chan struct{}), tcp: ports[0], rest: ports[1], metrics: ports[2]}
 	args := []string{"node", "--listen-address=127.0.0.1", "--nat=none",
 		"--tcp-port=" + strconv.Itoa(n.tcp), "--rest-port=" + strconv.Itoa(n.rest),
@@ -444,17 +444,6 @@ func (n *node) stop(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Errorf("node still running 30 s after SIGTERM")
 	}
-}
-
-// freePorts returns k distinct TCP ports that were free on 127.0.0.1,
-// outside the range the kernel hands out on its own (package freeport).
-func freePorts(t *testing.T, k int) []int {
-	t.Helper()
-	ports, err := freeport.Ports(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ports
 }
 
 // syncBuffer is a bytes.Buffer safe for a process's two output streams.

@@ -21,6 +21,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // ErrNoPorts is returned when fewer ports than asked are free, or when
@@ -71,6 +72,17 @@ func Port() (int, error) {
 		return 0, err
 	}
 	return p[0], nil
+}
+
+// Get returns n ports as Ports does, for a test: it fails tb when it
+// cannot.
+func Get(tb testing.TB, n int) []int {
+	tb.Helper()
+	ports, err := Ports(n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ports
 }
 
 // parseRange reads an ip_local_port_range file ("32768\t60999\n"), or

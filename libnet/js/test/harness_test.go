@@ -28,8 +28,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/couriernet/courier/internal/freeport"
 )
 
 // Wrappers are the published wrappers the tests load over the core.
@@ -340,17 +338,6 @@ func (p *proc) send(line string) {
 	if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
 		p.t.Fatal(err)
 	}
-}
-
-// freePorts returns n TCP ports free on 127.0.0.1 when asked, outside the
-// range the kernel hands out on its own (package freeport).
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	ports, err := freeport.Ports(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ports
 }
 
 func tail(b []byte) []byte {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couriernet/courier/internal/freeport"
 	"github.com/couriernet/courier/libnet"
 )
 
@@ -54,7 +55,7 @@ func port(addr string) int {
 // against each server, and its multi-send reaches all four servers.
 func TestWrappersAcrossProcesses(t *testing.T) {
 	require(t)
-	ports := freePorts(t, 2*len(Impls))
+	ports := freeport.Get(t, 2*len(Impls))
 	servers := map[string]*proc{}
 	var serverPorts []int
 	for i, impl := range Impls {
@@ -125,7 +126,7 @@ func without(s []int, i int) []int {
 // courier's package: a tell arrives as a Buffer, an ask is answered.
 func TestGoEndpointInterop(t *testing.T) {
 	require(t)
-	ports := freePorts(t, len(Impls))
+	ports := freeport.Get(t, len(Impls))
 	g := goEndpoint(t, libnet.Config{Lane: libnet.LaneLegacy})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -154,7 +155,7 @@ func TestGoEndpointInterop(t *testing.T) {
 	}
 
 	raw := goEndpoint(t, libnet.Config{Lane: libnet.LaneRaw, SenderID: "go-raw"})
-	rport := freePorts(t, 1)[0]
+	rport := freeport.Get(t, 1)[0]
 	s := start(t, "serve.js", map[string]any{"impl": "courier", "port": rport, "rawAll": true})
 	peer := "127.0.0.1:" + strconv.Itoa(rport)
 	if err := raw.Tell(ctx, peer, libnet.Msg{Route: "gossip", Payload: []byte{0, 1, 2, 255}}); err != nil {
@@ -203,7 +204,7 @@ func TestWorkerEndsWhileReceiving(t *testing.T) {
 	require(t)
 	for _, impl := range []string{"courier", "wrapper-1.6.1"} {
 		t.Run(impl, func(t *testing.T) {
-			ports := freePorts(t, 2)
+			ports := freeport.Get(t, 2)
 			var fromWorkers atomic.Int64
 			g := goEndpoint(t, libnet.Config{Lane: libnet.LaneRaw, FrameHandler: func(*libnet.Frame) { fromWorkers.Add(1) }})
 			stop := make(chan struct{})
@@ -243,7 +244,7 @@ func TestTellsLeaveNoPendingTimer(t *testing.T) {
 	} {
 		got.Store(0)
 		var res struct{ Before, After, Sent int }
-		run(t, "timers.js", map[string]any{"impl": tc.impl, "port": freePorts(t, 1)[0], "to": port(g.Addr()), "n": tc.n}, &res)
+		run(t, "timers.js", map[string]any{"impl": tc.impl, "port": freeport.Get(t, 1)[0], "to": port(g.Addr()), "n": tc.n}, &res)
 		if res.Sent != tc.n || res.After-res.Before < tc.minLeft || res.After-res.Before > tc.maxLeft {
 			t.Fatalf("%s: %+v, want %d to %d pending timers after %d tells", tc.impl, res, tc.minLeft, tc.maxLeft, tc.n)
 		}
@@ -267,7 +268,7 @@ func TestLibNetAnswers(t *testing.T) {
 	require(t)
 	for _, impl := range []string{"courier", "wrapper-1.6.1"} {
 		t.Run(impl, func(t *testing.T) {
-			ports := freePorts(t, 3)
+			ports := freeport.Get(t, 3)
 			s := start(t, "serve.js", map[string]any{"impl": impl, "port": ports[1]})
 			var res struct{ DeadPort, BadVersion, Oversized, Fine *string }
 			run(t, "errors.js", map[string]any{"impl": impl, "port": ports[0], "to": ports[1], "dead": ports[2]}, &res)
@@ -380,7 +381,7 @@ func TestSignalsStayOnNodeThreads(t *testing.T) {
 			}
 			Caught int
 		}
-		run(t, "signals.js", map[string]any{"impl": impl, "port": freePorts(t, 1)[0], "to": port(g.Addr())}, &res)
+		run(t, "signals.js", map[string]any{"impl": impl, "port": freeport.Get(t, 1)[0], "to": port(g.Addr())}, &res)
 		blocked := 0
 		for _, th := range res.Threads {
 			if th.Tid == res.Pid && th.SigintBlocked {
@@ -402,7 +403,7 @@ func TestSignalsStayOnNodeThreads(t *testing.T) {
 // with no JavaScript timer pending while it waits.
 func TestRawLaneFromJS(t *testing.T) {
 	require(t)
-	ports := freePorts(t, 5)
+	ports := freeport.Get(t, 5)
 	s1 := start(t, "serve.js", map[string]any{"impl": "courier", "port": ports[1]})
 	s2 := start(t, "serve.js", map[string]any{"impl": "courier", "port": ports[2]})
 	legacyOnly := start(t, "serve.js", map[string]any{"impl": "wrapper-1.6.1", "port": ports[4]})
