@@ -133,10 +133,11 @@ apply to the scenario):
 The table shows the main columns; --csv writes all of them. Under the
 table: the CPU time per message of each scenario (user+system, whole
 process; steadier than wall time on a shared machine), the cores it
-kept busy and its minor page faults; each macro row against the macro-bare row of the same run and
-suffix (macro-run2 with macro-bare-run2): msg/s and CPU ratios, and the
-latency macro adds at p50 and p99 beside its archive acknowledgement
-latency. --inflight 256 gives saturation rows, --rate 353 the seed's rate.
+kept busy and its minor page faults; each macro row against the
+macro-bare row of the same run and suffix (macro-run2 with
+macro-bare-run2): msg/s and CPU ratios, and the latency macro adds at p50
+and p99 beside its archive acknowledgement latency. --inflight 256 gives
+saturation rows, --rate 353 the seed's rate.
 
 CPU budget (--budget, on by default): each micro and macro row's measured
 part is profiled (1000 Hz asked, as many samples as the kernel's tick
@@ -148,7 +149,8 @@ CRC, SQLite, segment write and fsync, GC, the scheduler, the rest; beside
 each macro row, its difference from the macro-bare row of the same run;
 under the stages, each row's minor page faults per message and profile
 samples. On Linux the bench hides the Go runtime's note on stderr that it
-kept the rate; docs/benchmark.md says how samples are put in stages. --cpuprofile FILE writes the profiles.
+kept the rate; docs/benchmark.md says how samples are put in stages.
+--cpuprofile FILE writes the profiles.
 
 --plot DIR writes three PNG charts of the micro and macro scenarios:
   heap.png        live heap (as of the last GC) every 50 completed

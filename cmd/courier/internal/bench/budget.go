@@ -298,28 +298,23 @@ func WriteBudget(w io.Writer, rows []Row) error {
 		fmt.Fprintf(tw, "%s - %s\t", p[0].Scenario, p[1].Scenario)
 	}
 	fmt.Fprintln(tw)
-	line := func(label string, v func(*Row) float64) {
+	// line writes a row of v for each column and each pair's difference,
+	// each formatted by format.
+	line := func(label string, v func(*Row) float64, format func(float64) string) {
 		fmt.Fprintf(tw, "%s\t", label)
 		for _, c := range cols {
-			fmt.Fprintf(tw, "%s\t", us(v(c)))
+			fmt.Fprintf(tw, "%s\t", format(v(c)))
 		}
 		for _, p := range pairs {
-			fmt.Fprintf(tw, "%s\t", us(v(p[0])-v(p[1])))
+			fmt.Fprintf(tw, "%s\t", format(v(p[0])-v(p[1])))
 		}
 		fmt.Fprintln(tw)
 	}
 	for s := range numStages {
-		line(s.String(), func(r *Row) float64 { return r.Budget.PerMsg(s) })
+		line(s.String(), func(r *Row) float64 { return r.Budget.PerMsg(s) }, us)
 	}
-	line("total (getrusage)", func(r *Row) float64 { return r.Budget.CPUNs / float64(r.Budget.Msgs) })
-	fmt.Fprint(tw, "minor page faults (count)\t")
-	for _, c := range cols {
-		fmt.Fprintf(tw, "%s\t", faults(c.MinorFaultsPerMsg))
-	}
-	for _, p := range pairs {
-		fmt.Fprintf(tw, "%s\t", faults(p[0].MinorFaultsPerMsg-p[1].MinorFaultsPerMsg))
-	}
-	fmt.Fprintln(tw)
+	line("total (getrusage)", func(r *Row) float64 { return r.Budget.CPUNs / float64(r.Budget.Msgs) }, us)
+	line("minor page faults (count)", func(r *Row) float64 { return r.MinorFaultsPerMsg }, faults)
 	fmt.Fprint(tw, "profile samples\t")
 	for _, c := range cols {
 		fmt.Fprintf(tw, "%d at %d Hz, %.0f%% seen\t", c.Budget.Samples, c.Budget.Hz, 100*c.Budget.SampledShare())
